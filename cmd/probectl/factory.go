@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
+)
+
+type buildInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	Date    string `json:"date"`
+}
+
+// factory hands commands their dependencies lazily: `--help`, `version` and a bad flag never
+// connect to the database.
+type factory struct {
+	IO     *render.Streams
+	Getenv func(string) string
+	Now    func() time.Time
+	Build  buildInfo
+
+	// Global flags.
+	DatabaseURL string
+	Output      string
+	NoColor     bool
+
+	mu    sync.Mutex
+	pools []*pgxpool.Pool
+}
+
+func newFactory(io *render.Streams, getenv func(string) string, build buildInfo) *factory {
+	return &factory{IO: io, Getenv: getenv, Now: time.Now, Build: build}
+}
+
+// Pool connects and checks that the schema is current: every command but `migrate` uses it.
+func (f *factory) Pool(ctx context.Context) (*pgxpool.Pool, error) {
+	pool, err := f.RawPool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := queries.CheckSchema(ctx, pool); err != nil {
+		return nil, err
+	}
+	return pool, nil
+}
+
+// RawPool connects without looking at the schema (for `migrate`).
+func (f *factory) RawPool(ctx context.Context) (*pgxpool.Pool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pools) > 0 {
+		return f.pools[0], nil
+	}
+	url, source := queries.ResolveURL(f.DatabaseURL, f.Getenv)
+	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{})
+	if err != nil {
+		return nil, err
+	}
+	f.pools = append(f.pools, pool)
+	return pool, nil
+}
+
+// Close closes what the factory opened.
+func (f *factory) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.pools {
+		p.Close()
+	}
+	f.pools = nil
+}
+
+// OutputFormat checks -o against the formats a command supports.
+func (f *factory) OutputFormat(allowed ...string) (string, error) {
+	format := f.Output
+	if format == "" {
+		format = "table"
+	}
+	if !slices.Contains(allowed, format) {
+		return "", exit.UsageError(fmt.Errorf("--output %q: this command supports %s", format, strings.Join(allowed, ", ")))
+	}
+	return format, nil
+}

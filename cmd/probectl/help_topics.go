@@ -1,0 +1,45 @@
+package main
+
+import "github.com/spf13/cobra"
+
+var helpTopics = []struct{ name, short, long string }{
+	{
+		name:  "exit-codes",
+		short: "What probectl's exit codes mean",
+		long: `probectl exits with:
+
+  0  everything worked (a round that ran, even with failed checks; a clean audit)
+  1  a check or audit found a problem (deploy verify failed or was inconclusive,
+     audit --fail-on-found found unexplained duplicates)
+  2  bad usage or bad input: a bad flag (named), a bad import row (line named);
+     nothing was changed
+  3  the work could not be done: database unreachable, schema behind
+     ('probectl migrate'), a claim or finish that failed`,
+	},
+	{
+		name:  "environment",
+		short: "Environment variables probectl reads",
+		long: `PROBECTL_DATABASE_URL   PostgreSQL URL, used when --database-url is not given
+DATABASE_URL            used when neither of the above is set
+PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ...
+                        libpq variables, used when no URL is set at all
+PROBECTL_SIGNING_KEY    path of the ed25519 private key that signs runs
+NO_COLOR                any value turns colour off (as --no-color does)
+PROBECTL_TEST_DATABASE_URL
+                        tests only: a server to create throwaway databases on,
+                        instead of starting a private PostgreSQL
+
+Passwords in URLs are never printed: errors name the host and port only.`,
+	},
+}
+
+func addHelpTopics(root *cobra.Command) {
+	for _, t := range helpTopics {
+		root.AddCommand(&cobra.Command{
+			Use:   t.name,
+			Short: t.short,
+			Long:  t.long,
+			// A help topic has no Run: cobra lists it under "Additional help topics".
+		})
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
+)
+
+type migrateOptions struct {
+	f       *factory
+	migrate func(ctx context.Context) ([]queries.Migration, error)
+}
+
+func newMigrateCmd(f *factory) *cobra.Command {
+	opts := &migrateOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the schema migrations this probectl ships",
+		Long: `Apply every schema migration this probectl ships that the database lacks, each in its own
+transaction, and print what was applied. Running it again applies nothing: it is safe to run on
+every deploy, and two concurrent runs take turns on a lock.`,
+		Example: `  probectl migrate --database-url postgres://probectl@db.internal/probectl
+  probectl migrate status`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMigrate(cmd.Context(), opts)
+		},
+	}
+	cmd.AddCommand(newMigrateStatusCmd(f))
+	return cmd
+}
+
+func runMigrate(ctx context.Context, opts *migrateOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	if opts.migrate == nil {
+		opts.migrate = func(ctx context.Context) ([]queries.Migration, error) {
+			pool, err := f.RawPool(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return queries.Migrate(ctx, pool)
+		}
+	}
+	applied, err := opts.migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return render.JSON(f.IO.Out, map[string]any{"applied": applied})
+	}
+	if len(applied) == 0 {
+		_, err := fmt.Fprintln(f.IO.Out, "schema is up to date; nothing to apply")
+		return err
+	}
+	tbl := render.NewTable(f.IO.Out, "VERSION", "MIGRATION", "SECONDS")
+	for _, m := range applied {
+		tbl.Row(m.Version, m.Name, fmt.Sprintf("%.3f", m.Duration))
+	}
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f.IO.Out, "applied %d migration(s)\n", len(applied))
+	return err
+}

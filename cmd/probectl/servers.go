@@ -1,0 +1,59 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/queries"
+)
+
+func newServersCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "servers <command>",
+		Short: "Manage the directory of servers to probe",
+		Long: `Manage the directory of servers that rounds check: import a CSV or JSON-lines file, add one
+server, list them, or record a maintainer's claim so that a server is checked again at once.`,
+		Example: `  probectl servers import servers.csv
+  probectl servers add --slug weather --url https://weather.example/mcp --kind mcp
+  probectl servers list -o json
+  probectl servers recheck weather`,
+	}
+	cmd.AddCommand(
+		newServersImportCmd(f),
+		newServersAddCmd(f),
+		newServersListCmd(f),
+		newServersRecheckCmd(f),
+	)
+	return cmd
+}
+
+// serverJSON is the documented JSON shape of a server.
+type serverJSON struct {
+	ID                   int64      `json:"id"`
+	Slug                 string     `json:"slug"`
+	URL                  string     `json:"url"`
+	Kind                 string     `json:"kind"`
+	Plan                 string     `json:"plan"`
+	CheckIntervalSeconds float64    `json:"check_interval_seconds"`
+	Status               string     `json:"status"`
+	MaintainerClaimedAt  *time.Time `json:"maintainer_claimed_at"`
+	NextCheckAt          time.Time  `json:"next_check_at"`
+	CreatedAt            time.Time  `json:"created_at"`
+}
+
+func toServerJSON(s queries.Server) serverJSON {
+	return serverJSON{
+		ID: s.ID, Slug: s.Slug, URL: s.EndpointURL, Kind: s.Kind, Plan: s.Plan,
+		CheckIntervalSeconds: s.CheckInterval.Seconds(), Status: s.Status,
+		MaintainerClaimedAt: utcPtr(s.MaintainerClaimedAt), NextCheckAt: s.NextCheckAt.UTC(), CreatedAt: s.CreatedAt.UTC(),
+	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/directory"
+	"github.com/probectl/probectl/internal/render"
+)
+
+type serversAddOptions struct {
+	f     *factory
+	Entry directory.Entry
+}
+
+func newServersAddCmd(f *factory) *cobra.Command {
+	opts := &serversAddOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "add --slug SLUG --url URL --kind mcp|http [--plan standard|frequent]",
+		Short: "Add one server (or update the one with that slug)",
+		Long: `Add one server to the directory, or update the server with the same slug. A new server is
+due at once.`,
+		Example: `  probectl servers add --slug weather --url https://weather.example/mcp --kind mcp
+  probectl servers add --slug status --url https://status.example/health --kind http --plan frequent`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServersAdd(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Entry.Slug, "slug", "", "unique name of the server (a-z, 0-9, '.', '_', '-')")
+	cmd.Flags().StringVar(&opts.Entry.URL, "url", "", "endpoint URL (http or https)")
+	cmd.Flags().StringVar(&opts.Entry.Kind, "kind", "", "mcp or http")
+	cmd.Flags().StringVar(&opts.Entry.Plan, "plan", "standard", "standard (every 12h) or frequent (every 15m)")
+	for _, name := range []string{"slug", "url", "kind"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+func runServersAdd(ctx context.Context, opts *serversAddOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	if err := opts.Entry.Validate(); err != nil {
+		return &directory.InvalidError{Err: fmt.Errorf("--%w", err)}
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	s, inserted, err := directory.Add(ctx, pool, opts.Entry, nil)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return render.JSON(f.IO.Out, toServerJSON(s))
+	}
+	verb := "updated"
+	if inserted {
+		verb = "added"
+	}
+	_, err = fmt.Fprintf(f.IO.Out, "%s server %s (%s, %s, every %s)\n", verb, s.Slug, s.Kind, s.Plan, s.CheckInterval)
+	return err
+}

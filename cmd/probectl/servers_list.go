@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/directory"
+	"github.com/probectl/probectl/internal/render"
+)
+
+type serversListOptions struct {
+	f      *factory
+	Status string
+}
+
+func newServersListCmd(f *factory) *cobra.Command {
+	opts := &serversListOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the servers in the directory",
+		Long:  "List the servers in the directory, ordered by slug, with their kind, plan, status and next check time.",
+		Example: `  probectl servers list
+  probectl servers list --status paused
+  probectl servers list -o json | jq -r '.[] | select(.kind == "mcp") | .slug'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServersList(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Status, "status", "", "only servers with this status: active, paused or delisted")
+	return cmd
+}
+
+func runServersList(ctx context.Context, opts *serversListOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	servers, err := directory.List(ctx, pool, opts.Status)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		out := make([]serverJSON, 0, len(servers))
+		for _, s := range servers {
+			out = append(out, toServerJSON(s))
+		}
+		return render.JSON(f.IO.Out, out)
+	}
+	tbl := render.NewTable(f.IO.Out, "SLUG", "KIND", "PLAN", "STATUS", "NEXT CHECK", "URL")
+	for _, s := range servers {
+		tbl.Row(s.Slug, s.Kind, s.Plan, s.Status, s.NextCheckAt.UTC().Format(time.RFC3339), s.EndpointURL)
+	}
+	return tbl.Render()
+}

@@ -1,0 +1,82 @@
+package directory
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Plans and the check interval each one promises operators.
+var planIntervals = map[string]time.Duration{
+	"standard": 12 * time.Hour,
+	"frequent": 15 * time.Minute,
+}
+
+// PlanInterval returns the check interval of a plan.
+func PlanInterval(plan string) (time.Duration, bool) {
+	d, ok := planIntervals[plan]
+	return d, ok
+}
+
+// Entry is one server as a user describes it.
+type Entry struct {
+	Slug string `json:"slug"`
+	URL  string `json:"url"`
+	Kind string `json:"kind"`
+	Plan string `json:"plan"`
+}
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+
+// Validate checks an entry and fills in defaults (plan "standard"). The message names the field.
+func (e *Entry) Validate() error {
+	e.Slug = strings.TrimSpace(e.Slug)
+	e.URL = strings.TrimSpace(e.URL)
+	e.Kind = strings.TrimSpace(e.Kind)
+	e.Plan = strings.TrimSpace(e.Plan)
+	if e.Plan == "" {
+		e.Plan = "standard"
+	}
+	if !slugPattern.MatchString(e.Slug) {
+		return fmt.Errorf("slug %q: must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit", e.Slug)
+	}
+	if err := validateURL(e.URL); err != nil {
+		return fmt.Errorf("url %q: %w", e.URL, err)
+	}
+	if e.Kind != "mcp" && e.Kind != "http" {
+		return fmt.Errorf("kind %q: must be mcp or http", e.Kind)
+	}
+	if _, ok := planIntervals[e.Plan]; !ok {
+		return fmt.Errorf("plan %q: must be standard (every 12h) or frequent (every 15m)", e.Plan)
+	}
+	return nil
+}
+
+func validateURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a url")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("scheme must be http or https")
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("no host")
+	}
+	if u.User != nil {
+		// Credentials in a URL would end up in tables, logs and runs.
+		return fmt.Errorf("must not carry credentials")
+	}
+	if p := u.Port(); p != "" {
+		if _, err := net.LookupPort("tcp", p); err != nil || p == "0" {
+			return fmt.Errorf("bad port")
+		}
+	}
+	if u.Fragment != "" {
+		return fmt.Errorf("must not have a fragment")
+	}
+	return nil
+}

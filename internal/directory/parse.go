@@ -1,0 +1,174 @@
+package directory
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// MaxImportBytes caps an import file; a directory of a few hundred thousand servers fits easily.
+const MaxImportBytes = 64 << 20
+
+// LineError is a bad row: it names the line, so the user can fix the file.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Err) }
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Row is a validated entry and the line it came from.
+type Row struct {
+	Line int
+	Entry
+}
+
+// Parse reads CSV (with a header row naming slug, url, kind and optionally plan) or JSON lines
+// (one object per line; detected by a first non-blank character of '{'), validates every row and
+// rejects a slug that appears twice. It returns the first problem found, with its line.
+func Parse(r io.Reader) ([]Row, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxImportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read import: %w", err)
+	}
+	if len(data) > MaxImportBytes {
+		return nil, fmt.Errorf("import is larger than %d MiB", MaxImportBytes>>20)
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	var rows []Row
+	if bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+		rows, err = parseJSONLines(data)
+	} else {
+		rows, err = parseCSV(data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("import has no servers")
+	}
+	seen := make(map[string]int, len(rows))
+	for _, row := range rows {
+		if first, dup := seen[row.Slug]; dup {
+			return nil, &LineError{Line: row.Line, Err: fmt.Errorf("slug %q already appears on line %d", row.Slug, first)}
+		}
+		seen[row.Slug] = row.Line
+	}
+	return rows, nil
+}
+
+func parseJSONLines(data []byte) ([]Row, error) {
+	var rows []Row
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var e Entry
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			return nil, &LineError{Line: line, Err: fmt.Errorf("not a JSON object with slug, url, kind, plan: %v", err)}
+		}
+		if dec.More() {
+			return nil, &LineError{Line: line, Err: errors.New("more than one JSON value on the line")}
+		}
+		if err := e.Validate(); err != nil {
+			return nil, &LineError{Line: line, Err: err}
+		}
+		rows = append(rows, Row{Line: line, Entry: e})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &LineError{Line: line + 1, Err: err}
+	}
+	return rows, nil
+}
+
+func parseCSV(data []byte) ([]Row, error) {
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, errors.New("import has no servers")
+	}
+	if err != nil {
+		return nil, csvError(err)
+	}
+	cols, err := csvColumns(header)
+	if err != nil {
+		return nil, &LineError{Line: 1, Err: err}
+	}
+	var rows []Row
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, csvError(err)
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue
+		}
+		if len(rec) != len(header) {
+			return nil, &LineError{Line: line, Err: fmt.Errorf("has %d fields, the header has %d", len(rec), len(header))}
+		}
+		field := func(name string) string {
+			if i, ok := cols[name]; ok {
+				return rec[i]
+			}
+			return ""
+		}
+		e := Entry{Slug: field("slug"), URL: field("url"), Kind: field("kind"), Plan: field("plan")}
+		if err := e.Validate(); err != nil {
+			return nil, &LineError{Line: line, Err: err}
+		}
+		rows = append(rows, Row{Line: line, Entry: e})
+	}
+}
+
+func csvColumns(header []string) (map[string]int, error) {
+	cols := map[string]int{}
+	for i, h := range header {
+		name := strings.ToLower(strings.TrimSpace(h))
+		switch name {
+		case "slug", "url", "kind", "plan":
+		default:
+			return nil, fmt.Errorf("unknown column %q in the header (want slug, url, kind, plan)", h)
+		}
+		if _, dup := cols[name]; dup {
+			return nil, fmt.Errorf("column %q appears twice in the header", name)
+		}
+		cols[name] = i
+	}
+	for _, need := range []string{"slug", "url", "kind"} {
+		if _, ok := cols[need]; !ok {
+			return nil, fmt.Errorf("header lacks the %q column (want slug, url, kind, plan)", need)
+		}
+	}
+	return cols, nil
+}
+
+func csvError(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &LineError{Line: pe.Line, Err: pe.Err}
+	}
+	return fmt.Errorf("read csv: %w", err)
+}
+
+// ExitCode: a bad row is bad input.
+func (e *LineError) ExitCode() int { return 2 }

@@ -1,0 +1,55 @@
+package render
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"github.com/mattn/go-isatty"
+)
+
+// Streams are the three standard streams plus what we know about them. Commands write data to Out
+// and progress or logs to ErrOut, never the other way round, so that `probectl ... -o json | jq`
+// always sees clean data.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	// OutTTY and ErrTTY say whether the streams are terminals: colour and progress only go to
+	// terminals.
+	OutTTY bool
+	ErrTTY bool
+	InTTY  bool
+	// NoColor is set by --no-color or NO_COLOR.
+	NoColor bool
+}
+
+// System returns the process's own streams.
+func System() *Streams {
+	return &Streams{
+		In:     os.Stdin,
+		Out:    os.Stdout,
+		ErrOut: os.Stderr,
+		OutTTY: isTerminal(os.Stdout),
+		ErrTTY: isTerminal(os.Stderr),
+		InTTY:  isTerminal(os.Stdin),
+	}
+}
+
+// Test returns streams backed by buffers, as a pipe would be (not terminals), and the buffers for
+// stdin, stdout and stderr.
+func Test() (*Streams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
+	in, out, errOut := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &Streams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
+}
+
+// ColorEnabled says whether stdout may carry ANSI colour.
+func (s *Streams) ColorEnabled() bool { return s.OutTTY && !s.NoColor }
+
+// CanPrompt says whether we may ask the user a question.
+func (s *Streams) CanPrompt() bool { return s.InTTY && s.OutTTY }
+
+func isTerminal(f *os.File) bool {
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}

@@ -1,0 +1,156 @@
+package queries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// URLSource says where a database URL came from, for messages like "from PROBECTL_DATABASE_URL".
+type URLSource string
+
+// ResolveURL picks the database URL in the documented order: the flag, PROBECTL_DATABASE_URL,
+// DATABASE_URL, and else "" (which lets pgx read the libpq PG* variables).
+func ResolveURL(flag string, getenv func(string) string) (string, URLSource) {
+	if flag != "" {
+		return flag, "--database-url"
+	}
+	for _, name := range []string{"PROBECTL_DATABASE_URL", "DATABASE_URL"} {
+		if v := getenv(name); v != "" {
+			return v, URLSource(name)
+		}
+	}
+	return "", "PG* environment variables"
+}
+
+// ConnectOptions tune the pool; zero values take the defaults.
+type ConnectOptions struct {
+	// StatementTimeout bounds every statement (default 5m); a runaway query must not hold locks.
+	StatementTimeout time.Duration
+	// IdleInTxTimeout ends sessions that sit in an open transaction (default 1m).
+	IdleInTxTimeout time.Duration
+	// MaxConns caps the pool (default: pgxpool's).
+	MaxConns int32
+}
+
+// BadURLError is a database URL that cannot be parsed: bad input, not an outage.
+type BadURLError struct {
+	Source URLSource
+	Err    error
+}
+
+func (e *BadURLError) Error() string {
+	return fmt.Sprintf("bad database url (from %s): %s", e.Source, redact(e.Err.Error(), ""))
+}
+
+func (e *BadURLError) Unwrap() error { return e.Err }
+
+// UnreachableError says the database could not be reached. It names the host and port and never
+// the password.
+type UnreachableError struct {
+	Host string
+	Port uint16
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("could not reach database at %s: %s; check that PostgreSQL is running and that "+
+		"--database-url, PROBECTL_DATABASE_URL, DATABASE_URL or PG* point at it",
+		net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error())
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Connect opens a pool on url and checks that the database answers.
+func Connect(ctx context.Context, url string, source URLSource, opts ConnectOptions) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, &BadURLError{Source: source, Err: err}
+	}
+	password := cfg.ConnConfig.Password
+	params := cfg.ConnConfig.RuntimeParams
+	setDefault(params, "application_name", "probectl")
+	setDefault(params, "statement_timeout", millis(opts.StatementTimeout, 5*time.Minute))
+	setDefault(params, "idle_in_transaction_session_timeout", millis(opts.IdleInTxTimeout, time.Minute))
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+		if err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		return nil, &UnreachableError{
+			Host: cfg.ConnConfig.Host,
+			Port: cfg.ConnConfig.Port,
+			Err:  errors.New(redact(lastLine(err.Error()), password)),
+		}
+	}
+	return pool, nil
+}
+
+func setDefault(params map[string]string, key, value string) {
+	if _, ok := params[key]; !ok {
+		params[key] = value
+	}
+}
+
+func millis(d, def time.Duration) string {
+	if d <= 0 {
+		d = def
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// lastLine keeps the most specific part of pgx's connect error: its last line is the reason the
+// last address tried gave ("dial tcp ...: connection refused", "password authentication failed").
+func lastLine(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if i := strings.Index(last, "): "); i >= 0 && len(lines) > 1 {
+		last = last[i+3:]
+	}
+	return last
+}
+
+// redact removes a password from an error message, whatever form the driver put it in.
+func redact(msg, password string) string {
+	if password != "" {
+		msg = strings.ReplaceAll(msg, password, "xxxxx")
+	}
+	return msg
+}
+
+// InTx runs fn in a transaction: committed when fn returns nil, rolled back otherwise.
+func InTx(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db, fn)
+}
+
+// InReadOnlyTx runs fn in a READ ONLY transaction, for audits: safe on a hot standby, and the
+// database itself refuses any write fn might attempt.
+func InReadOnlyTx(ctx context.Context, db interface {
+	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+}, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, fn)
+}
+
+// ExitCode: a bad URL is bad input.
+func (e *BadURLError) ExitCode() int { return 2 }
+
+// ExitCode: an unreachable database means the work could not be done.
+func (e *UnreachableError) ExitCode() int { return 3 }

@@ -1,0 +1,38 @@
+-- name: UpsertServer
+-- A new server is due at once; an existing one keeps its next check time (a plan change takes
+-- effect when it is next advanced).
+INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at, created_at)
+VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8),
+        coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()))
+ON CONFLICT (slug) DO UPDATE
+   SET endpoint_url   = EXCLUDED.endpoint_url,
+       kind           = EXCLUDED.kind,
+       plan           = EXCLUDED.plan,
+       check_interval = EXCLUDED.check_interval
+RETURNING id, (xmax = 0) AS inserted;
+
+-- name: ListServers
+SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
+       status, maintainer_claimed_at, next_check_at, created_at
+  FROM servers
+ WHERE ($1::text IS NULL OR status = $1)
+ ORDER BY slug;
+
+-- name: GetServerBySlug
+SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
+       status, maintainer_claimed_at, next_check_at, created_at
+  FROM servers
+ WHERE slug = $1;
+
+-- name: RecheckServer
+-- A maintainer claimed the server: it is due now, and the claim records the next job's reason as
+-- maintainer_claim (the spacing guard lets such an explicit re-check through).
+UPDATE servers
+   SET maintainer_claimed_at = coalesce($2::timestamptz, now()),
+       next_check_at         = coalesce($2::timestamptz, now())
+ WHERE slug = $1
+RETURNING id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
+          status, maintainer_claimed_at, next_check_at, created_at;
+
+-- name: SetServerStatus
+UPDATE servers SET status = $2 WHERE slug = $1 RETURNING id;
