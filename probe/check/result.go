@@ -1,0 +1,51 @@
+package check
+
+import "time"
+
+// Outcomes of a check, as stored on the job and the run.
+const (
+	OutcomeOK     = "ok"     // the server answered as its kind should
+	OutcomeFailed = "failed" // the server was reached (or refused by policy) but did not answer correctly
+	OutcomeError  = "error"  // the check itself could not be made (DNS, connect, timeout)
+)
+
+// Target is one server to check.
+type Target struct {
+	ServerID int64  `json:"server_id"`
+	Slug     string `json:"slug"`
+	URL      string `json:"url"`
+	Kind     string `json:"kind"` // mcp | http
+}
+
+// Request is one HTTP request made during a check. At most MaxRequests of them per check.
+type Request struct {
+	Method         string    `json:"method"`
+	URL            string    `json:"url"`
+	RPC            string    `json:"rpc,omitempty"` // MCP method, e.g. initialize, tools/list
+	Status         int       `json:"status,omitempty"`
+	LatencySeconds float64   `json:"latency_seconds"`
+	Bytes          int64     `json:"bytes"`
+	Error          string    `json:"error,omitempty"`
+	TLS            *TLSInfo  `json:"tls,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
+}
+
+// TLSInfo records what the server's certificate said, so that runs show an expiry coming.
+type TLSInfo struct {
+	Version      string    `json:"version"`
+	Subject      string    `json:"subject"`
+	Issuer       string    `json:"issuer"`
+	CertNotAfter time.Time `json:"cert_not_after"`
+}
+
+// Result is the observation one check makes. It is stored as the run's result and signed.
+type Result struct {
+	Outcome    string    `json:"outcome"`
+	Summary    string    `json:"summary"`
+	Error      string    `json:"error,omitempty"`
+	Requests   []Request `json:"requests"`
+	Tools      *int      `json:"tools,omitempty"`       // MCP: number of tools listed
+	ServerName string    `json:"server_name,omitempty"` // MCP: serverInfo.name
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+}
