@@ -1,0 +1,84 @@
+package queries
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrKeyIDTaken says a key id is registered with another public key: two keys whose ids collide
+// must not be confused, so the second is refused.
+var ErrKeyIDTaken = errors.New("key id is registered with another public key")
+
+// RegisterSigningKey records a public key that verifies runs. Registering the same key again does
+// nothing; a different key under the same id is ErrKeyIDTaken.
+func RegisterSigningKey(ctx context.Context, db DBTX, keyID string, pub ed25519.PublicKey) error {
+	return RegisterSigningKeyAt(ctx, db, keyID, pub, nil)
+}
+
+// RegisterSigningKeyAt is RegisterSigningKey with created_at fixed (tests), or now() when nil.
+func RegisterSigningKeyAt(ctx context.Context, db DBTX, keyID string, pub ed25519.PublicKey, now *time.Time) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("register signing key %s: public key is %d bytes, want %d", keyID, len(pub), ed25519.PublicKeySize)
+	}
+	if _, err := db.Exec(ctx, SQL("RegisterSigningKey"), keyID, []byte(pub), now); err != nil {
+		return fmt.Errorf("register signing key %s: %w", keyID, err)
+	}
+	var stored []byte
+	if err := db.QueryRow(ctx, SQL("SigningKeyPublic"), keyID).Scan(&stored); err != nil {
+		return fmt.Errorf("register signing key %s: read back: %w", keyID, err)
+	}
+	if !bytes.Equal(stored, pub) {
+		return fmt.Errorf("register signing key %s: %w", keyID, ErrKeyIDTaken)
+	}
+	return nil
+}
+
+// SigningKeys returns the keys that are not retired, by key id, as attest.Verify takes them.
+func SigningKeys(ctx context.Context, db DBTX) (map[string]ed25519.PublicKey, error) {
+	rows, err := db.Query(ctx, SQL("SigningKeys"))
+	if err != nil {
+		return nil, fmt.Errorf("read signing keys: %w", err)
+	}
+	out := map[string]ed25519.PublicKey{}
+	var id string
+	var pub []byte
+	_, err = pgx.ForEachRow(rows, []any{&id, &pub}, func() error {
+		out[id] = ed25519.PublicKey(bytes.Clone(pub))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read signing keys: %w", err)
+	}
+	return out, nil
+}
+
+// SigningKey is one row of signing_keys, without the key itself (public, but noise in a listing).
+type SigningKey struct {
+	KeyID     string
+	Algorithm string
+	CreatedAt time.Time
+	RetiredAt *time.Time
+}
+
+// ListSigningKeys returns every key, retired ones included, oldest first.
+func ListSigningKeys(ctx context.Context, db DBTX) ([]SigningKey, error) {
+	rows, err := db.Query(ctx, SQL("ListSigningKeys"))
+	if err != nil {
+		return nil, fmt.Errorf("list signing keys: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SigningKey, error) {
+		var k SigningKey
+		err := row.Scan(&k.KeyID, &k.Algorithm, &k.CreatedAt, &k.RetiredAt)
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list signing keys: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,16 @@
+-- name: RegisterSigningKey
+-- Registering the same key twice is a no-op (keys generate may be retried); a key id that is
+-- already taken by another public key is reported by the wrapper, never overwritten.
+INSERT INTO signing_keys (key_id, public_key, created_at)
+VALUES ($1, $2, coalesce($3::timestamptz, now()))
+ON CONFLICT (key_id) DO NOTHING;
+
+-- name: SigningKeyPublic
+SELECT public_key FROM signing_keys WHERE key_id = $1;
+
+-- name: SigningKeys
+-- The keys runs are verified against: every key not retired.
+SELECT key_id, public_key FROM signing_keys WHERE retired_at IS NULL ORDER BY key_id;
+
+-- name: ListSigningKeys
+SELECT key_id, algorithm, created_at, retired_at FROM signing_keys ORDER BY created_at, key_id;
