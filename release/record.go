@@ -1,0 +1,96 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/queries"
+)
+
+// RecordRequest is a release to record.
+type RecordRequest struct {
+	Version  string
+	Settings Settings
+	WaysBack []Way
+	Note     string
+	// Actor is who deployed it ($USER or --actor).
+	Actor string
+	// Now, when set, stands in for the database's now() (tests fix the clock with it).
+	Now *time.Time
+}
+
+// Recorded is a release just recorded, and the release it replaced (nil for the first).
+type Recorded struct {
+	Release  Release
+	Replaced *Release
+	Event    Event
+}
+
+// Record validates the request and makes it the active release, in one transaction: the old
+// release is deactivated and the new one inserted with it as its previous release, so that
+// `rollback --to-previous` knows where to go.
+func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Recorded, error) {
+	if err := req.validate(); err != nil {
+		return nil, exit.UsageError(err)
+	}
+	var out *Recorded
+	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
+		out = &Recorded{}
+		if err := queries.LockReleases(ctx, tx); err != nil {
+			return err
+		}
+		old, err := queries.ActiveReleaseForUpdate(ctx, tx)
+		switch {
+		case errors.Is(err, queries.ErrNoRelease):
+		case err != nil:
+			return err
+		default:
+			out.Replaced = &old
+			if err := queries.DeactivateRelease(ctx, tx, old.ID); err != nil {
+				return err
+			}
+		}
+		p := queries.InsertReleaseParams{
+			Version: req.Version, Fanout: req.Settings.Fanout, ClaimLimit: req.Settings.ClaimLimit,
+			Concurrency: req.Settings.Concurrency, MinSpacing: req.Settings.MinSpacing,
+			FinishMode: req.Settings.Finish, WaysBack: waysStrings(req.WaysBack), Note: req.Note,
+			DeployedBy: req.Actor, Kind: KindDeploy, Active: true, Now: req.Now,
+		}
+		if out.Replaced != nil {
+			p.PreviousID = &out.Replaced.ID
+		}
+		id, err := queries.InsertRelease(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		ev := Event{ReleaseID: id, Action: ActionDeploy, Actor: req.Actor, Reason: req.Note}
+		if out.Replaced != nil {
+			ev.FromReleaseID = &out.Replaced.ID
+		}
+		if out.Event, err = queries.InsertReleaseEvent(ctx, tx, ev, req.Now); err != nil {
+			return err
+		}
+		out.Release, err = queries.GetRelease(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record release %s: %w", req.Version, err)
+	}
+	return out, nil
+}
+
+func (req RecordRequest) validate() error {
+	if req.Version == "" {
+		return errors.New("--version: must not be empty")
+	}
+	if req.Actor == "" {
+		return errors.New("--actor: must not be empty ($USER is not set either)")
+	}
+	return ValidateSettings(req.Settings)
+}

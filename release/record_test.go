@@ -1,0 +1,90 @@
+package release_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/release"
+)
+
+func TestRecordMakesTheNewReleaseActiveAndRemembersThePreviousOne(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	first := record(t, pool, "v1", sequential, release.WayPrevious)
+	second := record(t, pool, "v2", parallel, release.WayPrevious, release.WayFanoutOff)
+
+	h, err := release.ReadHistory(t.Context(), pool, 10)
+	require.NoError(t, err)
+	require.Len(t, h.Releases, 2)
+	require.Equal(t, second.ID, h.Active().ID)
+	require.Equal(t, &first.ID, h.Active().PreviousID)
+	require.Equal(t, []string{"previous", "fanout-off"}, h.Active().WaysBack)
+	require.Equal(t, parallel, release.SettingsOf(*h.Active()))
+	require.False(t, h.Releases[1].Active, "the old release is no longer active")
+
+	require.Len(t, h.Events, 2)
+	require.Equal(t, release.ActionDeploy, h.Events[0].Action)
+	require.Equal(t, second.ID, h.Events[0].ReleaseID)
+	require.Equal(t, &first.ID, h.Events[0].FromReleaseID)
+	require.Equal(t, "ana", h.Events[0].Actor)
+	require.Equal(t, "deploy v2", h.Events[0].Reason)
+	require.Nil(t, h.Events[1].FromReleaseID, "the first release replaced nothing")
+}
+
+func TestRecordRefusesBadSettingsNamingTheFlag(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	cases := []struct {
+		name   string
+		change func(*release.RecordRequest)
+		flag   string
+	}{
+		{"a negative fan-out is refused", func(r *release.RecordRequest) { r.Settings.Fanout = -1 }, "--fanout"},
+		{"a zero claim limit is refused", func(r *release.RecordRequest) { r.Settings.ClaimLimit = 0 }, "--claim-limit"},
+		{"a zero concurrency is refused", func(r *release.RecordRequest) { r.Settings.Concurrency = 0 }, "--concurrency"},
+		{"a negative spacing is refused", func(r *release.RecordRequest) { r.Settings.MinSpacing = -time.Second }, "--min-spacing"},
+		{"an unknown finish mode is refused", func(r *release.RecordRequest) { r.Settings.Finish = "later" }, "--finish"},
+		{"an empty version is refused", func(r *release.RecordRequest) { r.Version = "" }, "--version"},
+		{"a release without an actor is refused", func(r *release.RecordRequest) { r.Actor = "" }, "--actor"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := release.RecordRequest{Version: "v1", Settings: parallel, Actor: "ana"}
+			tc.change(&req)
+			_, err := release.Record(t.Context(), pool, req)
+			require.ErrorContains(t, err, tc.flag)
+			require.Equal(t, exit.Usage, exit.Code(err))
+		})
+	}
+	h, err := release.ReadHistory(t.Context(), pool, 10)
+	require.NoError(t, err)
+	require.Empty(t, h.Releases, "nothing was recorded")
+}
+
+func TestParseWaysAcceptsEitherOrBothInCanonicalOrder(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		want []release.Way
+		err  bool
+	}{
+		{"", nil, false},
+		{"previous", []release.Way{release.WayPrevious}, false},
+		{"fanout-off,previous", []release.Way{release.WayPrevious, release.WayFanoutOff}, false},
+		{"previous, previous", []release.Way{release.WayPrevious}, false},
+		{"patch", nil, true},
+	}
+	for _, tc := range cases {
+		got, err := release.ParseWays(tc.in)
+		if tc.err {
+			require.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+	}
+}
