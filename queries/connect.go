@@ -27,7 +27,28 @@ func ResolveURL(flag string, getenv func(string) string) (string, URLSource) {
 			return v, URLSource(name)
 		}
 	}
-	return "", "PG* environment variables"
+	return libpqEnvDSN(getenv), "PG* environment variables"
+}
+
+// libpqEnvDSN turns the libpq PG* variables into a keyword/value connection string. pgx would read
+// them from the process environment itself; reading them through getenv keeps the order of
+// precedence in one place and lets tests supply their own environment.
+func libpqEnvDSN(getenv func(string) string) string {
+	vars := []struct{ env, key string }{
+		{"PGHOST", "host"}, {"PGPORT", "port"}, {"PGDATABASE", "dbname"}, {"PGUSER", "user"},
+		{"PGPASSWORD", "password"}, {"PGPASSFILE", "passfile"}, {"PGSSLMODE", "sslmode"},
+		{"PGSSLCERT", "sslcert"}, {"PGSSLKEY", "sslkey"}, {"PGSSLROOTCERT", "sslrootcert"},
+		{"PGCONNECT_TIMEOUT", "connect_timeout"}, {"PGAPPNAME", "application_name"},
+		{"PGTARGETSESSIONATTRS", "target_session_attrs"},
+	}
+	var parts []string
+	for _, v := range vars {
+		if val := getenv(v.env); val != "" {
+			quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(val)
+			parts = append(parts, v.key+"='"+quoted+"'")
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // ConnectOptions tune the pool; zero values take the defaults.

@@ -1,0 +1,36 @@
+# The README's commands are these targets; CI (.ci/run) runs `make ci`.
+GO ?= go
+PKGS := ./...
+
+.PHONY: test lint bench generate build ci fuzz
+
+## test: vet, then every test with the race detector against a real PostgreSQL
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## lint: what CI refuses: unformatted code, an untidy go.mod, vet findings, a bad goreleaser config
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) vet $(PKGS)
+	$(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1 check
+
+## bench: the benchmarks that print figures (sizes via PROBECTL_BENCH_* variables, see docs/)
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout 60m $(PKGS)
+
+## fuzz: a short run of every fuzz target
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/directory
+
+## generate: nothing is generated yet; SQL is hand-written in queries/*.sql
+generate:
+	$(GO) generate $(PKGS)
+
+## build: a binary stamped like a release build
+build:
+	$(GO) build -o probectl -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev) -X main.commit=$$(git rev-parse --short HEAD) -X main.date=$$(date -u +%Y-%m-%dT%H:%M:%SZ)" ./cmd/probectl
+
+## ci: what .ci/run runs after installing what a fresh machine lacks
+ci: lint test

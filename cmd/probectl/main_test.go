@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// migrated is a template database with the schema applied; each test clones it.
+var migrated = dbtest.NewTemplate("probectl_cmd", queries.MigrateURL)
+
+// cliResult is what one run of the command line produced.
+type cliResult struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// cli runs probectl in-process, as a pipe would see it (not a terminal), with only the environment
+// given (the test machine's PG* variables never leak in).
+type cli struct {
+	env   map[string]string
+	stdin string
+}
+
+func (c cli) run(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	io, in, out, errOut := render.Test()
+	in.WriteString(c.stdin)
+	getenv := func(k string) string { return c.env[k] }
+	code := Execute(context.Background(), args, io, getenv)
+	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+// runCLI runs probectl with the given arguments and no environment.
+func runCLI(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	return cli{}.run(t, args...)
+}
+
+// migratedDB returns the URL of a fresh migrated database and a pool on it for assertions.
+func migratedDB(t *testing.T) (string, *pgxpool.Pool) {
+	t.Helper()
+	url := migrated.NewDB(t)
+	return url, dbtest.Pool(t, url)
+}
+
+// writeFile writes content to a file in a temporary directory and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := t.TempDir() + "/" + name
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+func lines(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") }

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const goodCSV = `slug,url,kind,plan
+weather,https://weather.example/mcp,mcp,standard
+status-page,https://status.example/health,http,frequent
+`
+
+func countServers(t *testing.T, url string) int {
+	t.Helper()
+	_, pool := url, poolFor(t, url)
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM servers").Scan(&n))
+	return n
+}
+
+func TestImportThenListShowsTheServersDueNow(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	before := time.Now().Add(-time.Second)
+
+	res := runCLI(t, "--database-url", url, "servers", "import", writeFile(t, "s.csv", goodCSV))
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "imported 2 server(s): 2 new, 0 updated\n", res.Stdout)
+
+	res = runCLI(t, "--database-url", url, "servers", "list", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got []serverJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	require.Len(t, got, 2)
+	require.Equal(t, "status-page", got[0].Slug)
+	require.Equal(t, "frequent", got[0].Plan)
+	require.Equal(t, 900.0, got[0].CheckIntervalSeconds)
+	require.Equal(t, "weather", got[1].Slug)
+	require.Equal(t, 43200.0, got[1].CheckIntervalSeconds)
+	for _, s := range got {
+		require.Equal(t, "active", s.Status)
+		require.WithinRange(t, s.NextCheckAt, before, time.Now().Add(time.Second), "a new server is due at once")
+	}
+}
+
+func TestImportReadsJSONLinesFromStdinAndUpsertsBySlug(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "servers", "import", writeFile(t, "s.csv", goodCSV)).Code)
+
+	jsonl := `{"slug":"weather","url":"https://weather.example/v2/mcp","kind":"mcp","plan":"frequent"}
+
+{"slug":"new-one","url":"http://new.example:8080/","kind":"http"}
+`
+	res := cli{stdin: jsonl}.run(t, "--database-url", url, "servers", "import", "-")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "imported 2 server(s): 1 new, 1 updated\n", res.Stdout)
+	res = runCLI(t, "--database-url", url, "servers", "list", "-o", "json")
+	var got []serverJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	require.Len(t, got, 3)
+	require.Equal(t, "https://weather.example/v2/mcp", got[2].URL)
+	require.Equal(t, "frequent", got[2].Plan)
+	require.Equal(t, "standard", got[0].Plan, "plan defaults to standard")
+}
+
+func TestImportOfABadRowNamesTheLineImportsNothingAndExits2(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, file, content, want string
+	}{
+		{"a bad url", "s.csv", goodCSV + "broken,ftp://x.example/,http,standard\n", "line 4: url \"ftp://x.example/\": scheme must be http or https"},
+		{"an unknown kind", "s.csv", goodCSV + "grpc-one,https://x.example/,grpc,standard\n", "line 4: kind \"grpc\": must be mcp or http"},
+		{"an unknown plan", "s.csv", goodCSV + "hourly,https://x.example/,http,hourly\n", "line 4: plan \"hourly\": must be standard"},
+		{"a duplicate slug in the file", "s.csv", goodCSV + "weather,https://other.example/,http,standard\n", "line 4: slug \"weather\" already appears on line 2"},
+		{"a url carrying credentials", "s.csv", goodCSV + "creds,https://user:pw@x.example/,http,standard\n", "line 4: url \"https://user:pw@x.example/\": must not carry credentials"},
+		{"a row with too few fields", "s.csv", goodCSV + "short,https://x.example/\n", "line 4: has 2 fields, the header has 4"},
+		{"an unknown column", "s.csv", "slug,url,kind,colour\n", "line 1: unknown column \"colour\""},
+		{"a bad json line", "s.jsonl", `{"slug":"a","url":"https://a.example/","kind":"http"}` + "\n" + `{"slug":"b",` + "\n", "line 2: not a JSON object"},
+		{"a json line with an unknown field", "s.jsonl", `{"slug":"a","url":"https://a.example/","kind":"http","colour":"red"}` + "\n", "line 1: not a JSON object"},
+		{"an empty file", "s.csv", "", "import has no servers"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url, _ := migratedDB(t)
+			res := runCLI(t, "--database-url", url, "servers", "import", writeFile(t, tc.file, tc.content))
+			require.Equal(t, 2, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, tc.want)
+			require.Empty(t, res.Stdout)
+			require.Equal(t, 0, countServers(t, url), "nothing is imported")
+		})
+	}
+}
+
+func TestImportOfAMissingFileExits2(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "--database-url", "postgres://127.0.0.1:1/x", "servers", "import", "/nonexistent/servers.csv")
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, "open /nonexistent/servers.csv")
+}
+
+func TestAddValidatesBeforeConnectingAndNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "--database-url", "postgres://127.0.0.1:1/x", "servers", "add", "--slug", "x", "--url", "https://x.example/", "--kind", "smtp")
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, "--kind \"smtp\": must be mcp or http")
+
+	res = runCLI(t, "servers", "add", "--slug", "x")
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, "required flag")
+}
+
+func TestAddAndRecheckMakeTheServerDueWithAMaintainerClaim(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "servers", "add", "--slug", "weather", "--url", "https://weather.example/mcp", "--kind", "mcp")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "added server weather (mcp, standard, every 12h0m0s)\n", res.Stdout)
+
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, "UPDATE servers SET next_check_at = now() + interval '12 hours'")
+	require.NoError(t, err)
+
+	res = runCLI(t, "--database-url", url, "servers", "recheck", "weather", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var s serverJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &s))
+	require.NotNil(t, s.MaintainerClaimedAt)
+	require.WithinDuration(t, time.Now(), s.NextCheckAt, 5*time.Second, "a re-checked server is due now")
+
+	res = runCLI(t, "--database-url", url, "servers", "recheck", "nobody")
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, `server "nobody": no server with that slug`)
+}

@@ -1,0 +1,81 @@
+package directory
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseAcceptsCSVWithColumnsInAnyOrderAndDefaultsThePlan(t *testing.T) {
+	t.Parallel()
+	rows, err := Parse(strings.NewReader("\ufeffkind,slug,url\r\nmcp,weather,https://weather.example/mcp\r\n\r\nhttp,status,http://status.example:8080/health\r\n"))
+	require.NoError(t, err)
+	require.Equal(t, []Row{
+		{Line: 2, Entry: Entry{Slug: "weather", URL: "https://weather.example/mcp", Kind: "mcp", Plan: "standard"}},
+		{Line: 4, Entry: Entry{Slug: "status", URL: "http://status.example:8080/health", Kind: "http", Plan: "standard"}},
+	}, rows)
+}
+
+func TestParseCountsLinesOfQuotedMultilineCSVFields(t *testing.T) {
+	t.Parallel()
+	_, err := Parse(strings.NewReader("slug,url,kind\n\"a\nb\",https://a.example/,http\nok,https://ok.example/,grpc\n"))
+	var le *LineError
+	require.True(t, errors.As(err, &le), "%v", err)
+	require.Equal(t, 2, le.Line, "the slug with a newline is the row starting on line 2")
+}
+
+func TestParseNamesTheLineOfTheSecondOccurrenceOfASlug(t *testing.T) {
+	t.Parallel()
+	_, err := Parse(strings.NewReader(`{"slug":"a","url":"https://a.example/","kind":"http"}
+{"slug":"b","url":"https://b.example/","kind":"mcp","plan":"frequent"}
+{"slug":"a","url":"https://c.example/","kind":"http"}
+`))
+	require.EqualError(t, err, `line 3: slug "a" already appears on line 1`)
+}
+
+func TestValidateRefusesWhatWouldBreakProbingOrLeakSecrets(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		entry Entry
+		want  string
+	}{
+		{"an upper-case slug", Entry{Slug: "Weather", URL: "https://a.example/", Kind: "http"}, "slug"},
+		{"a url without a host", Entry{Slug: "a", URL: "https:///path", Kind: "http"}, "no host"},
+		{"a url with a password", Entry{Slug: "a", URL: "https://u:p@a.example/", Kind: "http"}, "credentials"},
+		{"a url with port zero", Entry{Slug: "a", URL: "https://a.example:0/", Kind: "http"}, "bad port"},
+		{"a relative url", Entry{Slug: "a", URL: "/health", Kind: "http"}, "scheme"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := tc.entry.Validate()
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// FuzzParse: whatever the input, Parse returns rows that all validate, or an error; it never panics
+// and never returns both.
+func FuzzParse(f *testing.F) {
+	f.Add("slug,url,kind,plan\nweather,https://weather.example/mcp,mcp,standard\n")
+	f.Add(`{"slug":"a","url":"https://a.example/","kind":"http"}` + "\n")
+	f.Add("slug,url,kind\n\"a\nb\",https://a.example/,http\n")
+	f.Fuzz(func(t *testing.T, input string) {
+		rows, err := Parse(strings.NewReader(input))
+		if err != nil {
+			require.Nil(t, rows)
+			return
+		}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			e := r.Entry
+			require.NoError(t, e.Validate())
+			require.False(t, seen[e.Slug])
+			seen[e.Slug] = true
+			require.Positive(t, r.Line)
+		}
+	})
+}
