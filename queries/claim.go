@@ -1,0 +1,118 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ClaimLockKey is the transaction-level advisory lock key probe_claim takes before it reads:
+// 0x70726f6265, "probe" in ASCII. Anything else that must not run alongside a claim can take it too.
+const ClaimLockKey int64 = 482956239461
+
+// InFlightWindow is how long a job counts as open: past it the claim closes the job as abandoned.
+// A round's settings must fit a job's worst case inside it (probe.Settings.Validate).
+const InFlightWindow = 15 * time.Minute
+
+// ClaimParams are the arguments of one claim.
+type ClaimParams struct {
+	RoundID    int64
+	Invocation int
+	// Limit is the most servers this claim takes.
+	Limit int
+	// MinSpacing is the spacing guard: no server with a job requested within it (0 turns it off).
+	MinSpacing time.Duration
+	// InFlight is the in-flight window; 0 means InFlightWindow.
+	InFlight time.Duration
+	// Now, when set, stands in for the time of the claim.
+	Now *time.Time
+	// SkipLock switches the advisory lock off. Only tests set it, to show the other layers hold
+	// without it; nothing in probectl does.
+	SkipLock bool
+}
+
+// ClaimedJob is one job a claim created: what the prober needs to check the server and to finish.
+type ClaimedJob struct {
+	JobID       int64
+	ServerID    int64
+	Slug        string
+	URL         string
+	Kind        string
+	// ClaimedNextCheckAt is the server's next_check_at when it was claimed: the finish advances it
+	// only if it still has this value (a compare-and-set).
+	ClaimedNextCheckAt time.Time
+	Reason             string // scheduled | maintainer_claim
+	RequestedAt        time.Time
+}
+
+// Claim calls probe_claim: it closes jobs past the in-flight window and claims up to p.Limit due
+// servers, one new job each. Call it on a pool, not in a transaction of your own: the lock is held
+// until the transaction ends.
+func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
+	inFlight := p.InFlight
+	if inFlight <= 0 {
+		inFlight = InFlightWindow
+	}
+	rows, err := db.Query(ctx, SQL("Claim"), p.RoundID, p.Invocation, p.Limit,
+		p.MinSpacing.Seconds(), inFlight.Seconds(), p.Now, p.SkipLock)
+	if err != nil {
+		return nil, fmt.Errorf("claim due servers: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedJob, error) {
+		var j ClaimedJob
+		err := row.Scan(&j.JobID, &j.ServerID, &j.Slug, &j.URL, &j.Kind, &j.ClaimedNextCheckAt, &j.Reason, &j.RequestedAt)
+		return j, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due servers: %w", err)
+	}
+	return jobs, nil
+}
+
+// PreviewServer is what a claim would decide now for one server whose next check time has passed.
+type PreviewServer struct {
+	ServerID        int64
+	Slug            string
+	Status          string
+	NextCheckAt     time.Time
+	Reason          string // the reason its job would carry: scheduled | maintainer_claim
+	LastRequestedAt *time.Time
+	// State: claimable, open_job, spacing, paused or delisted.
+	State string
+	// ClaimableAt is when the server becomes claimable if nothing else changes; nil when paused or
+	// delisted.
+	ClaimableAt *time.Time
+}
+
+// ClaimPreview lists the servers whose next check time has passed and what a claim would do with
+// each, in claim order. It only reads.
+func ClaimPreview(ctx context.Context, db DBTX, minSpacing, inFlight time.Duration, now *time.Time) ([]PreviewServer, error) {
+	if inFlight <= 0 {
+		inFlight = InFlightWindow
+	}
+	rows, err := db.Query(ctx, SQL("ClaimPreview"), minSpacing.Seconds(), inFlight.Seconds(), now)
+	if err != nil {
+		return nil, fmt.Errorf("preview the claim: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PreviewServer, error) {
+		var s PreviewServer
+		err := row.Scan(&s.ServerID, &s.Slug, &s.Status, &s.NextCheckAt, &s.Reason, &s.LastRequestedAt, &s.State, &s.ClaimableAt)
+		return s, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("preview the claim: %w", err)
+	}
+	return out, nil
+}
+
+// CountNotDue counts the active servers not due yet and says when the soonest becomes due.
+func CountNotDue(ctx context.Context, db DBTX, now *time.Time) (int, *time.Time, error) {
+	var n int
+	var soonest *time.Time
+	if err := db.QueryRow(ctx, SQL("CountNotDue"), now).Scan(&n, &soonest); err != nil {
+		return 0, nil, fmt.Errorf("count servers not due: %w", err)
+	}
+	return n, soonest, nil
+}

@@ -1,0 +1,54 @@
+-- name: Claim
+-- One claim: see probe_claim in migrations/00002_claim.sql. Run it outside any transaction of the
+-- caller's, so the advisory lock is released as soon as the claim commits.
+SELECT job_id, server_id, slug, endpoint_url, kind, claimed_next_check_at, reason, requested_at
+  FROM probe_claim(p_round_id    => $1,
+                   p_invocation  => $2,
+                   p_limit       => $3,
+                   p_min_spacing => make_interval(secs => $4::float8),
+                   p_in_flight   => make_interval(secs => $5::float8),
+                   p_now         => $6::timestamptz,
+                   p_skip_lock   => $7::boolean);
+
+-- name: ClaimPreview
+-- What probe_claim would decide for each server whose next check time has passed, read-only and
+-- without its lock (for `run round --dry-run`). The rules mirror probe_claim's; a test holds the
+-- two together. state: claimable | open_job | spacing | paused | delisted. claimable_at: when the
+-- server becomes claimable if nothing else changes (an open job: when it would be closed as
+-- abandoned, unless its finish moves the next check first); NULL for paused or delisted servers.
+WITH p AS (
+    SELECT coalesce($3::timestamptz, now())  AS now,
+           make_interval(secs => $1::float8) AS spacing,
+           make_interval(secs => $2::float8) AS in_flight
+), v AS (
+    SELECT s.id, s.slug, s.status, s.next_check_at,
+           CASE WHEN s.maintainer_claimed_at IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM probe_jobs AS m
+                                  WHERE m.server_id = s.id AND m.requested_at >= s.maintainer_claimed_at)
+                THEN 'maintainer_claim' ELSE 'scheduled' END AS reason,
+           (SELECT max(o.requested_at) FROM probe_jobs AS o
+             WHERE o.server_id = s.id AND o.finished_at IS NULL
+               AND o.requested_at > p.now - p.in_flight) AS open_requested_at,
+           (SELECT max(l.requested_at) FROM probe_jobs AS l WHERE l.server_id = s.id) AS last_requested_at,
+           p.now, p.spacing, p.in_flight
+      FROM servers AS s, p
+     WHERE s.next_check_at <= p.now
+)
+SELECT v.id, v.slug, v.status, v.next_check_at, v.reason, v.last_requested_at,
+       CASE WHEN v.status <> 'active'                 THEN v.status
+            WHEN v.open_requested_at IS NOT NULL      THEN 'open_job'
+            WHEN v.reason = 'scheduled' AND v.last_requested_at > v.now - v.spacing THEN 'spacing'
+            ELSE 'claimable' END AS state,
+       CASE WHEN v.status <> 'active'                 THEN NULL
+            WHEN v.open_requested_at IS NOT NULL      THEN v.open_requested_at + v.in_flight
+            WHEN v.reason = 'scheduled' AND v.last_requested_at > v.now - v.spacing
+                                                      THEN v.last_requested_at + v.spacing
+            ELSE v.now END AS claimable_at
+  FROM v
+ ORDER BY v.next_check_at, v.id;
+
+-- name: CountNotDue
+-- Active servers whose next check time has not come yet, and the soonest of them.
+SELECT count(*), min(s.next_check_at)
+  FROM servers AS s
+ WHERE s.status = 'active' AND s.next_check_at > coalesce($1::timestamptz, now());

@@ -1,0 +1,97 @@
+package queries
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FinishParams describe a checked job: the claim it answers and the observation to store.
+type FinishParams struct {
+	JobID    int64
+	ServerID int64
+	// ClaimedNextCheckAt is the value the claim saw; the advance is a compare-and-set on it.
+	ClaimedNextCheckAt time.Time
+	Outcome            string // ok | failed | error
+	Error              string
+	StartedAt          time.Time // when the check started
+	CheckFinishedAt    time.Time // when the check ended
+	Requests           int
+	Result             json.RawMessage
+	// Envelope is the signed attestation; nil stores NULL (an unsigned run).
+	Envelope json.RawMessage
+	// Now, when set, stands in for the time of the finish.
+	Now *time.Time
+}
+
+// FinishResult says what a finish changed. A false Advanced or JobFinished is not an error but
+// must be reported: the compare-and-set or the open-job guard found that something else had
+// changed the row first.
+type FinishResult struct {
+	RunID int64
+	// Advanced: next_check_at still held the claimed value (and the server was active) and was
+	// moved on by the server's interval.
+	Advanced bool
+	// JobFinished: the job was still open and is now finished.
+	JobFinished bool
+	// FinishedAt is the time written on the job (zero when it was not finished here).
+	FinishedAt time.Time
+}
+
+// FinishTx calls probe_finish: advance, run and job in one transaction.
+func FinishTx(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
+	var r FinishResult
+	err := db.QueryRow(ctx, SQL("FinishTx"), p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error,
+		p.StartedAt, p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now).
+		Scan(&r.RunID, &r.Advanced, &r.JobFinished, &r.FinishedAt)
+	if err != nil {
+		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
+	}
+	if !r.JobFinished {
+		r.FinishedAt = time.Time{}
+	}
+	return r, nil
+}
+
+// AdvanceServer is the first write of a two-write finish: it moves the server's next_check_at on
+// by its interval if it still holds claimed, and says whether it did.
+func AdvanceServer(ctx context.Context, db DBTX, serverID int64, claimed time.Time, now *time.Time) (bool, error) {
+	var next time.Time
+	err := db.QueryRow(ctx, SQL("AdvanceServer"), serverID, claimed, now).Scan(&next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("advance next check of server %d: %w", serverID, err)
+	}
+	return true, nil
+}
+
+// FinishJob is the second write of a two-write finish: one statement that stores the run and
+// finishes the job if it is still open. Advanced is left false: it is the caller's to fill in.
+func FinishJob(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
+	var r FinishResult
+	var finishedAt *time.Time
+	err := db.QueryRow(ctx, SQL("FinishJob"), p.JobID, p.Outcome, p.Error, p.StartedAt,
+		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now).
+		Scan(&r.RunID, &r.JobFinished, &finishedAt)
+	if err != nil {
+		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
+	}
+	if finishedAt != nil {
+		r.FinishedAt = *finishedAt
+	}
+	return r, nil
+}
+
+// jsonArg sends nil as SQL NULL rather than JSON null.
+func jsonArg(raw json.RawMessage) any {
+	if raw == nil {
+		return nil
+	}
+	return string(raw)
+}

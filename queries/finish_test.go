@@ -1,0 +1,123 @@
+package queries_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
+)
+
+// claimOne makes one due server (interval 12h) and claims it at now.
+func claimOne(t *testing.T, db queries.DBTX) (queries.ClaimedJob, int64) {
+	t.Helper()
+	ctx := t.Context()
+	testfactory.Server(ctx, t, db, &testfactory.ServerOpts{NextCheckAt: ago(time.Hour)})
+	round := testfactory.Round(ctx, t, db, nil)
+	jobs, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: 1, MinSpacing: 10 * time.Minute, Now: &now})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	return jobs[0], round
+}
+
+func finishParams(j queries.ClaimedJob, at time.Time) queries.FinishParams {
+	return queries.FinishParams{JobID: j.JobID, ServerID: j.ServerID, ClaimedNextCheckAt: j.ClaimedNextCheckAt,
+		Outcome: "ok", StartedAt: at.Add(-time.Second), CheckFinishedAt: at, Requests: 2,
+		Result: json.RawMessage(`{"outcome":"ok"}`), Envelope: json.RawMessage(`{"payloadType":"x"}`), Now: &at}
+}
+
+// finishers are the two ways to finish, as the round calls them.
+var finishers = []struct {
+	name   string
+	finish func(t *testing.T, db queries.DBTX, p queries.FinishParams) queries.FinishResult
+}{
+	{"in one transaction", func(t *testing.T, db queries.DBTX, p queries.FinishParams) queries.FinishResult {
+		r, err := queries.FinishTx(t.Context(), db, p)
+		require.NoError(t, err)
+		return r
+	}},
+	{"advance first, then the job", func(t *testing.T, db queries.DBTX, p queries.FinishParams) queries.FinishResult {
+		advanced, err := queries.AdvanceServer(t.Context(), db, p.ServerID, p.ClaimedNextCheckAt, p.Now)
+		require.NoError(t, err)
+		r, err := queries.FinishJob(t.Context(), db, p)
+		require.NoError(t, err)
+		r.Advanced = advanced
+		return r
+	}},
+}
+
+func TestAFinishAdvancesStoresTheRunAndClosesTheJob(t *testing.T) {
+	t.Parallel()
+	for _, f := range finishers {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			pool := newPool(t)
+			j, round := claimOne(t, pool)
+			at := now.Add(3 * time.Second)
+			r := f.finish(t, pool, finishParams(j, at))
+			require.True(t, r.Advanced)
+			require.True(t, r.JobFinished)
+			require.NotZero(t, r.RunID)
+			require.Equal(t, at, r.FinishedAt.UTC())
+
+			s, err := queries.GetServerBySlug(ctx, pool, j.Slug)
+			require.NoError(t, err)
+			require.Equal(t, at.Add(12*time.Hour), s.NextCheckAt.UTC())
+			jobs, err := queries.ListRoundJobs(ctx, pool, round)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			require.Equal(t, "ok", *jobs[0].Outcome)
+			require.Equal(t, r.RunID, *jobs[0].RunID)
+			require.JSONEq(t, `{"payloadType":"x"}`, string(jobs[0].Envelope))
+		})
+	}
+}
+
+func TestAFinishThatRacesARecheckLeavesTheRecheckAndSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, f := range finishers {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			pool := newPool(t)
+			j, _ := claimOne(t, pool)
+			recheck := now.Add(time.Second)
+			_, err := queries.RecheckServer(ctx, pool, j.Slug, &recheck)
+			require.NoError(t, err)
+
+			r := f.finish(t, pool, finishParams(j, now.Add(2*time.Second)))
+			require.False(t, r.Advanced, "the compare-and-set must miss")
+			require.True(t, r.JobFinished)
+			s, err := queries.GetServerBySlug(ctx, pool, j.Slug)
+			require.NoError(t, err)
+			require.Equal(t, recheck, s.NextCheckAt.UTC(), "the re-check's next check time stands")
+		})
+	}
+}
+
+func TestAFinishOfAJobClosedAsAbandonedKeepsTheRunAndSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, f := range finishers {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			pool := newPool(t)
+			j, round := claimOne(t, pool)
+			// A later claim, past the in-flight window, closes the job as abandoned.
+			later := now.Add(16 * time.Minute)
+			_, err := queries.Claim(ctx, pool, queries.ClaimParams{Limit: 1, MinSpacing: 10 * time.Minute, Now: &later, RoundID: round})
+			require.NoError(t, err)
+
+			r := f.finish(t, pool, finishParams(j, later.Add(time.Second)))
+			require.False(t, r.JobFinished, "the open-job guard must miss")
+			require.NotZero(t, r.RunID, "the observation is kept")
+			jobs, err := queries.ListRoundJobs(ctx, pool, round)
+			require.NoError(t, err)
+			require.Equal(t, "abandoned", *jobs[0].Outcome)
+		})
+	}
+}

@@ -1,0 +1,39 @@
+package queries_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/queries"
+)
+
+func TestShippedFunctionBodiesAreWhatTheDatabaseStores(t *testing.T) {
+	t.Parallel()
+	shipped, err := queries.ShippedFunctionBodies()
+	require.NoError(t, err)
+	require.Contains(t, shipped, "probe_claim")
+	require.Contains(t, shipped, "probe_finish")
+
+	names := make([]string, 0, len(shipped))
+	for name := range shipped {
+		names = append(names, name)
+	}
+	live, err := queries.LiveFunctionBodies(t.Context(), newPool(t), names)
+	require.NoError(t, err)
+	require.Equal(t, shipped, live)
+}
+
+func TestTheClaimTakesTheDocumentedLockKeyInItsOwnStatement(t *testing.T) {
+	t.Parallel()
+	shipped, err := queries.ShippedFunctionBodies()
+	require.NoError(t, err)
+	body := shipped["probe_claim"]
+	lock := "PERFORM pg_advisory_xact_lock(" + strconv.FormatInt(queries.ClaimLockKey, 10) + ");"
+	require.Contains(t, body, lock)
+	// The lock comes before the first statement that reads servers or jobs.
+	require.Less(t, strings.Index(body, lock), strings.Index(body, "UPDATE probe_jobs"))
+	require.Less(t, strings.Index(body, lock), strings.Index(body, "FROM servers"))
+}

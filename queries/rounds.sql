@@ -1,0 +1,36 @@
+-- name: InsertRound
+INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, settings, started_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()))
+RETURNING id, started_at;
+
+-- name: FinishRound
+UPDATE probe_rounds
+   SET finished_at = coalesce($2::timestamptz, clock_timestamp())
+ WHERE id = $1
+RETURNING finished_at;
+
+-- name: RoundCounts
+-- What a round left in the database: its jobs, their runs, the servers they covered, outcomes and
+-- the jobs still open.
+SELECT count(*)                                            AS jobs,
+       count(r.id)                                         AS runs,
+       count(DISTINCT j.server_id)                         AS servers,
+       count(*) FILTER (WHERE j.outcome = 'ok')            AS ok,
+       count(*) FILTER (WHERE j.outcome = 'failed')        AS failed,
+       count(*) FILTER (WHERE j.outcome = 'error')         AS errors,
+       count(*) FILTER (WHERE j.outcome = 'abandoned')     AS abandoned,
+       count(*) FILTER (WHERE j.finished_at IS NULL)       AS open_jobs,
+       count(r.id) FILTER (WHERE r.envelope IS NULL)       AS runs_unsigned
+  FROM probe_jobs AS j
+  LEFT JOIN probe_runs AS r ON r.job_id = j.id
+ WHERE j.round_id = $1;
+
+-- name: ListRoundJobs
+-- Every job of the given rounds with its server and run, in request order.
+SELECT j.id, j.server_id, s.slug, s.endpoint_url, j.round_id, j.invocation, j.reason,
+       j.requested_at, j.finished_at, j.outcome, j.error, r.id, r.requests, r.envelope
+  FROM probe_jobs AS j
+  JOIN servers AS s ON s.id = j.server_id
+  LEFT JOIN probe_runs AS r ON r.job_id = j.id
+ WHERE j.round_id = ANY ($1::bigint[])
+ ORDER BY j.requested_at, j.id;
