@@ -35,11 +35,11 @@ type ClaimParams struct {
 
 // ClaimedJob is one job a claim created: what the prober needs to check the server and to finish.
 type ClaimedJob struct {
-	JobID       int64
-	ServerID    int64
-	Slug        string
-	URL         string
-	Kind        string
+	JobID    int64
+	ServerID int64
+	Slug     string
+	URL      string
+	Kind     string
 	// ClaimedNextCheckAt is the server's next_check_at when it was claimed: the finish advances it
 	// only if it still has this value (a compare-and-set).
 	ClaimedNextCheckAt time.Time
