@@ -46,6 +46,12 @@ type Result struct {
 	Requests   []Request `json:"requests"`
 	Tools      *int      `json:"tools,omitempty"`       // MCP: number of tools listed
 	ServerName string    `json:"server_name,omitempty"` // MCP: serverInfo.name
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	// ToolsTruncated: tools/list still had pages when the request budget ran out, so Tools is a
+	// lower bound.
+	ToolsTruncated bool `json:"tools_truncated,omitempty"`
+	// RefusedRequests counts requests the check wanted to make past MaxRequests: refused, never
+	// sent, and not in Requests (which holds only requests attempted, at most MaxRequests).
+	RefusedRequests int       `json:"refused_requests,omitempty"`
+	StartedAt       time.Time `json:"started_at"`
+	FinishedAt      time.Time `json:"finished_at"`
 }

@@ -1,0 +1,228 @@
+package check
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"time"
+)
+
+// Defaults for a zero Config.
+const (
+	DefaultRequestTimeout = 10 * time.Second
+	DefaultMaxBodyBytes   = 1 << 20
+	// MaxRedirects bounds the redirects one request follows; each hop also counts against the
+	// request budget.
+	MaxRedirects = 5
+)
+
+// Config tunes a Checker; zero fields take the defaults.
+type Config struct {
+	// RequestTimeout bounds each request, from sending it to the end of its body (default 10s).
+	// A whole check is bounded by MaxRequests × RequestTimeout.
+	RequestTimeout time.Duration
+	// MaxBodyBytes caps each response body (default 1 MiB); a larger one fails the check.
+	MaxBodyBytes int64
+	// AllowPrivate lets checks reach loopback, private, link-local and other non-public
+	// addresses (a fleet on a test network). Cloud metadata addresses stay refused.
+	AllowPrivate bool
+	// UserAgent is sent with every request (default "probectl/<version> (+directory prober)").
+	UserAgent string
+}
+
+// Checker makes checks. It is safe for concurrent use; each check gets its own connections,
+// so one server's check never reuses another's connection or budget.
+type Checker struct {
+	cfg Config
+	// allow, rootCAs and lookup are seams for tests: a policy that admits one loopback port, a
+	// pool that trusts an httptest certificate, a resolver with fixed answers. Production uses
+	// the SSRF policy, the system roots and the system resolver.
+	allow   policy
+	rootCAs *x509.CertPool
+	lookup  lookupFunc // a resolver that answers what a test needs; nil is the system's
+}
+
+// New returns a Checker with cfg's zero fields set to the defaults.
+func New(cfg Config) *Checker {
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "probectl/" + moduleVersion() + " (+directory prober)"
+	}
+	return &Checker{cfg: cfg, allow: defaultPolicy(cfg.AllowPrivate)}
+}
+
+// Config returns the settings in force, defaults filled in (the round's lease check needs the
+// timeout).
+func (c *Checker) Config() Config { return c.cfg }
+
+// Check checks one server. It never panics and never returns an error: whatever happened is
+// the observation, with Outcome ok, failed (the server answered wrongly, or policy refused it)
+// or error (the check could not be made: DNS, connect, timeout).
+func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
+	started := time.Now()
+	rec, client := c.newClient()
+	defer func() {
+		if p := recover(); p != nil {
+			res = Result{Outcome: OutcomeError, Summary: "internal error", Error: fmt.Sprintf("check panicked: %v", p)}
+		}
+		client.CloseIdleConnections()
+		res.Requests, res.RefusedRequests, _ = rec.snapshot()
+		if res.Requests == nil {
+			res.Requests = []Request{}
+		}
+		res.StartedAt = started.UTC()
+		res.FinishedAt = time.Now().UTC()
+	}()
+
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(MaxRequests)*c.cfg.RequestTimeout)
+	defer cancel()
+	if err := validateURL(t.URL); err != nil {
+		return Result{Outcome: OutcomeFailed, Summary: "bad url", Error: err.Error()}
+	}
+	var err error
+	switch t.Kind {
+	case "http":
+		res, err = c.checkHTTP(ctx, client, t)
+	case "mcp":
+		res, err = c.checkMCP(ctx, client, rec, t)
+	default:
+		return Result{Outcome: OutcomeFailed, Summary: "unknown kind", Error: fmt.Sprintf("unknown check kind %q (want mcp or http)", t.Kind)}
+	}
+	if err == nil {
+		res.Outcome = OutcomeOK
+		return res
+	}
+	_, _, problem := rec.snapshot()
+	if problem == nil {
+		problem = err
+	}
+	res.Outcome = outcomeOf(problem)
+	res.Error = problem.Error()
+	if res.Summary == "" {
+		res.Summary = summaryOf(problem)
+	}
+	return res
+}
+
+// outcomeOf sorts a failure: the server (or our policy about it) is at fault → failed; the
+// check could not be made → error.
+func outcomeOf(err error) string {
+	var refused *RefusedError
+	var budget *BudgetError
+	var oversize *OversizeError
+	var cert *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var redirect *redirectError
+	var status *statusError
+	switch {
+	case errors.As(err, &refused), errors.As(err, &budget), errors.As(err, &oversize),
+		errors.As(err, &cert), errors.As(err, &unknownAuth), errors.As(err, &hostname),
+		errors.As(err, &invalid), errors.As(err, &redirect), errors.As(err, &status):
+		return OutcomeFailed
+	}
+	var timeout *TimeoutError
+	var netErr interface{ Timeout() bool }
+	if errors.As(err, &timeout) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) || isNetworkError(err) {
+		return OutcomeError
+	}
+	// Anything else came from the server's answer: a protocol error, a JSON-RPC error.
+	return OutcomeFailed
+}
+
+func summaryOf(err error) string {
+	var refused *RefusedError
+	var budget *BudgetError
+	var oversize *OversizeError
+	var timeout *TimeoutError
+	var status *statusError
+	switch {
+	case errors.As(err, &refused):
+		return "refused by the SSRF guard"
+	case errors.As(err, &budget):
+		return "request budget spent"
+	case errors.As(err, &oversize):
+		return "response too large"
+	case errors.As(err, &timeout):
+		return "timed out"
+	case errors.As(err, &status):
+		return fmt.Sprintf("HTTP %d", status.code)
+	}
+	return outcomeOf(err)
+}
+
+// newClient builds the HTTP client of one check: SSRF-guarded dialer, no proxy, verified TLS,
+// and the recorder in front of it all.
+func (c *Checker) newClient() (*recorder, *http.Client) {
+	g := newGuard(c.allow, c.lookup, c.cfg.RequestTimeout)
+	base := &http.Transport{
+		Proxy:       nil, // an environment proxy would dial for us, around the guard
+		DialContext: g.DialContext,
+		TLSClientConfig: &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			RootCAs:    c.rootCAs,
+		},
+		TLSHandshakeTimeout:    c.cfg.RequestTimeout,
+		ResponseHeaderTimeout:  c.cfg.RequestTimeout,
+		MaxResponseHeaderBytes: 64 << 10,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        30 * time.Second,
+	}
+	rec := &recorder{
+		base: base, max: MaxRequests, timeout: c.cfg.RequestTimeout,
+		maxBody: c.cfg.MaxBodyBytes, userAgent: c.cfg.UserAgent,
+	}
+	return rec, &http.Client{Transport: rec, CheckRedirect: checkRedirect}
+}
+
+// redirectError is a redirect we will not follow.
+type redirectError struct{ msg string }
+
+func (e *redirectError) Error() string { return e.msg }
+
+// checkRedirect re-validates every hop: at most MaxRedirects, http or https only. The new
+// host's addresses are checked by the guard when it is dialled.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > MaxRedirects {
+		return &redirectError{fmt.Sprintf("stopped after %d redirects", MaxRedirects)}
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return &redirectError{fmt.Sprintf("refused redirect to scheme %q (http or https only)", req.URL.Scheme)}
+	}
+	return nil
+}
+
+func validateURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("endpoint url: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("endpoint url %q: scheme must be http or https", raw)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("endpoint url %q: no host", raw)
+	}
+	return nil
+}
+
+// moduleVersion is the version the binary was built as, for the default User-Agent.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,150 @@
+package check
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Proof 6: a loopback target is refused without AllowPrivate, and the server never sees a
+// request; with AllowPrivate the same target is reached.
+func TestALoopbackTargetIsRefusedUnlessPrivateTargetsAreAllowed(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"http", "mcp"} {
+		t.Run(kind+" target", func(t *testing.T) {
+			t.Parallel()
+			srv := newFleet(t, http.HandlerFunc(ok))
+			target := Target{Slug: "local", URL: srv.URL, Kind: kind}
+
+			res := New(Config{}).Check(context.Background(), target)
+			assert.Equal(t, OutcomeFailed, res.Outcome)
+			assert.Contains(t, res.Error, "refused: 127.0.0.1 is a loopback address")
+			assert.Equal(t, "refused by the SSRF guard", res.Summary)
+			assert.Zero(t, srv.hits.Load(), "the server saw no request")
+			require.Len(t, res.Requests, 1, "the refused attempt is recorded")
+			assert.Contains(t, res.Requests[0].Error, "refused")
+			assert.Zero(t, res.Requests[0].Status)
+		})
+	}
+	t.Run("http target with private targets allowed", func(t *testing.T) {
+		t.Parallel()
+		srv := newFleet(t, http.HandlerFunc(ok))
+		res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL, Kind: "http"})
+		assert.Equal(t, OutcomeOK, res.Outcome, res.Error)
+		assert.Equal(t, int64(1), srv.hits.Load())
+	})
+}
+
+func TestAnIPv4MappedLoopbackTargetIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := newFleet(t, http.HandlerFunc(ok))
+	mapped := strings.Replace(srv.URL, "127.0.0.1", "[::ffff:127.0.0.1]", 1)
+	res := New(Config{}).Check(context.Background(), Target{URL: mapped, Kind: "http"})
+	assert.Equal(t, OutcomeFailed, res.Outcome)
+	assert.Contains(t, res.Error, "is a loopback address")
+	assert.Zero(t, srv.hits.Load())
+}
+
+// Proof 6: a redirect from an allowed target to a refused one is refused, and with the guard
+// switched off (the seam) the very same redirect is followed — so the test can fail.
+func TestARedirectFromAnAllowedTargetToALoopbackOneIsRefused(t *testing.T) {
+	t.Parallel()
+	refused := newFleet(t, http.HandlerFunc(ok))
+	allowed := newFleet(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, refused.URL+"/secret", http.StatusFound)
+	}))
+
+	c := New(Config{})
+	c.allow = onlyPort(allowed.port(t))
+	res := c.Check(context.Background(), Target{URL: allowed.URL, Kind: "http"})
+	assert.Equal(t, OutcomeFailed, res.Outcome)
+	assert.Contains(t, res.Error, "refused: 127.0.0.1 is a loopback address")
+	assert.Equal(t, int64(1), allowed.hits.Load(), "the allowed server was asked once")
+	assert.Zero(t, refused.hits.Load(), "the redirect target saw nothing")
+	require.Len(t, res.Requests, 2)
+	assert.Equal(t, http.StatusFound, res.Requests[0].Status)
+	assert.Contains(t, res.Requests[1].URL, "/secret")
+
+	t.Run("with the guard off the same redirect is followed", func(t *testing.T) {
+		c := New(Config{AllowPrivate: true})
+		res := c.Check(context.Background(), Target{URL: allowed.URL, Kind: "http"})
+		assert.Equal(t, OutcomeOK, res.Outcome)
+		assert.Equal(t, int64(1), refused.hits.Load())
+	})
+}
+
+func TestARedirectToAnotherSchemeIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := newFleet(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+	}))
+	res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL, Kind: "http"})
+	assert.Equal(t, OutcomeFailed, res.Outcome)
+	assert.Contains(t, res.Error, `refused redirect to scheme "file"`)
+	assert.Len(t, res.Requests, 1)
+}
+
+// A name is resolved once, every address it resolves to is checked, and the checked address
+// is the one dialled: a second, different DNS answer is never asked for.
+func TestANameIsResolvedOnceAndEveryAddressIsChecked(t *testing.T) {
+	t.Parallel()
+	t.Run("a name with one refused address among its answers is refused", func(t *testing.T) {
+		t.Parallel()
+		srv := newFleet(t, http.HandlerFunc(ok))
+		port := srv.port(t)
+		c := New(Config{})
+		c.allow = onlyPort(port)
+		c.lookup = func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.1")}, nil
+		}
+		res := c.Check(context.Background(), Target{URL: "http://probe.test:" + itoa(port) + "/", Kind: "http"})
+		assert.Equal(t, OutcomeFailed, res.Outcome)
+		assert.Contains(t, res.Error, "refused: probe.test resolves to 10.0.0.1, a private address")
+		assert.Zero(t, srv.hits.Load())
+	})
+	t.Run("the checked address is dialled without resolving again", func(t *testing.T) {
+		t.Parallel()
+		srv := newFleet(t, http.HandlerFunc(ok))
+		port := srv.port(t)
+		var lookups atomic.Int64
+		c := New(Config{})
+		c.allow = onlyPort(port)
+		c.lookup = func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+			if lookups.Add(1) == 1 {
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+			}
+			return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil // a rebinding answer
+		}
+		res := c.Check(context.Background(), Target{URL: "http://probe.test:" + itoa(port) + "/", Kind: "http"})
+		assert.Equal(t, OutcomeOK, res.Outcome, res.Error)
+		assert.Equal(t, int64(1), lookups.Load())
+		assert.Equal(t, int64(1), srv.hits.Load())
+	})
+}
+
+// The transport never takes a proxy from the environment: a proxy would dial for us, around
+// the guard. Not parallel: it sets the environment. (Go never proxies 127.0.0.1 itself, hence
+// the name resolved by the test's resolver.)
+func TestAProxyInTheEnvironmentIsIgnored(t *testing.T) {
+	proxy := newFleet(t, http.HandlerFunc(ok))
+	target := newFleet(t, http.HandlerFunc(ok))
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("http_proxy", proxy.URL)
+	c := New(Config{AllowPrivate: true})
+	c.lookup = func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	res := c.Check(context.Background(), Target{URL: "http://probe.test:" + itoa(target.port(t)) + "/", Kind: "http"})
+	assert.Equal(t, OutcomeOK, res.Outcome, res.Error)
+	assert.Equal(t, int64(1), target.hits.Load())
+	assert.Zero(t, proxy.hits.Load(), "the proxy was never asked")
+}
+
+func itoa(p uint16) string { return strconv.Itoa(int(p)) }

@@ -1,0 +1,257 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// BudgetError says a request was not sent because the check had already made MaxRequests.
+type BudgetError struct {
+	Max    int
+	Method string
+	URL    string
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("refused to send %s %s: request budget of %d per check spent", e.Method, e.URL, e.Max)
+}
+
+// OversizeError says a response body was larger than the cap; reading stopped there.
+type OversizeError struct{ Limit int64 }
+
+func (e *OversizeError) Error() string {
+	return fmt.Sprintf("response larger than the %d-byte cap; stopped reading", e.Limit)
+}
+
+// TimeoutError says one request took longer than the per-request timeout.
+type TimeoutError struct{ After time.Duration }
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("request timed out after %s", e.After) }
+
+// Timeout lets net-style callers see it as a timeout.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// recorder is the round tripper every request of a check goes through, whoever makes it (our
+// GET, or the MCP SDK): it enforces the budget, the per-request timeout and the size cap, and
+// records each request. It is safe for concurrent use, since the SDK sends from goroutines.
+type recorder struct {
+	base      http.RoundTripper
+	max       int
+	timeout   time.Duration
+	maxBody   int64
+	userAgent string
+
+	mu       sync.Mutex
+	requests []Request
+	overflow int   // requests refused because the budget was spent
+	problem  error // the first transport-level failure, which explains a failed check best
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	rpc := rpcMethod(req)
+	url := redactedURL(req)
+	start := time.Now()
+
+	r.mu.Lock()
+	if len(r.requests) >= r.max {
+		r.overflow++
+		err := &BudgetError{Max: r.max, Method: req.Method, URL: url}
+		r.noteLocked(err)
+		r.mu.Unlock()
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	idx := len(r.requests)
+	r.requests = append(r.requests, Request{Method: req.Method, URL: url, RPC: rpc, StartedAt: start.UTC()})
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(req.Context(), r.timeout)
+	out := req.Clone(ctx)
+	out.Header.Set("User-Agent", r.userAgent)
+	resp, err := r.base.RoundTrip(out)
+	latency := time.Since(start).Seconds()
+	if err != nil {
+		err = r.explain(req.Context(), ctx, err)
+		cancel()
+		r.fail(idx, err, func(q *Request) { q.LatencySeconds = latency })
+		return nil, err
+	}
+	r.update(idx, func(q *Request) {
+		q.Status = resp.StatusCode
+		q.LatencySeconds = latency
+		q.TLS = tlsInfo(resp.TLS)
+	})
+	if resp.ContentLength > r.maxBody {
+		_ = resp.Body.Close()
+		cancel()
+		err := &OversizeError{Limit: r.maxBody}
+		r.fail(idx, err, nil)
+		return nil, err
+	}
+	resp.Body = &cappedBody{rc: resp.Body, rec: r, idx: idx, parent: req.Context(), ctx: ctx, cancel: cancel}
+	return resp, nil
+}
+
+// explain says why a request ended early: the whole check was stopped (parent done), or this
+// request's own deadline passed (a TimeoutError); other errors pass unchanged.
+func (r *recorder) explain(parent, ctx context.Context, err error) error {
+	if parent.Err() != nil {
+		return fmt.Errorf("check stopped: %w", context.Cause(parent))
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &TimeoutError{After: r.timeout}
+	}
+	return err
+}
+
+func (r *recorder) update(idx int, f func(*Request)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&r.requests[idx])
+}
+
+// fail records err on request idx and as the check's problem if it is the first.
+func (r *recorder) fail(idx int, err error, f func(*Request)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := &r.requests[idx]
+	if f != nil {
+		f(q)
+	}
+	if q.Error == "" {
+		q.Error = err.Error()
+	}
+	r.noteLocked(err)
+}
+
+func (r *recorder) noteLocked(err error) {
+	if r.problem == nil {
+		r.problem = err
+	}
+}
+
+// remaining is how many more requests the budget allows.
+func (r *recorder) remaining() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.max - len(r.requests)
+}
+
+// snapshot copies what was recorded; the SDK may still be reading a body in the background.
+func (r *recorder) snapshot() (reqs []Request, overflow int, problem error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Request(nil), r.requests...), r.overflow, r.problem
+}
+
+// cappedBody counts what is read, stops after maxBody bytes, and ends the request's timeout
+// when the body is done with.
+type cappedBody struct {
+	rc     io.ReadCloser
+	rec    *recorder
+	idx    int
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelFunc
+	n      int64
+	err    error
+	once   sync.Once
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	limit := b.rec.maxBody
+	// Read one byte past the cap, so a body of exactly the cap is not taken for a larger one.
+	if room := limit + 1 - b.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	total := b.n
+	b.rec.update(b.idx, func(q *Request) { q.Bytes = total })
+	switch {
+	case b.n > limit:
+		n -= int(b.n - limit)
+		b.err = &OversizeError{Limit: limit}
+		b.rec.fail(b.idx, b.err, nil)
+		b.done()
+		return n, b.err
+	case err == io.EOF:
+		b.done()
+	case err != nil:
+		err = b.rec.explain(b.parent, b.ctx, err)
+		b.err = err
+		b.rec.fail(b.idx, err, nil)
+		b.done()
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error {
+	err := b.rc.Close()
+	b.done()
+	return err
+}
+
+func (b *cappedBody) done() { b.once.Do(b.cancel) }
+
+// rpcMethod names the JSON-RPC message a POST carries ("initialize", "tools/list", …), or
+// "response" for the client's answer to a server request; "" when it is not JSON-RPC.
+func rpcMethod(req *http.Request) string {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, 1<<20))
+	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return ""
+	}
+	var msg struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &msg) != nil {
+		return ""
+	}
+	if msg.Method == "" && msg.ID != nil {
+		return "response"
+	}
+	return msg.Method
+}
+
+// redactedURL is the request URL without user info: a directory entry may carry credentials.
+func redactedURL(req *http.Request) string {
+	u := *req.URL
+	u.User = nil
+	return u.String()
+}
+
+func tlsInfo(cs *tls.ConnectionState) *TLSInfo {
+	if cs == nil {
+		return nil
+	}
+	info := &TLSInfo{Version: tls.VersionName(cs.Version)}
+	if len(cs.PeerCertificates) > 0 {
+		leaf := cs.PeerCertificates[0]
+		info.Subject = leaf.Subject.String()
+		info.Issuer = leaf.Issuer.String()
+		info.CertNotAfter = leaf.NotAfter.UTC()
+	}
+	return info
+}
