@@ -166,7 +166,7 @@ func summaryOf(err error) string {
 // newClient builds the HTTP client of one check: SSRF-guarded dialer, no proxy, verified TLS,
 // and the recorder in front of it all.
 func (c *Checker) newClient() (*recorder, *http.Client) {
-	g := newGuard(c.allow, c.lookup, c.cfg.RequestTimeout)
+	g := newGuard(c.allow, c.lookup)
 	base := &http.Transport{
 		Proxy:       nil, // an environment proxy would dial for us, around the guard
 		DialContext: g.DialContext,
@@ -174,8 +174,8 @@ func (c *Checker) newClient() (*recorder, *http.Client) {
 			MinVersion: tls.VersionTLS12,
 			RootCAs:    c.rootCAs,
 		},
-		TLSHandshakeTimeout:    c.cfg.RequestTimeout,
-		ResponseHeaderTimeout:  c.cfg.RequestTimeout,
+		// No transport-level timeouts: the recorder's per-request deadline covers dial, TLS,
+		// headers and body, and reports them all alike.
 		MaxResponseHeaderBytes: 64 << 10,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConnsPerHost:    2,

@@ -4,6 +4,17 @@
 // per-request timeout, a response-size cap, verified TLS, and an SSRF guard that refuses loopback,
 // private, link-local, multicast and metadata addresses after DNS resolution and on every
 // redirect, unless private targets are explicitly allowed.
+//
+// The guard resolves a name once, refuses it if any of its addresses is not public (IPv4-mapped,
+// IPv4-compatible, NAT64 and 6to4 forms are judged by the IPv4 address they carry), and dials the
+// very address it checked; the dialer's Control hook checks the socket address again. Cloud
+// metadata addresses stay refused even when private targets are allowed. Proxies from the
+// environment are ignored, since a proxy would dial around the guard.
+//
+// Every request, whoever makes it (our GET or the MCP SDK), goes through one recording round
+// tripper: it refuses the request past MaxRequests without sending it, bounds each request with
+// the per-request timeout, cuts bodies at the size cap, and records method, URL, JSON-RPC method,
+// status, latency, bytes and TLS certificate details in Result.Requests.
 package check
 
 // MaxRequests is the most requests one check of one server may make: the promise to operators.

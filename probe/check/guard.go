@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strconv"
 	"syscall"
-	"time"
 )
 
 // RefusedError says the SSRF guard would not connect to an address. A refused check is an
@@ -54,12 +53,12 @@ type guard struct {
 // lookupFunc resolves a name the way net.Resolver.LookupNetIP does.
 type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
 
-func newGuard(allow policy, lookup lookupFunc, dialTimeout time.Duration) *guard {
+func newGuard(allow policy, lookup lookupFunc) *guard {
 	if lookup == nil {
 		lookup = net.DefaultResolver.LookupNetIP
 	}
 	g := &guard{allow: allow, lookup: lookup}
-	g.dialer = &net.Dialer{Timeout: dialTimeout, Control: g.control}
+	g.dialer = &net.Dialer{Control: g.control} // the request's deadline bounds the dial
 	return g
 }
 
