@@ -1,0 +1,82 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/queries"
+)
+
+// ParamError is bad input to an audit: the caller can fix it, and nothing was read. Param names
+// the parameter the way the command line does ("since", "until", "window", "split-at"), so a
+// command can turn it into "--since: ...".
+type ParamError struct {
+	Param string
+	Msg   string
+}
+
+func (e *ParamError) Error() string { return e.Param + ": " + e.Msg }
+
+// ExitCode: bad input exits 2.
+func (e *ParamError) ExitCode() int { return exit.Usage }
+
+// resolve fills the defaults (Until from the database clock, Window) and checks the range.
+func (p DuplicatesParams) resolve(ctx context.Context, tx pgx.Tx) (DuplicatesParams, error) {
+	if p.Since.IsZero() {
+		return p, &ParamError{Param: "since", Msg: "is required"}
+	}
+	switch {
+	case p.Window < 0:
+		return p, &ParamError{Param: "window", Msg: fmt.Sprintf("must be positive, got %s", p.Window)}
+	case p.Window == 0:
+		p.Window = DefaultWindow
+	}
+	until, err := resolveUntil(ctx, tx, p.Until)
+	if err != nil {
+		return p, err
+	}
+	p.Until = until
+	p.Since = p.Since.UTC()
+	split, err := checkRange(p.Since, p.Until, p.SplitAt)
+	if err != nil {
+		return p, err
+	}
+	p.SplitAt = split
+	return p, nil
+}
+
+func resolveUntil(ctx context.Context, tx pgx.Tx, until time.Time) (time.Time, error) {
+	if !until.IsZero() {
+		return until.UTC(), nil
+	}
+	now, err := queries.AuditNow(ctx, tx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return now.UTC(), nil
+}
+
+// checkRange checks since < until and returns the split times sorted, without repeats, each
+// strictly inside (since, until).
+func checkRange(since, until time.Time, splitAt []time.Time) ([]time.Time, error) {
+	if !since.Before(until) {
+		return nil, &ParamError{Param: "since", Msg: fmt.Sprintf("%s is not before --until %s",
+			since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))}
+	}
+	split := make([]time.Time, 0, len(splitAt))
+	for _, t := range splitAt {
+		t = t.UTC()
+		if !t.After(since) || !t.Before(until) {
+			return nil, &ParamError{Param: "split-at", Msg: fmt.Sprintf("%s is not strictly between --since %s and --until %s",
+				t.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))}
+		}
+		split = append(split, t)
+	}
+	slices.SortFunc(split, time.Time.Compare)
+	return slices.CompactFunc(split, time.Time.Equal), nil
+}

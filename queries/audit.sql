@@ -1,0 +1,109 @@
+-- Read-only queries for package audit. Every one of them runs inside a READ ONLY transaction (on a
+-- primary or a hot standby, under a role with only SELECT on the tables): none may write, create a
+-- temporary table or call a volatile function that writes.
+
+-- name: AuditNow
+-- The transaction's start time: the default end of an audit's population and the clock open jobs
+-- are aged against, so every figure agrees with the snapshot.
+SELECT now();
+
+-- name: AuditTxReadOnly
+-- Whether the caller's transaction is READ ONLY; audits refuse to run in one that is not.
+SELECT current_setting('transaction_read_only') = 'on';
+
+-- name: AuditNoJIT
+-- The duplicate scan is a plain index walk: JIT compilation would cost more than it saves.
+SET LOCAL jit = off;
+
+-- name: AuditDuplicateScan
+-- The one streaming pass of the duplicate audit: every job requested in [$1, $2) in
+-- (server_id, requested_at) order, so that the previous job of a server is the previous row. Both
+-- columns are in probe_jobs_server_requested_idx: an index-only scan, nothing sorted, nothing held.
+-- $1 is --since minus the window, so the job before --since still shows as the previous one.
+SELECT server_id, requested_at
+  FROM probe_jobs
+ WHERE requested_at >= $1::timestamptz
+   AND requested_at <  $2::timestamptz
+ ORDER BY server_id, requested_at;
+
+-- name: AuditDuplicatePairs
+-- The details of consecutive job pairs closer than $5, for the few servers the scan found: the
+-- second job requested in [$3, $4), the first anywhere from $2 on. Ties on requested_at go to the
+-- lower job id, so the pairs are the same on every run.
+WITH ordered AS (
+    SELECT j.id, j.server_id, j.requested_at, j.reason,
+           lag(j.id)           OVER w AS first_id,
+           lag(j.requested_at) OVER w AS first_requested_at,
+           lag(j.finished_at)  OVER w AS first_finished_at
+      FROM probe_jobs j
+     WHERE j.server_id = ANY ($1::bigint[])
+       AND j.requested_at >= $2::timestamptz
+       AND j.requested_at <  $4::timestamptz
+    WINDOW w AS (PARTITION BY j.server_id ORDER BY j.requested_at, j.id)
+)
+SELECT o.server_id, s.slug, o.first_id, o.id, o.first_requested_at, o.first_finished_at,
+       o.requested_at, o.reason
+  FROM ordered o
+  JOIN servers s ON s.id = o.server_id
+ WHERE o.first_id IS NOT NULL
+   AND o.requested_at >= $3::timestamptz
+   AND o.requested_at - o.first_requested_at < $5::interval
+ ORDER BY o.requested_at, o.server_id, o.id;
+
+-- name: AuditDuplicateCountWindow
+-- The duplicate definition written as a window function, computed entirely in SQL: the jobs in
+-- [$1, $2) and how many of them were requested less than $3 after the previous job of their
+-- server. Tests use it as an independent oracle for the streaming scan; the benchmark times it.
+SELECT count(*),
+       count(*) FILTER (WHERE requested_at - prev_requested_at < $3::interval)
+  FROM (SELECT requested_at,
+               lag(requested_at) OVER (PARTITION BY server_id ORDER BY requested_at) AS prev_requested_at
+          FROM probe_jobs
+         WHERE requested_at >= $1::timestamptz - $3::interval
+           AND requested_at <  $2::timestamptz) j
+ WHERE requested_at >= $1::timestamptz;
+
+-- name: AuditCountJobs
+-- A plain count of the jobs requested in [$1, $2): the benchmark's yardstick.
+SELECT count(*)
+  FROM probe_jobs
+ WHERE requested_at >= $1::timestamptz
+   AND requested_at <  $2::timestamptz;
+
+-- name: AuditRate
+-- Per server with a job requested in [$1, $2): its rounds (jobs), the explicit re-checks among
+-- them, the requests its runs made, the most one run made, and the scheduled rounds requested less
+-- than its check interval after the previous round (which may lie before $1). One row per server,
+-- in server order; the caller keeps only the servers over the promise.
+WITH ordered AS (
+    SELECT j.id, j.server_id, j.requested_at, j.reason,
+           lag(j.requested_at) OVER (PARTITION BY j.server_id ORDER BY j.requested_at, j.id) AS prev_requested_at
+      FROM probe_jobs j
+     WHERE j.requested_at >= $1::timestamptz - (SELECT coalesce(max(check_interval), interval '0') FROM servers)
+       AND j.requested_at <  $2::timestamptz
+)
+SELECT s.id, s.slug, s.plan, extract(epoch FROM s.check_interval)::float8,
+       count(*),
+       count(*) FILTER (WHERE o.reason IN ('maintainer_claim', 'manual')),
+       coalesce(sum(r.requests), 0)::bigint,
+       coalesce(max(r.requests), 0)::int,
+       count(*) FILTER (WHERE o.reason NOT IN ('maintainer_claim', 'manual')
+                          AND o.requested_at - o.prev_requested_at < s.check_interval),
+       extract(epoch FROM min(o.requested_at - o.prev_requested_at))::float8
+  FROM ordered o
+  JOIN servers s ON s.id = o.server_id
+  LEFT JOIN probe_runs r ON r.job_id = o.id
+ WHERE o.requested_at >= $1::timestamptz
+ GROUP BY s.id
+ ORDER BY s.id;
+
+-- name: AuditOpenJobs
+-- Every job not finished, oldest first, with its server and round (the partial unique index on
+-- open jobs keeps this small).
+SELECT j.id, j.server_id, s.slug, j.round_id, r.trigger, r.version, j.invocation, j.reason,
+       j.requested_at
+  FROM probe_jobs j
+  JOIN servers s ON s.id = j.server_id
+  LEFT JOIN probe_rounds r ON r.id = j.round_id
+ WHERE j.finished_at IS NULL
+ ORDER BY j.requested_at, j.id;
