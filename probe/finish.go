@@ -1,0 +1,151 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+// work checks one claimed server, signs the observation and finishes the job. Whatever happens,
+// the job ends with exactly one run or stays visibly open (a finish that failed), and the round
+// hears about the latter.
+func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob) {
+	s := r.Settings
+	target := check.Target{ServerID: job.ServerID, Slug: job.Slug, URL: job.URL, Kind: job.Kind}
+	// The check may not outlive its budget, whatever the checker does: the lease depends on it.
+	cctx, cancel := context.WithTimeout(ctx, s.CheckBudget())
+	res := normalise(r.Checker.Check(cctx, target))
+	cancel()
+
+	var envelope json.RawMessage
+	if r.Signer != nil {
+		env, err := r.Signer.Sign(attest.Run{JobID: job.JobID, ServerID: job.ServerID, Slug: job.Slug,
+			URL: job.URL, Kind: job.Kind, RoundID: st.roundID, Invocation: inv, Result: res})
+		if err != nil {
+			// The run is still stored, unsigned: a missing envelope shows in deploy verify.
+			st.problem("job %d (%s): %v", job.JobID, job.Slug, err)
+			r.Log.Error("signing failed; the run is stored without an envelope", "job", job.JobID, "server", job.Slug, "err", err)
+		} else {
+			envelope = env
+		}
+	}
+	result, err := json.Marshal(res)
+	if err != nil {
+		st.problem("job %d (%s): encode result: %v; the job stays open", job.JobID, job.Slug, err)
+		return
+	}
+	p := queries.FinishParams{JobID: job.JobID, ServerID: job.ServerID, ClaimedNextCheckAt: job.ClaimedNextCheckAt,
+		Outcome: res.Outcome, Error: res.Error, StartedAt: res.StartedAt, CheckFinishedAt: res.FinishedAt,
+		Requests: len(res.Requests), Result: result, Envelope: envelope}
+
+	// The writes outlive a cancelled round: the check was made, so it is recorded.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer wcancel()
+	var fr queries.FinishResult
+	if s.Finish == FinishAdvanceFirst {
+		fr, err = r.finishAdvanceFirst(wctx, st, job, p)
+		if errors.Is(err, errAdvanceFailed) {
+			// Finished, not advanced, and already reported: not a compare-and-set miss.
+			return
+		}
+	} else {
+		r.hooks.before(wctx, writeFinishTx)
+		fr, err = queries.FinishTx(wctx, r.DB, p)
+	}
+	if err != nil {
+		st.problem("job %d (%s): %v; the job stays open", job.JobID, job.Slug, err)
+		r.Log.Error("finish failed; the job stays open until the in-flight window closes it",
+			"job", job.JobID, "server", job.Slug, "err", err)
+		return
+	}
+	r.reportGuards(st, job, fr)
+}
+
+// reportGuards says so when a guarded write matched nothing: that is the guard working, but an
+// operator should know that something changed the row first.
+func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.FinishResult) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !fr.Advanced {
+		st.advanceMisses++
+		r.Log.Warn("next check time not advanced: it changed since the claim (a re-check, pause or delisting), and that change stands",
+			"job", job.JobID, "server", job.Slug, "claimed_next_check_at", job.ClaimedNextCheckAt.UTC().Format(time.RFC3339Nano))
+	}
+	if !fr.JobFinished {
+		st.closedElsewise++
+		r.Log.Warn("job was already closed (abandoned after the in-flight window); its run is stored, the job left as it was",
+			"job", job.JobID, "server", job.Slug, "run", fr.RunID)
+	}
+}
+
+// finishAdvanceFirst makes the two writes in the safe order: advance next_check_at while the job
+// is still open, then store the run and close the job. At no moment is the server both due and
+// without an open job. The advance is retried once; if it fails again the job is finished anyway
+// and the round stops claiming (the only way the old gap can reopen, and never for our claims).
+func (r *Round) finishAdvanceFirst(ctx context.Context, st *state, job queries.ClaimedJob, p queries.FinishParams) (queries.FinishResult, error) {
+	advance := func() (bool, error) {
+		var err error
+		for attempt := 1; attempt <= 2; attempt++ {
+			r.hooks.before(ctx, writeAdvance)
+			var advanced bool
+			advanced, err = queries.AdvanceServer(ctx, r.DB, job.ServerID, job.ClaimedNextCheckAt, nil)
+			if err == nil {
+				return advanced, nil
+			}
+			r.Log.Warn("advancing the next check time failed", "job", job.JobID, "server", job.Slug, "attempt", attempt, "err", err)
+		}
+		st.stop.Store(true)
+		st.problem("job %d (%s): %v (twice); the job was finished anyway and the round stopped claiming", job.JobID, job.Slug, err)
+		r.Log.Error("advancing the next check time failed twice: finishing the job anyway and claiming no more this round",
+			"job", job.JobID, "server", job.Slug, "err", err)
+		return false, err
+	}
+	finishJob := func() (queries.FinishResult, error) {
+		r.hooks.before(ctx, writeFinishJob)
+		return queries.FinishJob(ctx, r.DB, p)
+	}
+	if r.writeOrder != nil {
+		return r.writeOrder(ctx, job, advance, finishJob, func() { r.hooks.between(ctx, job) })
+	}
+	advanced, advErr := advance()
+	r.hooks.between(ctx, job)
+	fr, err := finishJob()
+	if err != nil {
+		return fr, err
+	}
+	fr.Advanced = advanced
+	if advErr != nil {
+		return fr, errAdvanceFailed
+	}
+	return fr, nil
+}
+
+// errAdvanceFailed: the advance failed twice but the job was finished; already reported.
+var errAdvanceFailed = errors.New("advance failed")
+
+// normalise makes a checker's result storable: a known outcome and both times.
+func normalise(res check.Result) check.Result {
+	switch res.Outcome {
+	case check.OutcomeOK, check.OutcomeFailed, check.OutcomeError:
+	default:
+		res.Error = fmt.Sprintf("checker returned outcome %q", res.Outcome)
+		res.Outcome = check.OutcomeError
+	}
+	now := time.Now().UTC()
+	if res.StartedAt.IsZero() {
+		res.StartedAt = now
+	}
+	if res.FinishedAt.IsZero() {
+		res.FinishedAt = now
+	}
+	if res.Requests == nil {
+		res.Requests = []check.Request{}
+	}
+	return res
+}

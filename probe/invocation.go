@@ -1,0 +1,67 @@
+package probe
+
+import (
+	"context"
+	"time"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// invoke is one invocation's loop: claim whenever a slot is free, up to ClaimLimit over its life,
+// until a claim comes back empty, the budget is spent or the round stops claiming; then wait for
+// the checks it holds. It returns its final counts.
+func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
+	s := r.Settings
+	p := Progress{Invocation: inv, Claiming: true}
+	done := make(chan struct{}, s.Concurrency)
+	report := func() {
+		if r.Progress != nil {
+			r.Progress(p)
+		}
+	}
+	for {
+		if st.stop.Load() || ctx.Err() != nil || p.Claimed >= s.ClaimLimit || !time.Now().Before(st.deadline) {
+			break
+		}
+		if p.InFlight == s.Concurrency {
+			<-done
+			p.InFlight--
+			p.Done++
+			report()
+			continue
+		}
+		n := min(s.Concurrency-p.InFlight, s.ClaimLimit-p.Claimed)
+		r.hooks.before(ctx, writeClaim)
+		jobs, err := queries.Claim(ctx, r.DB, queries.ClaimParams{
+			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing, SkipLock: r.skipLock,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				st.problem("invocation %d: %v", inv, err)
+				r.Log.Error("claim failed; this invocation stops claiming", "invocation", inv, "err", err)
+			}
+			break
+		}
+		if len(jobs) == 0 {
+			break
+		}
+		p.Claimed += len(jobs)
+		p.InFlight += len(jobs)
+		report()
+		for _, job := range jobs {
+			go func() {
+				r.work(ctx, st, inv, job)
+				done <- struct{}{}
+			}()
+		}
+	}
+	p.Claiming = false
+	report()
+	for p.InFlight > 0 {
+		<-done
+		p.InFlight--
+		p.Done++
+		report()
+	}
+	return p
+}

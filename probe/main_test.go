@@ -1,0 +1,121 @@
+package probe
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// migrated is a template database with the schema applied; each test clones it.
+var migrated = dbtest.NewTemplate("probe_tmpl", queries.MigrateURL)
+
+// testSQL reads a statement the tests run themselves (testdata/*.sql): switches for the layers
+// and a broken claim, which exist only in test databases.
+func testSQL(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// newPool opens a pool on url, with a tracer if one is given, closed when the test ends.
+func newPool(t testing.TB, url string, maxConns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// testDB is a fresh migrated database and a pool on it.
+func testDB(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	url := migrated.NewDB(t)
+	return newPool(t, url, 8, nil), url
+}
+
+// layersOff switches layers off in a test database: dropIndex removes layer 4.
+func dropUniqueIndex(t testing.TB, db queries.DBTX) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), testSQL(t, "drop_unique_index.sql"))
+	require.NoError(t, err)
+}
+
+// okChecker answers every check with one request and outcome ok, and records each target.
+type okChecker struct {
+	mu      sync.Mutex
+	checked []check.Target
+	// during, if set, runs in the middle of each check.
+	during func(ctx context.Context, t check.Target)
+}
+
+func (c *okChecker) Check(ctx context.Context, t check.Target) check.Result {
+	start := time.Now().UTC()
+	if c.during != nil {
+		c.during(ctx, t)
+	}
+	c.mu.Lock()
+	c.checked = append(c.checked, t)
+	c.mu.Unlock()
+	return check.Result{Outcome: check.OutcomeOK, Summary: "ok", StartedAt: start, FinishedAt: time.Now().UTC(),
+		Requests: []check.Request{{Method: "GET", URL: t.URL, Status: 200, StartedAt: start}}}
+}
+
+// settings are small round settings for tests: one invocation, unsigned, spacing guard on.
+func settings(finish string) Settings {
+	s := DefaultSettings()
+	s.Fanout, s.ClaimLimit, s.Concurrency = 0, 5, 3
+	s.Finish = finish
+	s.Version = "test"
+	s.MaxDuration = time.Minute
+	return s
+}
+
+// waitForLockWaiters returns once n sessions of the database wait for a lock. It polls the
+// database's own view of who waits: the synchronisation is the lock, this only observes it.
+func waitForLockWaiters(t testing.TB, db queries.DBTX, n int) {
+	t.Helper()
+	q := testSQL(t, "lock_waiters.sql")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var got int
+		require.NoError(t, db.QueryRow(context.Background(), q).Scan(&got))
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %d sessions to wait for a lock (%d do)", n, got)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// newSigner makes a signing key, registered in db unless db is nil.
+func newSigner(t testing.TB, db queries.DBTX) *attest.Signer {
+	t.Helper()
+	pub, priv, err := attest.GenerateKey()
+	require.NoError(t, err)
+	s := attest.NewSigner(priv)
+	if db != nil {
+		require.NoError(t, queries.RegisterSigningKey(context.Background(), db, s.KeyID(), pub))
+	}
+	return s
+}

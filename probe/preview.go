@@ -1,0 +1,88 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// Plan is what a round with these settings would claim now, and why the other due servers would
+// be skipped. Making it claims and writes nothing.
+type Plan struct {
+	Now      time.Time
+	Settings Settings
+	// Capacity is the most jobs the round could claim: invocations × claim limit.
+	Capacity int
+	// Servers are those whose next check time has passed, in claim order.
+	Servers []PlannedServer
+	// Claimable counts the servers a claim would take now; WouldClaim is min(Claimable, Capacity).
+	Claimable, WouldClaim int
+	// Skipped counts due servers a claim would skip, by state (open_job, spacing, paused, delisted).
+	Skipped map[string]int
+	// NotDue counts active servers whose next check time is still ahead; NextDueAt is the soonest.
+	NotDue    int
+	NextDueAt *time.Time
+}
+
+// PlannedServer is one due server and what the round would do with it.
+type PlannedServer struct {
+	queries.PreviewServer
+	// WouldClaim: claimable and within the round's capacity.
+	WouldClaim bool
+	// Why explains the state in a few words.
+	Why string
+}
+
+// Preview plans a round without claiming anything. now, when set, stands in for the clock.
+func Preview(ctx context.Context, db queries.DBTX, s Settings, now *time.Time) (*Plan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	at := time.Now()
+	if now != nil {
+		at = *now
+	}
+	servers, err := queries.ClaimPreview(ctx, db, s.MinSpacing, queries.InFlightWindow, &at)
+	if err != nil {
+		return nil, err
+	}
+	notDue, next, err := queries.CountNotDue(ctx, db, &at)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{Now: at.UTC(), Settings: s, Capacity: s.Capacity(), Skipped: map[string]int{},
+		NotDue: notDue, NextDueAt: next}
+	for _, ps := range servers {
+		p := PlannedServer{PreviewServer: ps, Why: why(ps, s)}
+		if ps.State == "claimable" {
+			plan.Claimable++
+			p.WouldClaim = plan.WouldClaim < plan.Capacity
+			if p.WouldClaim {
+				plan.WouldClaim++
+			}
+		} else {
+			plan.Skipped[ps.State]++
+		}
+		plan.Servers = append(plan.Servers, p)
+	}
+	return plan, nil
+}
+
+func why(ps queries.PreviewServer, s Settings) string {
+	switch ps.State {
+	case "claimable":
+		if ps.Reason == "maintainer_claim" {
+			return "due; a maintainer claimed it (passes the spacing guard)"
+		}
+		return "due"
+	case "open_job":
+		return fmt.Sprintf("an open job (requested within the %s in-flight window)", queries.InFlightWindow)
+	case "spacing":
+		return fmt.Sprintf("spacing guard: a job requested within %s", s.MinSpacing)
+	case "paused", "delisted":
+		return ps.State + "; claimable only when made active again"
+	}
+	return ps.State
+}

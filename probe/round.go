@@ -1,0 +1,204 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+// Checker checks one server. check.Checker is the real one; tests use fakes. Check must not
+// panic: a failure is a Result with outcome failed or error.
+type Checker interface {
+	Check(ctx context.Context, t check.Target) check.Result
+}
+
+// Signer signs a run. attest.Signer is the real one.
+type Signer interface {
+	KeyID() string
+	Sign(r attest.Run) (json.RawMessage, error)
+}
+
+// Progress is one invocation's counts, reported whenever they change.
+type Progress struct {
+	Invocation int
+	Claimed    int // jobs claimed so far
+	InFlight   int // checks running
+	Done       int // jobs finished (or left open after a finish error)
+	Claiming   bool
+}
+
+// Round is one round: set the fields, then call Run once.
+type Round struct {
+	// DB is where claims and finishes go: a pool, never a transaction (a claim's lock lasts until
+	// its transaction ends).
+	DB       queries.DBTX
+	Settings Settings
+	Checker  Checker
+	// Signer signs runs; nil stores them unsigned (envelope NULL), as --unsigned asks.
+	Signer Signer
+	// Log receives warnings and errors (guards that matched nothing, failed writes); nil discards.
+	Log *slog.Logger
+	// Progress, if set, is called from the invocations' goroutines whenever counts change; it must
+	// be safe for concurrent use.
+	Progress func(Progress)
+
+	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
+	skipLock   bool       // switch layer 1 off in the claims
+	hooks      hooks      // park or delay the round between writes
+	writeOrder writeOrder // replaces the order of an advance-first finish's two writes
+}
+
+// Summary is what a round did, counted from the database when it ended.
+type Summary struct {
+	RoundID    int64
+	Settings   Settings
+	KeyID      string // "" when unsigned
+	StartedAt  time.Time
+	FinishedAt time.Time
+
+	Invocations int
+	queries.RoundCounts
+	// StoppedClaiming: an advance failed twice, so the round stopped claiming (advance-first).
+	StoppedClaiming bool
+	// AdvanceMisses counts finishes whose compare-and-set on next_check_at matched nothing: the
+	// server was re-checked, paused or delisted meanwhile.
+	AdvanceMisses int
+	// JobsClosedElsewhere counts finishes that found their job already closed (as abandoned).
+	JobsClosedElsewhere int
+	// Problems are the errors that make the round incomplete (exit 3), in the order they happened.
+	Problems []string
+	// PerInvocation are the final counts of each invocation.
+	PerInvocation []Progress
+}
+
+// Duration is how long the round took.
+func (s *Summary) Duration() time.Duration { return s.FinishedAt.Sub(s.StartedAt) }
+
+// IncompleteError says the round ran but claims, finishes or signatures failed: some work could
+// not be done, and the summary says which.
+type IncompleteError struct{ Problems []string }
+
+func (e *IncompleteError) Error() string {
+	return fmt.Sprintf("round incomplete: %d problem(s): %s", len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+// ExitCode: the work could not all be done.
+func (e *IncompleteError) ExitCode() int { return 3 }
+
+// finishTimeout bounds a finish's writes. They run even after the round's context is cancelled
+// (Ctrl-C), so that a check that was made is recorded rather than left open.
+const finishTimeout = 30 * time.Second
+
+// state is what the invocations of one round share.
+type state struct {
+	roundID  int64
+	deadline time.Time
+	stop     atomic.Bool // stop claiming: an advance failed twice
+
+	mu             sync.Mutex
+	problems       []string
+	advanceMisses  int
+	closedElsewise int
+}
+
+func (st *state) problem(format string, args ...any) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.problems = append(st.problems, fmt.Sprintf(format, args...))
+}
+
+// Run runs the round: it validates the settings, records the round, runs every invocation and
+// returns the summary. The error is a *SettingsError (nothing done), an error from before the
+// round started (nothing claimed), or an *IncompleteError alongside a summary.
+func (r *Round) Run(ctx context.Context) (*Summary, error) {
+	if err := r.Settings.Validate(); err != nil {
+		return nil, err
+	}
+	if r.DB == nil || r.Checker == nil {
+		return nil, errors.New("probe: a round needs a database and a checker")
+	}
+	if r.Log == nil {
+		r.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	keyID := ""
+	if r.Signer != nil {
+		keyID = r.Signer.KeyID()
+		if err := r.checkKeyRegistered(ctx, keyID); err != nil {
+			return nil, err
+		}
+	}
+	s := r.Settings
+	settings, err := json.Marshal(s.record(keyID))
+	if err != nil {
+		return nil, fmt.Errorf("encode round settings: %w", err)
+	}
+	roundID, startedAt, err := queries.InsertRound(ctx, r.DB, queries.NewRound{
+		Trigger: s.Trigger, ReleaseID: s.ReleaseID, Version: s.Version,
+		Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency, Settings: settings,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start round: %w", err)
+	}
+	st := &state{roundID: roundID, deadline: time.Now().Add(s.MaxDuration)}
+
+	per := make([]Progress, s.Invocations())
+	var wg sync.WaitGroup
+	for inv := range s.Invocations() {
+		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
+	}
+	wg.Wait()
+
+	// The round's own bookkeeping is written even after a cancel, like the finishes.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	sum := &Summary{RoundID: roundID, Settings: s, KeyID: keyID, StartedAt: startedAt,
+		Invocations: s.Invocations(), PerInvocation: per, StoppedClaiming: st.stop.Load()}
+	if sum.FinishedAt, err = queries.FinishRound(wctx, r.DB, roundID, nil); err != nil {
+		st.problem("%v", err)
+		sum.FinishedAt = time.Now()
+	}
+	if sum.RoundCounts, err = queries.CountRound(wctx, r.DB, roundID); err != nil {
+		st.problem("%v", err)
+	}
+	st.mu.Lock()
+	sum.Problems = slices.Clone(st.problems)
+	sum.AdvanceMisses, sum.JobsClosedElsewhere = st.advanceMisses, st.closedElsewise
+	st.mu.Unlock()
+	if len(sum.Problems) > 0 {
+		return sum, &IncompleteError{Problems: sum.Problems}
+	}
+	return sum, nil
+}
+
+// KeyError says the signing key cannot sign runs that verify: bad input, nothing was claimed.
+type KeyError struct{ Msg string }
+
+func (e *KeyError) Error() string { return e.Msg }
+
+// ExitCode: a key that is not registered is bad input.
+func (e *KeyError) ExitCode() int { return 2 }
+
+// checkKeyRegistered refuses to sign with a key whose runs nobody could verify.
+func (r *Round) checkKeyRegistered(ctx context.Context, keyID string) error {
+	keys, err := queries.SigningKeys(ctx, r.DB)
+	if err != nil {
+		return fmt.Errorf("read signing keys: %w", err)
+	}
+	if _, ok := keys[keyID]; !ok {
+		return &KeyError{Msg: fmt.Sprintf("signing key %s is not registered in signing_keys, so its runs could not be "+
+			"verified; register it (probectl keys generate registers the keys it writes) or pass --unsigned", keyID)}
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+func dueServers(t *testing.T, db queries.DBTX, n int) []int64 {
+	t.Helper()
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = testfactory.Server(t.Context(), t, db, &testfactory.ServerOpts{NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
+	}
+	return ids
+}
+
+func TestARoundClaimsUpToItsCapacityAndLeavesOneRunPerJob(t *testing.T) {
+	t.Parallel()
+	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
+		t.Run(finish, func(t *testing.T) {
+			t.Parallel()
+			pool, _ := testDB(t)
+			dueServers(t, pool, 13)
+			s := settings(finish)
+			s.Fanout, s.ClaimLimit, s.Concurrency = 2, 4, 2 // capacity 12 of 13 due
+			checker := &okChecker{}
+			sum, err := (&Round{DB: pool, Settings: s, Checker: checker}).Run(t.Context())
+			require.NoError(t, err)
+
+			require.Equal(t, 3, sum.Invocations)
+			require.Equal(t, queries.RoundCounts{Jobs: 12, Runs: 12, Servers: 12, OK: 12, RunsUnsigned: 12}, sum.RoundCounts)
+			require.Len(t, checker.checked, 12)
+			require.Empty(t, sum.Problems)
+			require.False(t, sum.StoppedClaiming)
+			for _, p := range sum.PerInvocation {
+				require.Equal(t, 4, p.Claimed, "invocation %d", p.Invocation)
+				require.Equal(t, 4, p.Done)
+			}
+			jobs, err := queries.ListRoundJobs(t.Context(), pool, sum.RoundID)
+			require.NoError(t, err)
+			for _, j := range jobs {
+				require.NotNil(t, j.RunID)
+				require.Nil(t, j.Envelope, "an unsigned round stores no envelope")
+				s, err := queries.GetServerBySlug(t.Context(), pool, j.Slug)
+				require.NoError(t, err)
+				// Advanced by the interval from the time of the advance, which is the finish in tx mode.
+				advancedAt := s.NextCheckAt.Add(-12 * time.Hour)
+				require.False(t, advancedAt.Before(j.RequestedAt))
+				require.False(t, advancedAt.After(*j.FinishedAt))
+				if finish == FinishTx {
+					require.Equal(t, *j.FinishedAt, advancedAt)
+				}
+			}
+		})
+	}
+}
+
+func TestAnInvocationRunsAtMostConcurrencyChecksAtOnce(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 10)
+	s := settings(FinishTx)
+	s.Fanout, s.ClaimLimit, s.Concurrency = 0, 10, 3
+	var mu sync.Mutex
+	running, most := 0, 0
+	checker := &okChecker{during: func(ctx context.Context, _ check.Target) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond) // simulated work, so that checks overlap
+		mu.Lock()
+		running--
+		mu.Unlock()
+	}}
+	var progress []Progress
+	var pmu sync.Mutex
+	sum, err := (&Round{DB: pool, Settings: s, Checker: checker, Progress: func(p Progress) {
+		pmu.Lock()
+		progress = append(progress, p)
+		pmu.Unlock()
+	}}).Run(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 10, sum.Jobs)
+	require.LessOrEqual(t, most, 3)
+	for _, p := range progress {
+		require.LessOrEqual(t, p.InFlight, 3)
+		require.LessOrEqual(t, p.Claimed, 10)
+	}
+	require.Equal(t, Progress{Invocation: 0, Claimed: 10, Done: 10}, progress[len(progress)-1])
+}
+
+func TestAnAdvanceThatMatchesNoRowFinishesTheJobAndSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
+		t.Run(finish, func(t *testing.T) {
+			t.Parallel()
+			pool, _ := testDB(t)
+			dueServers(t, pool, 1)
+			// The server is paused while it is being checked.
+			checker := &okChecker{during: func(ctx context.Context, target check.Target) {
+				require.NoError(t, queries.SetServerStatus(ctx, pool, target.Slug, "paused"))
+			}}
+			sum, err := (&Round{DB: pool, Settings: settings(finish), Checker: checker}).Run(t.Context())
+			require.NoError(t, err, "a guard that matched nothing is not a failure")
+			require.Equal(t, 1, sum.AdvanceMisses)
+			require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts)
+		})
+	}
+}
+
+// failingDB makes every statement whose text is fail fail, and passes the rest to the database.
+type failingDB struct {
+	queries.DBTX
+	fail  string
+	calls int
+	mu    sync.Mutex
+}
+
+func (d *failingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if sql == d.fail {
+		d.mu.Lock()
+		d.calls++
+		d.mu.Unlock()
+		return errRow{errors.New("injected failure")}
+	}
+	return d.DBTX.QueryRow(ctx, sql, args...)
+}
+
+func TestAnAdvanceThatFailsTwiceStillFinishesTheJobAndStopsTheRoundClaiming(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 3)
+	db := &failingDB{DBTX: pool, fail: queries.SQL("AdvanceServer")}
+	s := settings(FinishAdvanceFirst)
+	s.Concurrency = 1
+	sum, err := (&Round{DB: db, Settings: s, Checker: &okChecker{}}).Run(t.Context())
+
+	var inc *IncompleteError
+	require.ErrorAs(t, err, &inc)
+	require.Equal(t, exit.Unavailable, exit.Code(err))
+	require.True(t, sum.StoppedClaiming)
+	require.Equal(t, 2, db.calls, "tried once and retried once")
+	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts,
+		"the job is finished anyway and nothing more is claimed")
+	require.Zero(t, sum.AdvanceMisses, "a failed advance is a problem, not a compare-and-set miss")
+	require.Len(t, sum.Problems, 1)
+	require.Contains(t, sum.Problems[0], "stopped claiming")
+}
+
+func TestAFinishThatFailsLeavesTheJobOpenAndTheRoundSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
+		t.Run(finish, func(t *testing.T) {
+			t.Parallel()
+			pool, _ := testDB(t)
+			dueServers(t, pool, 1)
+			// Nine requests break the promise; the database refuses to store such a run.
+			nine := &okChecker{}
+			checker := checkerFunc(func(ctx context.Context, target check.Target) check.Result {
+				r := nine.Check(ctx, target)
+				for len(r.Requests) < 9 {
+					r.Requests = append(r.Requests, r.Requests[0])
+				}
+				return r
+			})
+			sum, err := (&Round{DB: pool, Settings: settings(finish), Checker: checker}).Run(t.Context())
+			var inc *IncompleteError
+			require.ErrorAs(t, err, &inc)
+			require.Equal(t, 1, sum.OpenJobs)
+			require.Equal(t, 0, sum.Runs)
+			require.Contains(t, strings.Join(sum.Problems, "\n"), "the job stays open")
+		})
+	}
+}
+
+func TestASignedRoundRefusesAKeyNobodyCouldVerify(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 1)
+	signer := newSigner(t, nil) // not registered
+	_, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
+	var ke *KeyError
+	require.ErrorAs(t, err, &ke)
+	require.Equal(t, exit.Usage, exit.Code(err))
+	counts, err := queries.CountRound(t.Context(), pool, 1)
+	require.NoError(t, err)
+	require.Zero(t, counts.Jobs, "nothing was claimed")
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type checkerFunc func(ctx context.Context, t check.Target) check.Result
+
+func (f checkerFunc) Check(ctx context.Context, t check.Target) check.Result { return f(ctx, t) }

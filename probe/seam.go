@@ -1,0 +1,45 @@
+package probe
+
+import (
+	"context"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// write names each database write a round makes, for the test hooks.
+type write string
+
+const (
+	writeClaim     write = "claim"      // probe_claim
+	writeFinishTx  write = "finish-tx"  // probe_finish
+	writeAdvance   write = "advance"    // first write of an advance-first finish
+	writeFinishJob write = "finish-job" // second write: the run and the job
+)
+
+// hooks let tests stop or delay a round at the exact point they are about. Nil hooks do nothing.
+type hooks struct {
+	// beforeWrite runs before every write (stress tests inject random delays here).
+	beforeWrite func(ctx context.Context, w write)
+	// betweenFinishWrites runs between the two writes of an advance-first finish (the
+	// interleaving test parks a finish here and claims meanwhile).
+	betweenFinishWrites func(ctx context.Context, job queries.ClaimedJob)
+}
+
+func (h hooks) before(ctx context.Context, w write) {
+	if h.beforeWrite != nil {
+		h.beforeWrite(ctx, w)
+	}
+}
+
+func (h hooks) between(ctx context.Context, job queries.ClaimedJob) {
+	if h.betweenFinishWrites != nil {
+		h.betweenFinishWrites(ctx, job)
+	}
+}
+
+// writeOrder, when set, makes the two writes of an advance-first finish in an order of its own.
+// Only tests set it, to put the incident's order (job first, advance second) back and show that
+// the order and interleaving tests then fail. No such order exists outside the tests.
+// between is the betweenFinishWrites hook, to call between the two writes.
+type writeOrder func(ctx context.Context, job queries.ClaimedJob, advance func() (bool, error),
+	finishJob func() (queries.FinishResult, error), between func()) (queries.FinishResult, error)

@@ -1,0 +1,155 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+// Finish modes.
+const (
+	// FinishTx advances, stores the run and closes the job in one transaction.
+	FinishTx = "tx"
+	// FinishAdvanceFirst makes two writes in the safe order, for databases without probe_finish.
+	FinishAdvanceFirst = "advance-first"
+)
+
+// Triggers of a round.
+const (
+	TriggerCron   = "cron"
+	TriggerManual = "manual"
+)
+
+// Settings are everything that decides how a round runs. They are recorded on the round's row;
+// a release supplies defaults and flags override them.
+type Settings struct {
+	// Fanout is the number of fan-out invocations besides the cron one.
+	Fanout int
+	// ClaimLimit is the most servers one invocation claims over its life.
+	ClaimLimit int
+	// Concurrency is the most checks one invocation runs at once.
+	Concurrency int
+	// MinSpacing is the spacing guard: no server is claimed within it of its last job (0 = off).
+	MinSpacing time.Duration
+	// MaxDuration is the round's time budget: no claim starts after it.
+	MaxDuration time.Duration
+	// RequestTimeout bounds each request of a check.
+	RequestTimeout time.Duration
+	// MaxBodyBytes caps each response body a check reads.
+	MaxBodyBytes int64
+	// Finish is FinishTx or FinishAdvanceFirst.
+	Finish string
+	// AllowPrivateTargets lets checks reach loopback, private and link-local addresses.
+	AllowPrivateTargets bool
+	// Trigger is TriggerCron or TriggerManual.
+	Trigger string
+	// Version is the probectl version that runs the round.
+	Version string
+	// ReleaseID is the release the settings came from, if any.
+	ReleaseID *int64
+}
+
+// DefaultSettings are the settings of the parallel version of the incident, with its fix.
+func DefaultSettings() Settings {
+	return Settings{
+		Fanout:         19,
+		ClaimLimit:     5,
+		Concurrency:    3,
+		MinSpacing:     10 * time.Minute,
+		MaxDuration:    4 * time.Minute,
+		RequestTimeout: 10 * time.Second,
+		MaxBodyBytes:   1 << 20,
+		Finish:         FinishTx,
+		Trigger:        TriggerManual,
+		Version:        "dev",
+	}
+}
+
+// Invocations is the number of invocations of a round: the cron one plus the fan-out.
+func (s Settings) Invocations() int { return s.Fanout + 1 }
+
+// Capacity is the most jobs a round with these settings can claim.
+func (s Settings) Capacity() int { return s.Invocations() * s.ClaimLimit }
+
+// CheckBudget bounds one check: every request it may make at the per-request timeout.
+func (s Settings) CheckBudget() time.Duration {
+	return time.Duration(check.MaxRequests) * s.RequestTimeout
+}
+
+// JobWorstCase is how long a job may stay open in the worst case: a full check plus the round's
+// budget. It must fit the in-flight window, or another round could take a live job for abandoned
+// and claim its server again.
+func (s Settings) JobWorstCase() time.Duration { return s.CheckBudget() + s.MaxDuration }
+
+// SettingsError is a setting that cannot be used; nothing was claimed. Setting names the flag.
+type SettingsError struct {
+	Setting string
+	Msg     string
+}
+
+func (e *SettingsError) Error() string { return e.Setting + ": " + e.Msg }
+
+// ExitCode: a bad setting is bad input.
+func (e *SettingsError) ExitCode() int { return 2 }
+
+// Validate checks every setting and the lease: a job's worst case must fit the in-flight window.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(setting, format string, args ...any) {
+		errs = append(errs, &SettingsError{Setting: setting, Msg: fmt.Sprintf(format, args...)})
+	}
+	if s.Fanout < 0 {
+		bad("--fanout", "must be 0 or more, got %d", s.Fanout)
+	}
+	if s.ClaimLimit < 1 {
+		bad("--claim-limit", "must be at least 1, got %d", s.ClaimLimit)
+	}
+	if s.Concurrency < 1 {
+		bad("--concurrency", "must be at least 1, got %d", s.Concurrency)
+	}
+	if s.MinSpacing < 0 {
+		bad("--min-spacing", "must not be negative, got %s", s.MinSpacing)
+	}
+	if s.MaxDuration <= 0 {
+		bad("--max-duration", "must be positive, got %s", s.MaxDuration)
+	}
+	if s.RequestTimeout <= 0 {
+		bad("--request-timeout", "must be positive, got %s", s.RequestTimeout)
+	}
+	if s.MaxBodyBytes <= 0 {
+		bad("--max-body", "must be positive, got %d", s.MaxBodyBytes)
+	}
+	if s.Finish != FinishTx && s.Finish != FinishAdvanceFirst {
+		bad("--finish", "must be %s or %s, got %q", FinishTx, FinishAdvanceFirst, s.Finish)
+	}
+	if s.Trigger != TriggerCron && s.Trigger != TriggerManual {
+		bad("--trigger", "must be %s or %s, got %q", TriggerCron, TriggerManual, s.Trigger)
+	}
+	if s.RequestTimeout > 0 && s.MaxDuration > 0 && s.JobWorstCase() > queries.InFlightWindow {
+		bad("lease", "%d requests × --request-timeout %s + --max-duration %s = %s does not fit the %s in-flight window; "+
+			"lower --request-timeout or --max-duration", check.MaxRequests, s.RequestTimeout, s.MaxDuration,
+			s.JobWorstCase(), queries.InFlightWindow)
+	}
+	return errors.Join(errs...)
+}
+
+// record is the JSON stored on the round's row: every setting, durations in seconds.
+func (s Settings) record(keyID string) map[string]any {
+	return map[string]any{
+		"fanout":                  s.Fanout,
+		"claim_limit":             s.ClaimLimit,
+		"concurrency":             s.Concurrency,
+		"min_spacing_seconds":     s.MinSpacing.Seconds(),
+		"max_duration_seconds":    s.MaxDuration.Seconds(),
+		"request_timeout_seconds": s.RequestTimeout.Seconds(),
+		"max_body_bytes":          s.MaxBodyBytes,
+		"finish":                  s.Finish,
+		"allow_private_targets":   s.AllowPrivateTargets,
+		"in_flight_seconds":       queries.InFlightWindow.Seconds(),
+		"signed":                  keyID != "",
+		"key_id":                  keyID,
+	}
+}
