@@ -1,8 +1,10 @@
 package attest
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,4 +98,31 @@ func assertNoKeyMaterial(t *testing.T, msg string, priv ed25519.PrivateKey) {
 	t.Helper()
 	assert.NotContains(t, msg, base64.StdEncoding.EncodeToString(priv.Seed()))
 	assert.NotContains(t, msg, "BEGIN")
+}
+
+func TestCreateKeyRegistersThePublicHalfOfTheFilesKey(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "probe.key")
+	var gotID string
+	var gotPub ed25519.PublicKey
+	k, err := CreateKey(context.Background(), path, func(_ context.Context, id string, pub ed25519.PublicKey) error {
+		gotID, gotPub = id, pub
+		return nil
+	})
+	require.NoError(t, err)
+	s, err := LoadSigner(path)
+	require.NoError(t, err)
+	assert.Equal(t, s.KeyID(), k.KeyID)
+	assert.Equal(t, s.KeyID(), gotID)
+	assert.Equal(t, s.PublicKey(), gotPub)
+}
+
+func TestCreateKeyRemovesTheFileWhenRegistrationFails(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "probe.key")
+	_, err := CreateKey(context.Background(), path, func(context.Context, string, ed25519.PublicKey) error {
+		return errors.New("database down")
+	})
+	require.ErrorContains(t, err, "database down")
+	assert.NoFileExists(t, path)
 }

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
+)
+
+type keysListOptions struct {
+	f *factory
+}
+
+func newKeysListCmd(f *factory) *cobra.Command {
+	opts := &keysListOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the registered signing keys",
+		Long: `List every key in signing_keys, oldest first, with when it was registered and, for a retired
+key, when it was retired. Runs are verified against the keys that are not retired.`,
+		Example: `  probectl keys list
+  probectl keys list -o json | jq -r '.[] | select(.retired_at == null) | .key_id'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runKeysList(cmd.Context(), opts)
+		},
+	}
+	return cmd
+}
+
+func runKeysList(ctx context.Context, opts *keysListOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	keys, err := queries.ListSigningKeys(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		out := make([]keyJSON, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, toKeyJSON(k))
+		}
+		return render.JSON(f.IO.Out, out)
+	}
+	tbl := render.NewTable(f.IO.Out, "KEY ID", "ALGORITHM", "CREATED", "RETIRED")
+	for _, k := range keys {
+		retired := "-"
+		if k.RetiredAt != nil {
+			retired = k.RetiredAt.UTC().Format(time.RFC3339)
+		}
+		tbl.Row(k.KeyID, k.Algorithm, k.CreatedAt.UTC().Format(time.RFC3339), retired)
+	}
+	return tbl.Render()
+}

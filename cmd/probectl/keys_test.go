@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/queries"
+)
+
+func TestKeysGenerateWritesAPrivateFileAndRegistersThePublicKey(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	path := filepath.Join(t.TempDir(), "probe.key")
+
+	res := runCLI(t, "--database-url", url, "keys", "generate", "--out", path)
+	require.Equal(t, 0, res.Code, res.Stderr)
+
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "only the owner may read the key")
+	signer, err := attest.LoadSigner(path)
+	require.NoError(t, err)
+	assert.Equal(t, "generated signing key "+signer.KeyID()+"\nprivate key written to "+path+
+		" (mode 0600); public key registered\n", res.Stdout)
+
+	keys, err := queries.SigningKeys(context.Background(), pool)
+	require.NoError(t, err)
+	assert.Equal(t, signer.PublicKey(), keys[signer.KeyID()], "the registered key verifies what the file signs")
+
+	pem, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, res.Stdout+res.Stderr, string(pem[30:60]), "the private key is never printed")
+}
+
+func TestKeysGenerateJSONHasTheDocumentedShape(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	path := filepath.Join(t.TempDir(), "probe.key")
+
+	res := runCLI(t, "--database-url", url, "keys", "generate", "--out", path, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	signer, err := attest.LoadSigner(path)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{
+		"key_id":           signer.KeyID(),
+		"algorithm":        "ed25519",
+		"public_key":       got["public_key"],
+		"private_key_file": path,
+	}, got)
+	assert.Len(t, got["public_key"], 44, "base64 of 32 bytes")
+}
+
+func TestKeysGenerateRefusesToOverwriteAFileAndExits2(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	path := filepath.Join(t.TempDir(), "probe.key")
+	require.NoError(t, os.WriteFile(path, []byte("the only copy of an old key"), 0o600))
+
+	res := runCLI(t, "--database-url", url, "keys", "generate", "--out", path)
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, "--out: signing key "+path+": file already exists; refusing to overwrite a key")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "the only copy of an old key", string(data))
+	keys, err := queries.SigningKeys(context.Background(), pool)
+	require.NoError(t, err)
+	assert.Empty(t, keys, "nothing was registered")
+}
+
+func TestKeysGenerateWritesNoFileWhenTheDatabaseIsOutOfReach(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "probe.key")
+	res := runCLI(t, "--database-url", "postgres://probectl@127.0.0.1:1/none?connect_timeout=2", "keys", "generate", "--out", path)
+	assert.Equal(t, 3, res.Code, res.Stderr)
+	assert.NoFileExists(t, path)
+}
+
+func TestKeysGenerateWithoutOutIsAUsageError(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "keys", "generate")
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, `"out" not set`)
+}
+
+func TestKeysListShowsEveryKeyOldestFirst(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	dir := t.TempDir()
+	var ids []string
+	for _, name := range []string{"a.key", "b.key"} {
+		res := runCLI(t, "--database-url", url, "keys", "generate", "--out", filepath.Join(dir, name), "-o", "json")
+		require.Equal(t, 0, res.Code, res.Stderr)
+		var k keyGeneratedJSON
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &k))
+		ids = append(ids, k.KeyID)
+	}
+
+	res := runCLI(t, "--database-url", url, "keys", "list", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	require.Len(t, got, 2)
+	assert.ElementsMatch(t, ids, []any{got[0]["key_id"], got[1]["key_id"]})
+	for _, k := range got {
+		assert.Equal(t, "ed25519", k["algorithm"])
+		assert.Contains(t, k, "created_at")
+		assert.Nil(t, k["retired_at"])
+		assert.Len(t, k, 4)
+	}
+
+	res = runCLI(t, "--database-url", url, "keys", "list")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	out := lines(res.Stdout)
+	require.Len(t, out, 3)
+	assert.Regexp(t, `^KEY ID\s+ALGORITHM\s+CREATED\s+RETIRED`, out[0])
+	assert.Regexp(t, `^ed25519:[0-9a-f]{16}\s+ed25519\s+\d{4}-\d\d-\d\dT\S+Z\s+-`, out[1])
+}
+
+func TestKeysHelpHasExamples(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"keys", "--help"}, {"keys", "generate", "--help"}, {"keys", "list", "--help"}} {
+		res := runCLI(t, args...)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Contains(t, res.Stdout, "Examples:", args)
+	}
+}
