@@ -47,8 +47,6 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newVersionCmd(f),
 		newMigrateCmd(f),
 		newServersCmd(f),
-		newDeployCmd(f),
-		newRollbackCmd(f),
 		newKeysCmd(f),
 	)
 	addHelpTopics(root)
