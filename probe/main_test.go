@@ -119,3 +119,4 @@ func newSigner(t testing.TB, db queries.DBTX) *attest.Signer {
 	}
 	return s
 }
+

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -102,16 +103,30 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 		res.Outcome = OutcomeOK
 		return res
 	}
+	// A transport-level problem (refused, over budget, too large, timed out) explains a failure
+	// better than the error it caused further up, in the SDK or the HTTP client.
 	_, _, problem := rec.snapshot()
-	if problem == nil {
+	if problem != nil {
+		res.Summary = summaryOf(problem)
+	} else {
 		problem = err
+		if res.Summary == "" {
+			res.Summary = summaryOf(problem)
+		}
 	}
 	res.Outcome = outcomeOf(problem)
-	res.Error = problem.Error()
-	if res.Summary == "" {
-		res.Summary = summaryOf(problem)
-	}
+	res.Error = clip(problem.Error(), maxErrorLen)
 	return res
+}
+
+// maxErrorLen bounds Result.Error: part of it may be text the server chose.
+const maxErrorLen = 1000
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // outcomeOf sorts a failure: the server (or our policy about it) is at fault → failed; the

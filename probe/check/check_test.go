@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -233,4 +234,12 @@ func TestResultJSONHasTheDocumentedShape(t *testing.T) {
 		assert.Contains(t, req, k)
 	}
 	assert.True(t, strings.HasSuffix(req["started_at"].(string), "Z"), "times are UTC")
+}
+
+func TestAnErrorTheServerWroteIsClipped(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 2000)
+	assert.LessOrEqual(t, len(clip(long, maxErrorLen)), maxErrorLen+len("…"))
+	assert.True(t, utf8.ValidString(clip(long, maxErrorLen)))
+	assert.Equal(t, "short", clip("short", maxErrorLen))
 }

@@ -148,3 +148,13 @@ func TestAProxyInTheEnvironmentIsIgnored(t *testing.T) {
 }
 
 func itoa(p uint16) string { return strconv.Itoa(int(p)) }
+
+// The dialer's Control hook is the second line: whatever dials, the socket's own address is
+// checked just before connect.
+func TestTheSocketAddressIsCheckedAgainBeforeConnect(t *testing.T) {
+	t.Parallel()
+	g := newGuard(defaultPolicy(false), nil)
+	assert.ErrorContains(t, g.control("tcp4", "127.0.0.1:80", nil), "refused: 127.0.0.1 is a loopback address")
+	assert.ErrorContains(t, g.control("tcp6", "[::ffff:10.0.0.1]:80", nil), "a private address")
+	assert.NoError(t, g.control("tcp4", "8.8.8.8:443", nil), "only checked, never dialled")
+}

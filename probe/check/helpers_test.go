@@ -22,7 +22,7 @@ type fleet struct {
 	seen []*http.Request
 }
 
-func newFleet(t *testing.T, h http.Handler) *fleet {
+func newFleet(t testing.TB, h http.Handler) *fleet {
 	t.Helper()
 	f := &fleet{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -71,3 +71,5 @@ func rpcs(res Result) []string {
 	}
 	return out
 }
+
+func newFleetB(b *testing.B, h http.Handler) *fleet { return newFleet(b, h) }

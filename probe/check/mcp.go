@@ -27,7 +27,7 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := mc.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: mcpProtocolVersion})
 	if err != nil {
-		return Result{}, fmt.Errorf("initialize: %w", err)
+		return Result{Summary: "initialize failed"}, fmt.Errorf("initialize: %w", err)
 	}
 	var res Result
 	if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil {
@@ -37,6 +37,7 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 	// Close sends the DELETE that ends the session; its failure does not undo what was seen.
 	_ = cs.Close()
 	if err != nil {
+		res.Summary = "tools/list failed"
 		return res, fmt.Errorf("tools/list: %w", err)
 	}
 	res.Tools = &tools

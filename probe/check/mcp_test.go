@@ -12,7 +12,7 @@ import (
 )
 
 // mcpFleet serves a real MCP server, built with the Go SDK, with n tools over streamable HTTP.
-func mcpFleet(t *testing.T, name string, n int, opts *mcp.ServerOptions) *fleet {
+func mcpFleet(t testing.TB, name string, n int, opts *mcp.ServerOptions) *fleet {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, opts)
 	for i := range n {
@@ -77,6 +77,7 @@ func TestAnMCPServerThatFailsInitializeIsFailed(t *testing.T) {
 	res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL, Kind: "mcp"})
 	assert.Equal(t, OutcomeFailed, res.Outcome)
 	assert.Contains(t, res.Error, "initialize")
+	assert.Equal(t, "initialize failed", res.Summary)
 	assert.LessOrEqual(t, srv.hits.Load(), int64(MaxRequests))
 }
 
@@ -91,3 +92,5 @@ func TestAPlainWebPageIsNotAnMCPServer(t *testing.T) {
 	assert.NotEmpty(t, res.Error)
 	assert.Nil(t, res.Tools)
 }
+
+func mcpFleetB(b *testing.B, n int) *fleet { return mcpFleet(b, "bench", n, nil) }
