@@ -119,4 +119,3 @@ func newSigner(t testing.TB, db queries.DBTX) *attest.Signer {
 	}
 	return s
 }
-
