@@ -1,0 +1,162 @@
+package status
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/probectl/probectl/audit"
+)
+
+// The JSON shape is part of the contract (docs/status.md): snake_case keys, RFC 3339 UTC times,
+// durations in seconds (numbers with three decimals, as the audit writes them), null for what is
+// absent. `probectl status -o json` and /status.json write the same bytes.
+
+type reportJSON struct {
+	GeneratedAt           time.Time      `json:"generated_at"`
+	InFlightWindowSeconds audit.Seconds  `json:"in_flight_window_seconds"`
+	ActiveRelease         *releaseJSON   `json:"active_release"`
+	DueServers            dueJSON        `json:"due_servers"`
+	OpenJobsTotal         int            `json:"open_jobs_total"`
+	StaleJobsTotal        int            `json:"stale_jobs_total"`
+	OpenJobs              []openJobJSON  `json:"open_jobs"`
+	RoundsTotal           int64          `json:"rounds_total"`
+	RecentRounds          []roundJSON    `json:"recent_rounds"`
+	Duplicates24h         duplicatesJSON `json:"duplicates_24h"`
+}
+
+type releaseJSON struct {
+	ID                int64         `json:"id"`
+	Version           string        `json:"version"`
+	Kind              string        `json:"kind"`
+	DeployedAt        time.Time     `json:"deployed_at"`
+	DeployedBy        string        `json:"deployed_by"`
+	Fanout            int           `json:"fanout"`
+	ClaimLimit        int           `json:"claim_limit"`
+	Concurrency       int           `json:"concurrency"`
+	MinSpacingSeconds audit.Seconds `json:"min_spacing_seconds"`
+	FinishMode        string        `json:"finish_mode"`
+}
+
+type dueJSON struct {
+	Count       int            `json:"count"`
+	WithOpenJob int            `json:"with_open_job"`
+	Oldest      *dueServerJSON `json:"oldest"`
+}
+
+type dueServerJSON struct {
+	ServerID       int64         `json:"server_id"`
+	Slug           string        `json:"slug"`
+	NextCheckAt    time.Time     `json:"next_check_at"`
+	OverdueSeconds audit.Seconds `json:"overdue_seconds"`
+}
+
+type openJobJSON struct {
+	JobID          int64         `json:"job_id"`
+	ServerID       int64         `json:"server_id"`
+	Slug           string        `json:"slug"`
+	RoundID        *int64        `json:"round_id"`
+	Invocation     *int          `json:"invocation"`
+	Reason         string        `json:"reason"`
+	RequestedAt    time.Time     `json:"requested_at"`
+	AgeSeconds     audit.Seconds `json:"age_seconds"`
+	Stale          bool          `json:"stale"`
+	ServerAdvanced bool          `json:"server_advanced"`
+	NextCheckAt    time.Time     `json:"next_check_at"`
+}
+
+type roundJSON struct {
+	RoundID         int64          `json:"round_id"`
+	Trigger         string         `json:"trigger"`
+	Version         string         `json:"version"`
+	Fanout          int            `json:"fanout"`
+	ClaimLimit      int            `json:"claim_limit"`
+	Concurrency     int            `json:"concurrency"`
+	StartedAt       time.Time      `json:"started_at"`
+	FinishedAt      *time.Time     `json:"finished_at"`
+	DurationSeconds *audit.Seconds `json:"duration_seconds"`
+	Jobs            int            `json:"jobs"`
+	Runs            int            `json:"runs"`
+	Servers         int            `json:"servers"`
+	Failures        int            `json:"failures"`
+	Abandoned       int            `json:"abandoned"`
+	OpenJobs        int            `json:"open_jobs"`
+}
+
+type duplicatesJSON struct {
+	Since            time.Time           `json:"since"`
+	Until            time.Time           `json:"until"`
+	WindowSeconds    audit.Seconds       `json:"window_seconds"`
+	PairCount        int                 `json:"pair_count"`
+	UnexplainedCount int                 `json:"unexplained_count"`
+	Pairs            []duplicatePairJSON `json:"pairs"`
+}
+
+type duplicatePairJSON struct {
+	ServerID              int64          `json:"server_id"`
+	Slug                  string         `json:"slug"`
+	FirstJobID            int64          `json:"first_job_id"`
+	SecondJobID           int64          `json:"second_job_id"`
+	SecondRequestedAt     time.Time      `json:"second_requested_at"`
+	RequestGapSeconds     audit.Seconds  `json:"request_gap_seconds"`
+	GapAfterFinishSeconds *audit.Seconds `json:"gap_after_finish_seconds"`
+	Class                 audit.Class    `json:"class"`
+}
+
+// MarshalJSON writes the documented shape.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	out := reportJSON{
+		GeneratedAt:           r.GeneratedAt.UTC(),
+		InFlightWindowSeconds: audit.Seconds(InFlight),
+		DueServers:            dueJSON{Count: r.Due.Count, WithOpenJob: r.Due.Held},
+		OpenJobsTotal:         r.OpenCount,
+		StaleJobsTotal:        r.StaleCount,
+		OpenJobs:              make([]openJobJSON, 0, len(r.OpenJobs)),
+		RoundsTotal:           r.RoundsTotal,
+		RecentRounds:          make([]roundJSON, 0, len(r.RecentRounds)),
+		Duplicates24h: duplicatesJSON{Since: r.Duplicates.Since.UTC(), Until: r.Duplicates.Until.UTC(),
+			WindowSeconds: audit.Seconds(r.Duplicates.Window), PairCount: r.Duplicates.Pairs(),
+			UnexplainedCount: r.Duplicates.Unexplained(), Pairs: []duplicatePairJSON{}},
+	}
+	if rel := r.ActiveRelease; rel != nil {
+		out.ActiveRelease = &releaseJSON{ID: rel.ID, Version: rel.Version, Kind: rel.Kind,
+			DeployedAt: rel.DeployedAt.UTC(), DeployedBy: rel.DeployedBy, Fanout: rel.Fanout,
+			ClaimLimit: rel.ClaimLimit, Concurrency: rel.Concurrency,
+			MinSpacingSeconds: audit.Seconds(rel.MinSpacing), FinishMode: rel.FinishMode}
+	}
+	if o := r.Due.Oldest; o != nil {
+		out.DueServers.Oldest = &dueServerJSON{ServerID: o.ServerID, Slug: o.Slug,
+			NextCheckAt: o.NextCheckAt.UTC(), OverdueSeconds: audit.Seconds(o.Overdue)}
+	}
+	for _, j := range r.OpenJobs {
+		out.OpenJobs = append(out.OpenJobs, openJobJSON{JobID: j.JobID, ServerID: j.ServerID, Slug: j.Slug,
+			RoundID: j.RoundID, Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt.UTC(),
+			AgeSeconds: audit.Seconds(j.Age), Stale: j.Stale, ServerAdvanced: j.Advanced,
+			NextCheckAt: j.NextCheckAt.UTC()})
+	}
+	for _, rd := range r.RecentRounds {
+		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,
+			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt.UTC(),
+			Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
+			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs}
+		if rd.FinishedAt != nil {
+			fin := rd.FinishedAt.UTC()
+			d := audit.Seconds(*rd.Duration)
+			rj.FinishedAt, rj.DurationSeconds = &fin, &d
+		}
+		out.RecentRounds = append(out.RecentRounds, rj)
+	}
+	if rep := r.Duplicates.Report; rep != nil {
+		for _, p := range rep.Pairs {
+			var gap *audit.Seconds
+			if p.GapAfterFinish != nil {
+				g := audit.Seconds(*p.GapAfterFinish)
+				gap = &g
+			}
+			out.Duplicates24h.Pairs = append(out.Duplicates24h.Pairs, duplicatePairJSON{ServerID: p.ServerID,
+				Slug: p.Slug, FirstJobID: p.FirstJobID, SecondJobID: p.SecondJobID,
+				SecondRequestedAt: p.SecondRequestedAt.UTC(), RequestGapSeconds: audit.Seconds(p.RequestGap),
+				GapAfterFinishSeconds: gap, Class: p.Class})
+		}
+	}
+	return json.Marshal(out)
+}

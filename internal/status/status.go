@@ -1,0 +1,275 @@
+// Package status reads what an operator on call wants to see at a glance: the active release, the
+// servers that are due, the jobs still open (and the stale ones a dead probe left behind), the
+// last rounds, and the duplicate claims of the last 24 hours. `probectl status` prints it and
+// `probectl serve` shows it as a page, as JSON and as Prometheus metrics.
+//
+// Read takes everything from one READ ONLY, REPEATABLE READ transaction: the figures come from
+// one snapshot and agree with each other, and the read is safe on a hot standby and under a role
+// that may only SELECT.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/queries"
+)
+
+const (
+	// InFlight is the window after which an open job is stale: the claim would close it as
+	// abandoned, so its probe is presumed dead.
+	InFlight = queries.InFlightWindow
+	// RecentRounds is how many rounds the report lists.
+	RecentRounds = 10
+	// MaxOpenJobs bounds the open jobs listed (the counts are always complete).
+	MaxOpenJobs = 200
+	// DuplicatesPeriod is how far back the duplicate count looks.
+	DuplicatesPeriod = 24 * time.Hour
+)
+
+// Beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
+type Beginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// Report is the state of the prober at one moment. It marshals to the documented JSON shape
+// (docs/status.md).
+type Report struct {
+	// GeneratedAt is the moment every figure refers to.
+	GeneratedAt time.Time
+	// ActiveRelease is nil when no release was ever recorded (or none is active).
+	ActiveRelease *Release
+	Due           Due
+	// OpenJobs are the oldest open jobs, at most MaxOpenJobs; OpenCount and StaleCount count all.
+	OpenJobs   []OpenJob
+	OpenCount  int
+	StaleCount int
+	// RecentRounds are the last RecentRounds rounds, newest first; RoundsTotal counts every round.
+	RecentRounds []Round
+	RoundsTotal  int64
+	Duplicates   Duplicates
+}
+
+// Release is the active release's round settings.
+type Release struct {
+	ID                              int64
+	Version                         string
+	Kind                            string // deploy | fanout-off
+	DeployedAt                      time.Time
+	DeployedBy                      string
+	Fanout, ClaimLimit, Concurrency int
+	MinSpacing                      time.Duration
+	FinishMode                      string
+}
+
+// Due is how many active servers are due.
+type Due struct {
+	Count int
+	// Held are due servers with an open job: a round is on them, they will not be claimed twice.
+	Held int
+	// Oldest has waited longest; nil when nothing is due.
+	Oldest *DueServer
+}
+
+// DueServer is a server waiting for its check.
+type DueServer struct {
+	ServerID    int64
+	Slug        string
+	NextCheckAt time.Time
+	// Overdue is how long it has been due.
+	Overdue time.Duration
+}
+
+// OpenJob is a claim whose probe has not finished it.
+type OpenJob struct {
+	JobID       int64
+	ServerID    int64
+	Slug        string
+	RoundID     *int64
+	Invocation  *int
+	Reason      string
+	RequestedAt time.Time
+	Age         time.Duration
+	// Stale: open for at least the in-flight window. Its probe is presumed dead; the next claim
+	// closes it as abandoned.
+	Stale bool
+	// Advanced: the server's next check already moved past the request, so the probe made its
+	// first write (advance) and not its second (finish). A probe that died between its writes
+	// leaves exactly this: no duplicate can follow, the job just stays open.
+	Advanced    bool
+	NextCheckAt time.Time
+}
+
+// Round is a recent round and what it left.
+type Round struct {
+	ID                              int64
+	Trigger                         string
+	Version                         string
+	Fanout, ClaimLimit, Concurrency int
+	StartedAt                       time.Time
+	// FinishedAt and Duration are nil while the round runs (or if it died).
+	FinishedAt          *time.Time
+	Duration            *time.Duration
+	Jobs, Runs, Servers int
+	// Failures are jobs whose check failed or errored.
+	Failures  int
+	Abandoned int
+	OpenJobs  int
+}
+
+// Duplicates summarises the duplicate-claim audit over the last DuplicatesPeriod.
+type Duplicates struct {
+	Since, Until time.Time
+	Window       time.Duration
+	// Report is the audit's full answer (pairs ordered by the second request).
+	Report *audit.DuplicatesReport
+}
+
+// Pairs is the number of duplicate pairs found.
+func (d Duplicates) Pairs() int {
+	if d.Report == nil {
+		return 0
+	}
+	return len(d.Report.Pairs)
+}
+
+// Unexplained is the number of pairs that are not explicit re-checks.
+func (d Duplicates) Unexplained() int {
+	if d.Report == nil {
+		return 0
+	}
+	return d.Report.Unexplained()
+}
+
+// Read reads the report as of now, in one READ ONLY transaction on db. A zero now means the
+// database's clock (the transaction's now()), which is what a live page wants; tests pass a fixed
+// time.
+func Read(ctx context.Context, db Beginner, now time.Time) (*Report, error) {
+	var r *Report
+	err := queries.InReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		r, err = read(ctx, tx, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read status: %w", err)
+	}
+	return r, nil
+}
+
+func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
+	var at *time.Time
+	if !now.IsZero() {
+		at = &now
+	}
+	now, err := queries.StatusNow(ctx, tx, at)
+	if err != nil {
+		return nil, err
+	}
+	now = now.UTC()
+	r := &Report{GeneratedAt: now}
+	if r.ActiveRelease, err = activeRelease(ctx, tx); err != nil {
+		return nil, err
+	}
+	if r.Due, err = due(ctx, tx, now); err != nil {
+		return nil, err
+	}
+	if r.OpenCount, r.StaleCount, err = queries.StatusOpenJobCounts(ctx, tx, now, InFlight); err != nil {
+		return nil, err
+	}
+	if r.OpenJobs, err = openJobs(ctx, tx, now); err != nil {
+		return nil, err
+	}
+	if r.RecentRounds, err = rounds(ctx, tx); err != nil {
+		return nil, err
+	}
+	if r.RoundsTotal, err = queries.StatusRoundsTotal(ctx, tx); err != nil {
+		return nil, err
+	}
+	if r.Duplicates, err = duplicates(ctx, tx, now); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func activeRelease(ctx context.Context, tx pgx.Tx) (*Release, error) {
+	rel, err := queries.ActiveRelease(ctx, tx)
+	if errors.Is(err, queries.ErrNoRelease) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Release{ID: rel.ID, Version: rel.Version, Kind: rel.Kind, DeployedAt: rel.DeployedAt.UTC(),
+		DeployedBy: rel.DeployedBy, Fanout: rel.Fanout, ClaimLimit: rel.ClaimLimit,
+		Concurrency: rel.Concurrency, MinSpacing: rel.MinSpacing, FinishMode: rel.FinishMode}, nil
+}
+
+func due(ctx context.Context, tx pgx.Tx, now time.Time) (Due, error) {
+	d, err := queries.StatusDueServers(ctx, tx, now, InFlight)
+	if err != nil {
+		return Due{}, err
+	}
+	out := Due{Count: d.Count, Held: d.Held}
+	if o := d.Oldest; o != nil {
+		out.Oldest = &DueServer{ServerID: o.ServerID, Slug: o.Slug, NextCheckAt: o.NextCheckAt.UTC(),
+			Overdue: nonNegative(now.Sub(o.NextCheckAt))}
+	}
+	return out, nil
+}
+
+func openJobs(ctx context.Context, tx pgx.Tx, now time.Time) ([]OpenJob, error) {
+	jobs, err := queries.StatusOpenJobs(ctx, tx, MaxOpenJobs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OpenJob, 0, len(jobs))
+	for _, j := range jobs {
+		age := now.Sub(j.RequestedAt)
+		out = append(out, OpenJob{JobID: j.JobID, ServerID: j.ServerID, Slug: j.Slug, RoundID: j.RoundID,
+			Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt.UTC(),
+			Age: nonNegative(age), Stale: age >= InFlight, Advanced: j.Advanced,
+			NextCheckAt: j.NextCheckAt.UTC()})
+	}
+	return out, nil
+}
+
+func rounds(ctx context.Context, tx pgx.Tx) ([]Round, error) {
+	rs, err := queries.StatusRecentRounds(ctx, tx, RecentRounds)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Round, 0, len(rs))
+	for _, r := range rs {
+		round := Round{ID: r.ID, Trigger: r.Trigger, Version: r.Version, Fanout: r.Fanout,
+			ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency, StartedAt: r.StartedAt.UTC(),
+			Jobs: r.Jobs, Runs: r.Runs, Servers: r.Servers, Failures: r.Failures,
+			Abandoned: r.Abandoned, OpenJobs: r.OpenJobs}
+		if r.FinishedAt != nil {
+			fin := r.FinishedAt.UTC()
+			d := fin.Sub(r.StartedAt)
+			round.FinishedAt, round.Duration = &fin, &d
+		}
+		out = append(out, round)
+	}
+	return out, nil
+}
+
+func duplicates(ctx context.Context, tx pgx.Tx, now time.Time) (Duplicates, error) {
+	d := Duplicates{Since: now.Add(-DuplicatesPeriod), Until: now, Window: audit.DefaultWindow}
+	rep, err := audit.DuplicatesTx(ctx, tx, audit.DuplicatesParams{Since: d.Since, Until: d.Until, Window: d.Window})
+	if err != nil {
+		return Duplicates{}, fmt.Errorf("duplicates in the last 24 h: %w", err)
+	}
+	d.Report = rep
+	return d, nil
+}
+
+func nonNegative(d time.Duration) time.Duration {
+	return max(d, 0)
+}
