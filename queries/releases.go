@@ -18,6 +18,8 @@ type Release struct {
 	ClaimLimit     int
 	Concurrency    int
 	MinSpacing     time.Duration
+	RequestTimeout time.Duration
+	MaxDuration    time.Duration
 	FinishMode     string
 	WaysBack       []string
 	Note           string
@@ -89,6 +91,8 @@ type InsertReleaseParams struct {
 	Version                         string
 	Fanout, ClaimLimit, Concurrency int
 	MinSpacing                      time.Duration
+	RequestTimeout                  time.Duration
+	MaxDuration                     time.Duration
 	FinishMode                      string
 	WaysBack                        []string
 	Note                            string
@@ -110,7 +114,7 @@ func InsertRelease(ctx context.Context, tx pgx.Tx, p InsertReleaseParams) (int64
 	var id int64
 	err := tx.QueryRow(ctx, SQL("InsertRelease"), p.Version, p.Fanout, p.ClaimLimit, p.Concurrency,
 		p.MinSpacing.Seconds(), p.FinishMode, waysBack, p.Note, p.DeployedBy, p.Kind, p.PreviousID,
-		p.DerivedFrom, p.Active, p.Now).Scan(&id)
+		p.DerivedFrom, p.Active, p.Now, p.RequestTimeout.Seconds(), p.MaxDuration.Seconds()).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("insert release %s: %w", p.Version, err)
 	}
@@ -188,12 +192,20 @@ func oneRelease(rows pgx.Rows, err error) (Release, error) {
 
 func scanRelease(row pgx.CollectableRow) (Release, error) {
 	var r Release
-	var spacing float64
+	var spacing, timeout, budget float64
 	err := row.Scan(&r.ID, &r.Version, &r.Fanout, &r.ClaimLimit, &r.Concurrency, &spacing, &r.FinishMode,
 		&r.WaysBack, &r.Note, &r.DeployedAt, &r.DeployedBy, &r.Active, &r.Kind, &r.PreviousID, &r.DerivedFrom,
-		&r.RolledBackAt, &r.RolledBackBy, &r.RollbackReason)
-	r.MinSpacing = time.Duration(spacing * float64(time.Second))
+		&r.RolledBackAt, &r.RolledBackBy, &r.RollbackReason, &timeout, &budget)
+	r.MinSpacing = intervalSeconds(spacing)
+	r.RequestTimeout = intervalSeconds(timeout)
+	r.MaxDuration = intervalSeconds(budget)
 	return r, err
+}
+
+// intervalSeconds turns an interval read as epoch seconds back into a duration, rounded to the
+// microsecond PostgreSQL keeps.
+func intervalSeconds(s float64) time.Duration {
+	return (time.Duration(s*1e6+0.5) * time.Microsecond)
 }
 
 func scanReleaseEvent(row pgx.CollectableRow) (ReleaseEvent, error) {

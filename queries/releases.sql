@@ -10,14 +10,16 @@ SELECT pg_advisory_xact_lock(2024061500, 3);
 -- name: ActiveRelease
 SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
        finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason
+       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
+       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
 FROM releases
 WHERE active;
 
 -- name: ActiveReleaseForUpdate
 SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
        finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason
+       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
+       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
 FROM releases
 WHERE active
 FOR UPDATE;
@@ -25,14 +27,16 @@ FOR UPDATE;
 -- name: GetRelease
 SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
        finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason
+       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
+       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
 FROM releases
 WHERE id = $1;
 
 -- name: ListReleases
 SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
        finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason
+       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
+       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
 FROM releases
 ORDER BY id DESC
 LIMIT $1;
@@ -40,9 +44,11 @@ LIMIT $1;
 -- name: InsertRelease
 -- $14 stands in for now() in tests.
 INSERT INTO releases (version, fanout, claim_limit, concurrency, min_spacing, finish_mode, ways_back,
-                      note, deployed_by, kind, previous_id, derived_from, active, deployed_at)
+                      note, deployed_by, kind, previous_id, derived_from, active, deployed_at,
+                      request_timeout, max_duration)
 VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8), $6, $7, $8, $9, $10, $11, $12, $13,
-        coalesce($14::timestamptz, now()))
+        coalesce($14::timestamptz, now()), make_interval(secs => $15::float8),
+        make_interval(secs => $16::float8))
 RETURNING id;
 
 -- name: DeactivateRelease

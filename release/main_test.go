@@ -29,10 +29,12 @@ func newDB(t *testing.T) *pgxpool.Pool {
 }
 
 // parallel is the incident's first parallel release: 19 fan-out messages, 5 claims, 3 at a time.
-var parallel = release.Settings{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: 10 * time.Minute, Finish: release.FinishTx}
+var parallel = release.Settings{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: 10 * time.Minute,
+	RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, Finish: release.FinishTx}
 
 // sequential is the release before it: one loop.
-var sequential = release.Settings{Fanout: 0, ClaimLimit: 25, Concurrency: 1, MinSpacing: 10 * time.Minute, Finish: release.FinishTx}
+var sequential = release.Settings{Fanout: 0, ClaimLimit: 25, Concurrency: 1, MinSpacing: 10 * time.Minute,
+	RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, Finish: release.FinishTx}
 
 // record records a release and fails the test on error.
 func record(t *testing.T, pool *pgxpool.Pool, version string, s release.Settings, ways ...release.Way) release.Release {

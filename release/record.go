@@ -36,8 +36,8 @@ type Recorded struct {
 // release is deactivated and the new one inserted with it as its previous release, so that
 // `rollback --to-previous` knows where to go.
 func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Recorded, error) {
-	if err := req.validate(); err != nil {
-		return nil, exit.UsageError(err)
+	if err := ValidateRecord(req); err != nil {
+		return nil, err
 	}
 	var out *Recorded
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
@@ -59,6 +59,7 @@ func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Record
 		p := queries.InsertReleaseParams{
 			Version: req.Version, Fanout: req.Settings.Fanout, ClaimLimit: req.Settings.ClaimLimit,
 			Concurrency: req.Settings.Concurrency, MinSpacing: req.Settings.MinSpacing,
+			RequestTimeout: req.Settings.RequestTimeout, MaxDuration: req.Settings.MaxDuration,
 			FinishMode: req.Settings.Finish, WaysBack: waysStrings(req.WaysBack), Note: req.Note,
 			DeployedBy: req.Actor, Kind: KindDeploy, Active: true, Now: req.Now,
 		}
@@ -83,6 +84,11 @@ func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Record
 		return nil, fmt.Errorf("record release %s: %w", req.Version, err)
 	}
 	return out, nil
+}
+
+// ValidateRecord checks a request before anything connects: bad input, exit 2, naming the flag.
+func ValidateRecord(req RecordRequest) error {
+	return exit.UsageError(req.validate())
 }
 
 func (req RecordRequest) validate() error {

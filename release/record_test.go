@@ -47,6 +47,10 @@ func TestRecordRefusesBadSettingsNamingTheFlag(t *testing.T) {
 		{"a zero concurrency is refused", func(r *release.RecordRequest) { r.Settings.Concurrency = 0 }, "--concurrency"},
 		{"a negative spacing is refused", func(r *release.RecordRequest) { r.Settings.MinSpacing = -time.Second }, "--min-spacing"},
 		{"an unknown finish mode is refused", func(r *release.RecordRequest) { r.Settings.Finish = "later" }, "--finish"},
+		{"a worst case longer than the in-flight window fails the lease check", func(r *release.RecordRequest) {
+			r.Settings.RequestTimeout = time.Minute
+			r.Settings.MaxDuration = 10 * time.Minute
+		}, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s = 18m0s does not fit the 15m0s in-flight window"},
 		{"an empty version is refused", func(r *release.RecordRequest) { r.Version = "" }, "--version"},
 		{"a release without an actor is refused", func(r *release.RecordRequest) { r.Actor = "" }, "--actor"},
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -47,8 +48,8 @@ const (
 
 // Finish modes a release may ship (the probe's finish path).
 const (
-	FinishTx           = "tx"
-	FinishAdvanceFirst = "advance-first"
+	FinishTx           = probe.FinishTx
+	FinishAdvanceFirst = probe.FinishAdvanceFirst
 )
 
 // Settings are the round settings a release ships; `run round` takes its defaults from them.
@@ -61,14 +62,34 @@ type Settings struct {
 	Concurrency int
 	// MinSpacing is the spacing guard: no claim of a server within this of its last job.
 	MinSpacing time.Duration
+	// RequestTimeout bounds each request of a check; with MaxDuration it decides the lease check.
+	RequestTimeout time.Duration
+	// MaxDuration is the round's time budget.
+	MaxDuration time.Duration
 	// Finish is the finish mode: tx (one transaction) or advance-first (two writes, safe order).
 	Finish string
+}
+
+// DefaultSettings are the binary's own round defaults (the probe's), for flags left unset.
+func DefaultSettings() Settings {
+	p := probe.DefaultSettings()
+	return Settings{Fanout: p.Fanout, ClaimLimit: p.ClaimLimit, Concurrency: p.Concurrency,
+		MinSpacing: p.MinSpacing, RequestTimeout: p.RequestTimeout, MaxDuration: p.MaxDuration, Finish: p.Finish}
 }
 
 // SettingsOf returns the round settings a release ships.
 func SettingsOf(r Release) Settings {
 	return Settings{Fanout: r.Fanout, ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency,
-		MinSpacing: r.MinSpacing, Finish: r.FinishMode}
+		MinSpacing: r.MinSpacing, RequestTimeout: r.RequestTimeout, MaxDuration: r.MaxDuration, Finish: r.FinishMode}
+}
+
+// Apply lays the release's settings over base (the probe's defaults or a round's settings): what
+// a round runs with before its own flags override anything.
+func (s Settings) Apply(base probe.Settings) probe.Settings {
+	base.Fanout, base.ClaimLimit, base.Concurrency = s.Fanout, s.ClaimLimit, s.Concurrency
+	base.MinSpacing, base.RequestTimeout, base.MaxDuration = s.MinSpacing, s.RequestTimeout, s.MaxDuration
+	base.Finish = s.Finish
+	return base
 }
 
 // FanoutOff is what the fanout-off way back runs: the same settings, no fan-out messages, one

@@ -140,6 +140,11 @@ func Rollback(ctx context.Context, pool *pgxpool.Pool, req RollbackRequest) (*Ro
 	return plan, nil
 }
 
+// ValidateRollback checks a request before anything connects: bad input, exit 2, naming the flag.
+func ValidateRollback(req RollbackRequest) error {
+	return exit.UsageError(req.validate())
+}
+
 func (req RollbackRequest) validate() error {
 	switch {
 	case req.Way != WayPrevious && req.Way != WayFanoutOff:
@@ -208,7 +213,8 @@ func fanoutOffOf(r Release, actor string) Release {
 	derived := r.ID
 	return Release{
 		Version: r.Version, Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency,
-		MinSpacing: s.MinSpacing, FinishMode: s.Finish, WaysBack: r.WaysBack,
+		MinSpacing: s.MinSpacing, RequestTimeout: s.RequestTimeout, MaxDuration: s.MaxDuration,
+		FinishMode: s.Finish, WaysBack: r.WaysBack,
 		Note: fmt.Sprintf("fan-out off: rollback of release #%d", r.ID), DeployedBy: actor,
 		Kind: KindFanoutOff, PreviousID: r.PreviousID, DerivedFrom: &derived,
 	}
@@ -225,7 +231,8 @@ func apply(ctx context.Context, tx pgx.Tx, req RollbackRequest, plan *RollbackPl
 		to := plan.To
 		id, err := queries.InsertRelease(ctx, tx, queries.InsertReleaseParams{
 			Version: to.Version, Fanout: to.Fanout, ClaimLimit: to.ClaimLimit, Concurrency: to.Concurrency,
-			MinSpacing: to.MinSpacing, FinishMode: to.FinishMode, WaysBack: to.WaysBack, Note: to.Note,
+			MinSpacing: to.MinSpacing, RequestTimeout: to.RequestTimeout, MaxDuration: to.MaxDuration,
+			FinishMode: to.FinishMode, WaysBack: to.WaysBack, Note: to.Note,
 			DeployedBy: to.DeployedBy, Kind: to.Kind, PreviousID: to.PreviousID, DerivedFrom: to.DerivedFrom,
 			Active: true, Now: req.Now,
 		})

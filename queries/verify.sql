@@ -1,0 +1,59 @@
+-- Post-deploy verification (deploy verify). Read only: every query here runs inside one READ ONLY
+-- transaction, so all figures come from one snapshot.
+
+-- name: VerifyRounds
+-- The first $3 rounds that started at or after $2 under release $1 (or under no release: rounds
+-- recorded by a binary that did not know releases), with what each left in the database.
+SELECT r.id, r.started_at, r.finished_at,
+       c.jobs, c.runs, c.servers, c.open_jobs, c.runs_missing_envelope
+  FROM probe_rounds AS r
+ CROSS JOIN LATERAL (
+       SELECT count(*)                                        AS jobs,
+              count(pr.id)                                    AS runs,
+              count(DISTINCT j.server_id)                     AS servers,
+              count(*) FILTER (WHERE j.finished_at IS NULL)   AS open_jobs,
+              count(pr.id) FILTER (WHERE pr.envelope IS NULL) AS runs_missing_envelope
+         FROM probe_jobs AS j
+         LEFT JOIN probe_runs AS pr ON pr.job_id = j.id
+        WHERE j.round_id = r.id
+       ) AS c
+ WHERE r.started_at >= $2
+   AND (r.release_id IS NULL OR r.release_id = $1)
+ ORDER BY r.started_at, r.id
+ LIMIT $3;
+
+-- name: VerifyRoundProgress
+-- How many of the first $3 rounds after $2 under release $1 exist, and how many have finished:
+-- the cheap question deploy verify --wait asks until the answer is "all of them".
+SELECT count(*), count(finished_at)
+  FROM (SELECT finished_at
+          FROM probe_rounds
+         WHERE started_at >= $2
+           AND (release_id IS NULL OR release_id = $1)
+         ORDER BY started_at, id
+         LIMIT $3) AS first_rounds;
+
+-- name: VerifyEnvelopes
+-- Every run of the given rounds that has an envelope, with the server the run is stored against.
+SELECT j.round_id, j.id, pr.id, s.id, s.slug, s.endpoint_url, pr.envelope
+  FROM probe_jobs AS j
+  JOIN probe_runs AS pr ON pr.job_id = j.id
+  JOIN servers AS s ON s.id = pr.server_id
+ WHERE j.round_id = ANY ($1::bigint[])
+   AND pr.envelope IS NOT NULL
+ ORDER BY j.id;
+
+-- name: ReleaseActiveUntil
+-- When release $1 stopped being active after $2: the first deploy or rollback away from it
+-- (NULL while it is still active).
+SELECT min(at)
+  FROM release_events
+ WHERE from_release_id = $1
+   AND at > $2;
+
+-- name: JobRounds
+-- The round of each of the given jobs, to put a duplicate pair in the row of its round.
+SELECT id, round_id
+  FROM probe_jobs
+ WHERE id = ANY ($1::bigint[])
+   AND round_id IS NOT NULL;

@@ -1,0 +1,292 @@
+package release
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/queries"
+)
+
+// The checks, by the names the JSON carries.
+const (
+	CheckRounds           = "rounds"
+	CheckJobs             = "jobs"
+	CheckJobsRunsServers  = "jobs_runs_servers"
+	CheckOpenJobs         = "open_jobs"
+	CheckEnvelopesPresent = "envelopes_present"
+	CheckEnvelopesValid   = "envelopes_valid"
+	CheckDuplicates       = "duplicates"
+	CheckFunctions        = "functions"
+	CheckLease            = "lease"
+)
+
+// maxItems bounds the items a check names; the detail says how many there were.
+const maxItems = 20
+
+func pass(name, detail string) Check {
+	return Check{Name: name, Status: VerdictPass, Detail: detail, Items: []string{}}
+}
+
+func fail(name, detail string, items []string) Check {
+	if items == nil {
+		items = []string{}
+	}
+	if len(items) > maxItems {
+		items = append(items[:maxItems:maxItems], fmt.Sprintf("... and %d more", len(items)-maxItems))
+	}
+	return Check{Name: name, Status: VerdictFail, Detail: detail, Items: items}
+}
+
+func inconclusive(name, detail string) Check {
+	return Check{Name: name, Status: VerdictInconclusive, Detail: detail, Items: []string{}}
+}
+
+// finished are the rounds whose counts are final: a running round's open jobs and missing runs
+// are work in progress, not defects.
+func finished(rep *Report) []RoundReport {
+	var out []RoundReport
+	for _, r := range rep.Rounds {
+		if r.FinishedAt != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func checkRoundsFound(rep *Report) Check {
+	done := len(finished(rep))
+	switch {
+	case len(rep.Rounds) < rep.RoundsWanted:
+		return inconclusive(CheckRounds, fmt.Sprintf("%d of %d rounds have started since the release went live; "+
+			"no data is not a pass: wait for more rounds (--wait)", len(rep.Rounds), rep.RoundsWanted))
+	case done < rep.RoundsWanted:
+		return inconclusive(CheckRounds, fmt.Sprintf("%d of %d rounds have finished; wait for the rest (--wait)",
+			done, rep.RoundsWanted))
+	}
+	return pass(CheckRounds, fmt.Sprintf("%d of %d rounds started since the release went live, all finished",
+		done, rep.RoundsWanted))
+}
+
+func checkJobsFound(rep *Report) Check {
+	jobs := 0
+	for _, r := range rep.Rounds {
+		jobs += r.Jobs
+	}
+	if jobs == 0 {
+		return inconclusive(CheckJobs, fmt.Sprintf("not a single job in %d round(s): nothing was checked, "+
+			"so nothing is proven", len(rep.Rounds)))
+	}
+	return pass(CheckJobs, fmt.Sprintf("%d job(s) in %d round(s)", jobs, len(rep.Rounds)))
+}
+
+func checkJobsRunsServers(rep *Report) Check {
+	var bad []string
+	rounds := finished(rep)
+	for _, r := range rounds {
+		if r.Jobs != r.Runs || r.Jobs != r.Servers {
+			bad = append(bad, fmt.Sprintf("round %d: %d jobs, %d runs, %d servers", r.ID, r.Jobs, r.Runs, r.Servers))
+		}
+	}
+	if len(bad) > 0 {
+		return fail(CheckJobsRunsServers, fmt.Sprintf("%d round(s) where jobs, runs and servers differ: "+
+			"a job without a run, or a server claimed twice", len(bad)), bad)
+	}
+	return pass(CheckJobsRunsServers, fmt.Sprintf("jobs = runs = servers in %d finished round(s)", len(rounds)))
+}
+
+func checkOpenJobs(rep *Report) Check {
+	var bad []string
+	open := 0
+	for _, r := range finished(rep) {
+		if r.OpenJobs > 0 {
+			open += r.OpenJobs
+			bad = append(bad, fmt.Sprintf("round %d: %d open", r.ID, r.OpenJobs))
+		}
+	}
+	if open > 0 {
+		return fail(CheckOpenJobs, fmt.Sprintf("%d job(s) left open in finished rounds: a probe died between claim "+
+			"and finish (see probectl status)", open), bad)
+	}
+	return pass(CheckOpenJobs, "no job left open in a finished round")
+}
+
+func checkEnvelopesPresent(rep *Report) Check {
+	var bad []string
+	missing := 0
+	for _, r := range rep.Rounds {
+		if r.RunsMissingEnvelope > 0 {
+			missing += r.RunsMissingEnvelope
+			bad = append(bad, fmt.Sprintf("round %d: %d run(s) without an envelope", r.ID, r.RunsMissingEnvelope))
+		}
+	}
+	if missing > 0 {
+		return fail(CheckEnvelopesPresent, fmt.Sprintf("%d run(s) missing their attestation envelope", missing), bad)
+	}
+	return pass(CheckEnvelopesPresent, "every run has its attestation envelope")
+}
+
+// checkEnvelopesValid verifies every envelope of the rounds against the registered keys, and that
+// it is the statement of its own job and server.
+func checkEnvelopesValid(ctx context.Context, tx pgx.Tx, rep *Report, roundIDs []int64) (Check, error) {
+	keys, err := queries.SigningKeys(ctx, tx)
+	if err != nil {
+		return Check{}, err
+	}
+	byRound := map[int64]*RoundReport{}
+	for i := range rep.Rounds {
+		byRound[rep.Rounds[i].ID] = &rep.Rounds[i]
+	}
+	var bad []string
+	checked := 0
+	err = queries.VerifyEnvelopes(ctx, tx, roundIDs, func(run queries.SignedRun) error {
+		checked++
+		if err := verifyEnvelope(run, keys); err != nil {
+			byRound[run.RoundID].EnvelopesInvalid++
+			bad = append(bad, fmt.Sprintf("job %d (%s): %v", run.JobID, run.Slug, err))
+		}
+		return nil
+	})
+	if err != nil {
+		return Check{}, err
+	}
+	if len(bad) > 0 {
+		return fail(CheckEnvelopesValid, fmt.Sprintf("%d of %d envelope(s) fail verification against the %d registered key(s)",
+			len(bad), checked, len(keys)), bad), nil
+	}
+	return pass(CheckEnvelopesValid, fmt.Sprintf("%d envelope(s) verify against the %d registered key(s)", checked, len(keys))), nil
+}
+
+func verifyEnvelope(run queries.SignedRun, keys map[string]ed25519.PublicKey) error {
+	st, err := attest.Verify(run.Envelope, keys)
+	if err != nil {
+		return err
+	}
+	if err := st.CheckSubject(run.Slug, run.URL); err != nil {
+		return err
+	}
+	return st.CheckJob(run.JobID)
+}
+
+// checkDuplicates is the check that caught the incident: per server, no two jobs within the
+// window from the release onwards, including the last job before it. It reuses the audit, and
+// puts each pair in the row of the round its second job belongs to.
+func checkDuplicates(ctx context.Context, tx pgx.Tx, rep *Report, since time.Time, until *time.Time, window time.Duration) (Check, error) {
+	p := audit.DuplicatesParams{Since: since, Window: window}
+	if until != nil {
+		p.Until = *until
+	}
+	dups, err := audit.DuplicatesTx(ctx, tx, p)
+	if err != nil {
+		return Check{}, err
+	}
+	second := make([]int64, 0, len(dups.Pairs))
+	for _, pair := range dups.Pairs {
+		second = append(second, pair.SecondJobID)
+	}
+	rounds, err := queries.JobRounds(ctx, tx, second)
+	if err != nil {
+		return Check{}, err
+	}
+	byRound := map[int64]*RoundReport{}
+	for i := range rep.Rounds {
+		byRound[rep.Rounds[i].ID] = &rep.Rounds[i]
+	}
+	var servers []string
+	for _, pair := range dups.Pairs {
+		if r, ok := byRound[rounds[pair.SecondJobID]]; ok {
+			r.SecondClaims = append(r.SecondClaims, secondClaim(pair))
+		}
+		if !pair.Explained() && !slices.Contains(servers, pair.Slug) {
+			servers = append(servers, pair.Slug)
+		}
+	}
+	sort.Strings(servers)
+	explained := len(dups.Pairs) - dups.Unexplained()
+	note := ""
+	if explained > 0 {
+		note = fmt.Sprintf(" (%d explicit re-check(s) not counted)", explained)
+	}
+	if n := dups.Unexplained(); n > 0 {
+		return fail(CheckDuplicates, fmt.Sprintf("%d duplicate claim(s) on %d server(s): two jobs less than %s apart%s",
+			n, len(servers), window, note), servers), nil
+	}
+	return pass(CheckDuplicates, fmt.Sprintf("no server has two jobs less than %s apart among %d job(s) since the release%s",
+		window, dups.Population.Jobs, note)), nil
+}
+
+func secondClaim(p audit.Pair) SecondClaim {
+	c := SecondClaim{ServerID: p.ServerID, Slug: p.Slug, FirstJobID: p.FirstJobID, SecondJobID: p.SecondJobID,
+		RequestGapSeconds: p.RequestGap.Seconds(), Explained: p.Explained()}
+	if p.GapAfterFinish != nil {
+		s := p.GapAfterFinish.Seconds()
+		c.GapAfterFinishSeconds = &s
+	}
+	return c
+}
+
+// checkFunctions is the drift check: the claim and finish functions in the database must be the
+// ones this binary ships, or the guards the tests proved are not the ones running.
+func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, error) {
+	shipped, err := queries.ShippedFunctionBodies()
+	if err != nil {
+		return Check{}, fmt.Errorf("read the functions this probectl ships: %w", err)
+	}
+	names := make([]string, 0, len(shipped))
+	for name := range shipped {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return Check{}, errors.New("this probectl ships no database functions: its migrations are incomplete")
+	}
+	live, err := queries.LiveFunctionBodies(ctx, tx, names)
+	if err != nil {
+		return Check{}, err
+	}
+	var bad []string
+	for _, name := range names {
+		body, ok := live[name]
+		switch {
+		case !ok:
+			bad = append(bad, name+": missing from the database")
+		case body != shipped[name]:
+			bad = append(bad, name+": differs from the one this probectl ships")
+		}
+	}
+	if len(bad) > 0 {
+		return fail(CheckFunctions, "the database runs other claim or finish code than this probectl ships: "+
+			"run `probectl migrate`, or find who changed them", bad), nil
+	}
+	return pass(CheckFunctions, fmt.Sprintf("%s as shipped", joinNames(names))), nil
+}
+
+// checkLease: the release's settings must let a job's worst case fit inside the in-flight window.
+func checkLease(r Release) Check {
+	if err := ValidateSettings(SettingsOf(r)); err != nil {
+		return fail(CheckLease, fmt.Sprintf("release #%d's settings fail the lease check: %v", r.ID, err), nil)
+	}
+	return pass(CheckLease, fmt.Sprintf("release #%d's settings fit a job's worst case inside the in-flight window", r.ID))
+}
+
+func joinNames(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	out := names[0]
+	for _, n := range names[1 : len(names)-1] {
+		out += ", " + n
+	}
+	return out + " and " + names[len(names)-1]
+}

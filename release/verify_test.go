@@ -1,0 +1,422 @@
+package release_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/release"
+)
+
+// scene is a database with a release that went live two hours ago, a registered signing key and
+// a few servers: rounds are added to it with round().
+type scene struct {
+	t       *testing.T
+	ctx     context.Context
+	pool    *pgxpool.Pool
+	signer  *attest.Signer
+	release release.Release
+	live    time.Time
+	servers []sceneServer
+}
+
+type sceneServer struct {
+	id        int64
+	slug, url string
+}
+
+func newScene(t *testing.T, servers int) *scene {
+	t.Helper()
+	pool := newDB(t)
+	ctx := t.Context()
+	live := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
+	rec, err := release.Record(ctx, pool, release.RecordRequest{Version: "v2", Settings: parallel,
+		WaysBack: []release.Way{release.WayPrevious}, Actor: "ana", Now: &live})
+	require.NoError(t, err)
+	_, priv, err := attest.GenerateKey()
+	require.NoError(t, err)
+	signer := attest.NewSigner(priv)
+	require.NoError(t, queries.RegisterSigningKey(ctx, pool, signer.KeyID(), signer.PublicKey()))
+	s := &scene{t: t, ctx: ctx, pool: pool, signer: signer, release: rec.Release, live: live}
+	never := live.Add(24 * time.Hour)
+	for i := range servers {
+		slug := fmt.Sprintf("srv-%d", i)
+		url := fmt.Sprintf("https://%s.example/mcp", slug)
+		id := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug, URL: url, Kind: "mcp", NextCheckAt: &never})
+		s.servers = append(s.servers, sceneServer{id: id, slug: slug, url: url})
+	}
+	return s
+}
+
+// job says how one job of a round is planted; the zero value is a clean, signed, finished job.
+type job struct {
+	server     int
+	open       bool // left open: never finished, no run
+	noRun      bool // finished, but its run was never stored
+	noEnvelope bool // run stored without its envelope
+	tamper     bool // envelope's payload changed after signing
+	// after, when set, requests the job this long after the previous job of the round finished.
+	after time.Duration
+}
+
+// round plants a round that started `at` after the release went live, with one job per spec,
+// 100 ms apart, each taking one second.
+func (s *scene) round(at time.Duration, finished bool, jobs ...job) int64 {
+	s.t.Helper()
+	start := s.live.Add(at)
+	opts := &testfactory.RoundOpts{ReleaseID: &s.release.ID, Version: "v2", StartedAt: &start}
+	if finished {
+		end := start.Add(time.Minute)
+		opts.FinishedAt = &end
+	}
+	roundID := testfactory.Round(s.ctx, s.t, s.pool, opts)
+	next := start
+	for i, spec := range jobs {
+		srv := s.servers[spec.server]
+		requested := next.Add(100 * time.Millisecond)
+		if spec.after > 0 {
+			requested = next.Add(spec.after)
+		}
+		done := requested.Add(time.Second)
+		next = done
+		jo := &testfactory.JobOpts{ServerID: srv.id, RoundID: &roundID, Invocation: testfactory.Ptr(i % 3), RequestedAt: &requested}
+		if !spec.open {
+			jo.FinishedAt = &done
+		}
+		jobID := testfactory.Job(s.ctx, s.t, s.pool, jo)
+		if spec.open || spec.noRun {
+			continue
+		}
+		ro := &testfactory.RunOpts{JobID: jobID, ServerID: srv.id, StartedAt: &requested, FinishedAt: &done}
+		if !spec.noEnvelope {
+			ro.Envelope = s.sign(jobID, roundID, i%3, srv, requested, done, spec.tamper)
+		}
+		testfactory.Run(s.ctx, s.t, s.pool, ro)
+	}
+	return roundID
+}
+
+func (s *scene) sign(jobID, roundID int64, invocation int, srv sceneServer, started, done time.Time, tamper bool) json.RawMessage {
+	s.t.Helper()
+	env, err := s.signer.Sign(attest.Run{JobID: jobID, ServerID: srv.id, Slug: srv.slug, URL: srv.url, Kind: "mcp",
+		RoundID: roundID, Invocation: invocation, Result: check.Result{Outcome: check.OutcomeOK, Summary: "2 tools",
+			Requests: []check.Request{}, StartedAt: started, FinishedAt: done}})
+	require.NoError(s.t, err)
+	if !tamper {
+		return env
+	}
+	// Change what the probe saw after it was signed: the signature no longer verifies.
+	var e map[string]any
+	require.NoError(s.t, json.Unmarshal(env, &e))
+	payload, err := base64.StdEncoding.DecodeString(e["payload"].(string))
+	require.NoError(s.t, err)
+	var st map[string]any
+	require.NoError(s.t, json.Unmarshal(payload, &st))
+	st["predicate"].(map[string]any)["result"].(map[string]any)["summary"] = "0 tools"
+	payload, err = json.Marshal(st)
+	require.NoError(s.t, err)
+	e["payload"] = base64.StdEncoding.EncodeToString(payload)
+	out, err := json.Marshal(e)
+	require.NoError(s.t, err)
+	return out
+}
+
+// clean plants the two clean rounds every defect case starts from: three servers each.
+func (s *scene) clean() {
+	s.round(time.Minute, true, job{server: 0}, job{server: 1}, job{server: 2})
+	s.round(6*time.Minute, true, job{server: 3}, job{server: 4}, job{server: 5})
+}
+
+func (s *scene) verify(req release.VerifyRequest) *release.Report {
+	s.t.Helper()
+	rep, err := release.Verify(s.ctx, s.pool, req)
+	require.NoError(s.t, err)
+	return rep
+}
+
+// statuses maps each check to its status.
+func statuses(rep *release.Report) map[string]string {
+	out := map[string]string{}
+	for _, c := range rep.Checks {
+		out[c.Name] = c.Status
+	}
+	return out
+}
+
+// notPassing lists the checks that did not pass, sorted.
+func notPassing(rep *release.Report) []string {
+	out := []string{}
+	for _, c := range rep.Checks {
+		if c.Status != release.VerdictPass {
+			out = append(out, c.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func checkNamed(t *testing.T, rep *release.Report, name string) release.Check {
+	t.Helper()
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %s in %+v", name, rep.Checks)
+	return release.Check{}
+}
+
+func TestVerifyPassesCleanRounds(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, release.VerdictPass, rep.Verdict, "%+v", rep.Checks)
+	require.Empty(t, notPassing(rep))
+	require.Len(t, rep.Checks, 9, "every check ran")
+	require.Len(t, rep.Rounds, 2)
+	for _, r := range rep.Rounds {
+		require.Equal(t, 3, r.Jobs)
+		require.Equal(t, 3, r.Runs)
+		require.Equal(t, 3, r.Servers)
+		require.Empty(t, r.SecondClaims)
+	}
+	require.Equal(t, s.release.ID, rep.Release.ID)
+	require.Equal(t, s.live, rep.Since)
+}
+
+func TestVerifyFailsOnEachPlantedDefect(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		round2  []job
+		failing []string
+	}{
+		{"a server claimed again in the next round fails only the duplicates check, as in the incident",
+			[]job{{server: 3}, {server: 0}, {server: 5}}, []string{release.CheckDuplicates}},
+		{"a server claimed twice in one round, 0.168 s after its first job finished",
+			[]job{{server: 3}, {server: 3, after: 168 * time.Millisecond}, {server: 5}},
+			[]string{release.CheckDuplicates, release.CheckJobsRunsServers}},
+		{"a job without a run", []job{{server: 3}, {server: 4, noRun: true}, {server: 5}},
+			[]string{release.CheckJobsRunsServers}},
+		{"a run without an envelope", []job{{server: 3}, {server: 4, noEnvelope: true}, {server: 5}},
+			[]string{release.CheckEnvelopesPresent}},
+		{"a tampered envelope", []job{{server: 3}, {server: 4, tamper: true}, {server: 5}},
+			[]string{release.CheckEnvelopesValid}},
+		{"a job left open in a finished round", []job{{server: 3}, {server: 4, open: true}, {server: 5}},
+			[]string{release.CheckJobsRunsServers, release.CheckOpenJobs}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newScene(t, 6)
+			s.round(time.Minute, true, job{server: 0}, job{server: 1}, job{server: 2})
+			s.round(6*time.Minute, true, tc.round2...)
+
+			rep := s.verify(release.VerifyRequest{})
+
+			require.Equal(t, release.VerdictFail, rep.Verdict)
+			sort.Strings(tc.failing)
+			require.Equal(t, tc.failing, notPassing(rep))
+		})
+	}
+}
+
+func TestVerifyNamesTheServersAndShowsTheGapOfASecondClaim(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.round(time.Minute, true, job{server: 0}, job{server: 1}, job{server: 2})
+	s.round(6*time.Minute, true, job{server: 3}, job{server: 3, after: 168 * time.Millisecond}, job{server: 5})
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, []string{"srv-3"}, checkNamed(t, rep, release.CheckDuplicates).Items)
+	claims := rep.Rounds[1].SecondClaims
+	require.Len(t, claims, 1)
+	require.Equal(t, "srv-3", claims[0].Slug)
+	require.InDelta(t, 0.168, *claims[0].GapAfterFinishSeconds, 0.0005)
+	require.Empty(t, rep.Rounds[0].SecondClaims)
+}
+
+func TestVerifyCountsTheLastJobBeforeTheRelease(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	before := s.live.Add(-time.Minute)
+	done := before.Add(time.Second)
+	testfactory.Job(s.ctx, t, s.pool, &testfactory.JobOpts{ServerID: s.servers[0].id, RequestedAt: &before, FinishedAt: &done})
+	s.clean() // srv-0's first job after the release is 2 minutes after the one before it
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, release.VerdictFail, rep.Verdict)
+	require.Equal(t, []string{"srv-0"}, checkNamed(t, rep, release.CheckDuplicates).Items)
+}
+
+func TestVerifyIsInconclusiveWithoutData(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		plant func(s *scene)
+		check string
+	}{
+		{"no round has started since the release", func(s *scene) {}, release.CheckRounds},
+		{"only one of two rounds has started", func(s *scene) {
+			s.round(time.Minute, true, job{server: 0})
+		}, release.CheckRounds},
+		{"the second round is still running", func(s *scene) {
+			s.round(time.Minute, true, job{server: 0})
+			s.round(6*time.Minute, false, job{server: 1, open: true})
+		}, release.CheckRounds},
+		{"two rounds without a single job", func(s *scene) {
+			s.round(time.Minute, true)
+			s.round(6*time.Minute, true)
+		}, release.CheckJobs},
+		{"the rounds before the release do not count", func(s *scene) {
+			s.round(-30*time.Minute, true, job{server: 0})
+			s.round(-20*time.Minute, true, job{server: 1})
+		}, release.CheckRounds},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newScene(t, 2)
+			tc.plant(s)
+
+			rep := s.verify(release.VerifyRequest{})
+
+			require.Equal(t, release.VerdictInconclusive, rep.Verdict, "%+v", rep.Checks)
+			require.Equal(t, release.VerdictInconclusive, statuses(rep)[tc.check])
+		})
+	}
+}
+
+func TestVerifyFailsWhenTheDatabaseRunsOtherFunctions(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	_, err := s.pool.Exec(s.ctx, "DROP FUNCTION probe_finish") // test-only: plant the drift
+	require.NoError(t, err)
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
+	require.Equal(t, []string{"probe_finish: missing from the database"}, checkNamed(t, rep, release.CheckFunctions).Items)
+}
+
+func TestVerifyFailsAReleaseWhoseSettingsFailTheLeaseCheck(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	// A release written by hand (or by an older binary) that Record would have refused.
+	err := queries.InTx(s.ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := queries.InsertRelease(s.ctx, tx, queries.InsertReleaseParams{Version: "v0", Fanout: 19, ClaimLimit: 5,
+			Concurrency: 3, MinSpacing: 10 * time.Minute, RequestTimeout: time.Minute, MaxDuration: 10 * time.Minute,
+			FinishMode: "tx", DeployedBy: "hand", Kind: "deploy", Now: &s.live})
+		return err
+	})
+	require.NoError(t, err)
+
+	rep := s.verify(release.VerifyRequest{ReleaseID: s.release.ID + 1})
+
+	require.Equal(t, release.VerdictFail, statuses(rep)[release.CheckLease])
+	require.Contains(t, checkNamed(t, rep, release.CheckLease).Detail, "does not fit the 15m0s in-flight window")
+}
+
+func TestVerifyNeverWrites(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	data, releases := fingerprint(t, s.pool), history(t, s.pool)
+
+	s.verify(release.VerifyRequest{})
+
+	require.Equal(t, data, fingerprint(t, s.pool))
+	require.Equal(t, releases, history(t, s.pool))
+}
+
+func TestVerifyRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		req  release.VerifyRequest
+		want string
+	}{
+		{"an unknown release", release.VerifyRequest{ReleaseID: 99}, "--release 99: no such release"},
+		{"a negative wait", release.VerifyRequest{Wait: release.WaitOptions{Timeout: -time.Second}}, "--wait"},
+		{"a negative round count", release.VerifyRequest{Rounds: -1}, "--rounds"},
+	}
+	s := newScene(t, 1)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := release.Verify(s.ctx, s.pool, tc.req)
+			require.ErrorContains(t, err, tc.want)
+			require.Equal(t, exit.Usage, exit.Code(err))
+		})
+	}
+	t.Run("no active release", func(t *testing.T) {
+		_, err := release.Verify(t.Context(), newDB(t), release.VerifyRequest{})
+		require.ErrorContains(t, err, "no release is active")
+		require.Equal(t, exit.Usage, exit.Code(err))
+	})
+}
+
+// TestVerifyWaitsForTheRounds starts verify before any round exists; the test plants the rounds
+// only once verify has looked and found none, then lets it look again.
+func TestVerifyWaitsForTheRounds(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	tick := make(chan time.Time)
+	looked := make(chan release.Progress)
+	type result struct {
+		rep *release.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := release.Verify(s.ctx, s.pool, release.VerifyRequest{Wait: release.WaitOptions{
+			Timeout: time.Hour, Tick: tick, Progress: func(p release.Progress) { looked <- p }}})
+		done <- result{rep, err}
+	}()
+
+	p := <-looked
+	require.Equal(t, release.Progress{Wanted: 2}, release.Progress{Wanted: p.Wanted, Found: p.Found, Finished: p.Finished})
+	s.round(time.Minute, true, job{server: 0}, job{server: 1}, job{server: 2})
+	tick <- time.Now()
+	p = <-looked
+	require.Equal(t, 1, p.Finished)
+	require.False(t, p.Ready())
+	s.round(6*time.Minute, true, job{server: 3}, job{server: 4}, job{server: 5})
+	tick <- time.Now()
+	p = <-looked
+	require.True(t, p.Ready())
+
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, release.VerdictPass, r.rep.Verdict, "%+v", r.rep.Checks)
+}
+
+func TestVerifyThatStopsWaitingIsInconclusive(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 1)
+	s.round(time.Minute, true, job{server: 0})
+
+	// The ticker never ticks: only the deadline ends the wait.
+	rep := s.verify(release.VerifyRequest{Wait: release.WaitOptions{Timeout: time.Millisecond, Tick: make(chan time.Time)}})
+
+	require.Equal(t, release.VerdictInconclusive, rep.Verdict)
+	require.Positive(t, rep.WaitedSeconds)
+}
