@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -242,4 +244,35 @@ func TestAnErrorTheServerWroteIsClipped(t *testing.T) {
 	assert.LessOrEqual(t, len(clip(long, maxErrorLen)), maxErrorLen+len("…"))
 	assert.True(t, utf8.ValidString(clip(long, maxErrorLen)))
 	assert.Equal(t, "short", clip("short", maxErrorLen))
+}
+
+// Each check has its own connections and closes them when it ends: a round of hundreds of
+// servers must not hold hundreds of sockets open until they time out.
+func TestACheckLeavesNoConnectionOpen(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"http", "mcp"} {
+		t.Run("a "+kind+" check", func(t *testing.T) {
+			t.Parallel()
+			var open atomic.Int64
+			var h http.Handler = http.HandlerFunc(ok)
+			if kind == "mcp" {
+				h = mcpFleet(t, "conns", 1, nil).Config.Handler
+			}
+			srv := httptest.NewUnstartedServer(h)
+			srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				switch st {
+				case http.StateNew:
+					open.Add(1)
+				case http.StateClosed, http.StateHijacked:
+					open.Add(-1)
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL, Kind: kind})
+			require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+			// The server learns of the close asynchronously; wait for it, bounded.
+			require.Eventually(t, func() bool { return open.Load() == 0 }, 5*time.Second, 5*time.Millisecond)
+		})
+	}
 }

@@ -102,6 +102,14 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// CloseIdleConnections closes the check's kept-alive connections when it ends (http.Client
+// only reaches the transport's through its Transport, which is the recorder).
+func (r *recorder) CloseIdleConnections() {
+	if ci, ok := r.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
 // explain says why a request ended early: the whole check was stopped (parent done), or this
 // request's own deadline passed (a TimeoutError); other errors pass unchanged.
 func (r *recorder) explain(parent, ctx context.Context, err error) error {
