@@ -162,11 +162,11 @@ func Duplicates(ctx context.Context, db Beginner, p DuplicatesParams) (*Duplicat
 }
 
 // DuplicatesTx runs the duplicate-claim audit inside the caller's transaction, so that a caller
-// such as deploy verify reads everything from one snapshot. tx must be READ ONLY (an error says so
-// otherwise); use REPEATABLE READ for figures that agree with each other. DuplicatesTx neither
-// commits nor rolls back.
+// such as deploy verify reads everything from one snapshot (queries.InReadOnlyTx begins one). tx
+// must be READ ONLY and REPEATABLE READ or SERIALIZABLE: ErrNotReadOnly or ErrNotOneSnapshot say
+// otherwise. DuplicatesTx neither commits nor rolls back.
 func DuplicatesTx(ctx context.Context, tx pgx.Tx, p DuplicatesParams) (*DuplicatesReport, error) {
-	if err := requireReadOnly(ctx, tx); err != nil {
+	if err := requireReadOnlySnapshot(ctx, tx); err != nil {
 		return nil, err
 	}
 	p, err := p.resolve(ctx, tx)

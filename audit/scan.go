@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -43,6 +44,10 @@ func scanDuplicates(ctx context.Context, tx pgx.Tx, p DuplicatesParams) (*Duplic
 			return nil, err
 		}
 	}
+	if int64(len(r.Pairs)) != w.pairs {
+		// Both reads see one snapshot, so they must agree; if not, the two definitions drifted.
+		return nil, fmt.Errorf("audit: the scan counted %d duplicate pairs but their details show %d", w.pairs, len(r.Pairs))
+	}
 	if w.closestFound {
 		c, err := closestPair(ctx, tx, p, w)
 		if err != nil {
@@ -71,6 +76,7 @@ type walker struct {
 	closestGap    time.Duration
 	closestServer int64
 
+	pairs      int64
 	dupServers []int64
 }
 
@@ -112,6 +118,9 @@ func (w *walker) row(server int64, at time.Time) error {
 	}
 	gap := at.Sub(prevAt)
 	duplicate := gap < w.window
+	if duplicate {
+		w.pairs++
+	}
 	if duplicate && (len(w.dupServers) == 0 || w.dupServers[len(w.dupServers)-1] != server) {
 		w.dupServers = append(w.dupServers, server)
 	}

@@ -17,7 +17,11 @@ type Beginner interface {
 
 // ErrNotReadOnly is returned by the Tx variants when the caller's transaction could write: an
 // audit promises never to, and relies on the database to hold it to that.
-var ErrNotReadOnly = errors.New("audit needs a READ ONLY transaction (begin it with pgx.TxOptions{AccessMode: pgx.ReadOnly})")
+var ErrNotReadOnly = errors.New("audit needs a READ ONLY transaction (begin it with queries.InReadOnlyTx)")
+
+// ErrNotOneSnapshot is returned by the Tx variants when the caller's transaction is READ
+// COMMITTED: an audit makes several reads whose figures must agree, so they must see one snapshot.
+var ErrNotOneSnapshot = errors.New("audit needs a REPEATABLE READ transaction (begin it with queries.InReadOnlyTx)")
 
 // inReadOnlyTx runs fn in a READ ONLY, REPEATABLE READ transaction that is always rolled back
 // when fn fails, and committed (a no-op for a reader) when it succeeds.
@@ -29,13 +33,16 @@ func inReadOnlyTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error
 	return nil
 }
 
-func requireReadOnly(ctx context.Context, tx pgx.Tx) error {
-	ro, err := queries.AuditTxReadOnly(ctx, tx)
-	if err != nil {
+// requireReadOnlySnapshot checks that tx is READ ONLY and REPEATABLE READ (or SERIALIZABLE).
+func requireReadOnlySnapshot(ctx context.Context, tx pgx.Tx) error {
+	readOnly, oneSnapshot, err := queries.AuditTxMode(ctx, tx)
+	switch {
+	case err != nil:
 		return err
-	}
-	if !ro {
+	case !readOnly:
 		return ErrNotReadOnly
+	case !oneSnapshot:
+		return ErrNotOneSnapshot
 	}
 	return nil
 }

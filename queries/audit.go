@@ -17,13 +17,13 @@ func AuditNow(ctx context.Context, db DBTX) (time.Time, error) {
 	return now, nil
 }
 
-// AuditTxReadOnly says whether the transaction db runs in is READ ONLY.
-func AuditTxReadOnly(ctx context.Context, db DBTX) (bool, error) {
-	var ro bool
-	if err := db.QueryRow(ctx, SQL("AuditTxReadOnly")).Scan(&ro); err != nil {
-		return false, fmt.Errorf("read transaction_read_only: %w", err)
+// AuditTxMode says whether the transaction db runs in is READ ONLY, and whether all its
+// statements see one snapshot (REPEATABLE READ or SERIALIZABLE).
+func AuditTxMode(ctx context.Context, db DBTX) (readOnly, oneSnapshot bool, err error) {
+	if err := db.QueryRow(ctx, SQL("AuditTxMode")).Scan(&readOnly, &oneSnapshot); err != nil {
+		return false, false, fmt.Errorf("read the transaction's mode: %w", err)
 	}
-	return ro, nil
+	return readOnly, oneSnapshot, nil
 }
 
 // AuditNoJIT switches JIT compilation off for the rest of the transaction.
@@ -198,4 +198,46 @@ func copysignHalf(s float64) float64 {
 		return -0.5
 	}
 	return 0.5
+}
+
+// AuditBenchLoad fills a scratch database with the benchmark's data set: servers standard servers,
+// perServer jobs each over [start, start+span), and one duplicate for every dupEvery-th server.
+// Secondary indexes and foreign keys of probe_jobs are dropped for the load and built afterwards,
+// then both tables are vacuumed and analysed. Never point it at a database you care about.
+func AuditBenchLoad(ctx context.Context, db DBTX, servers, perServer int, start time.Time, span time.Duration, dupEvery int) error {
+	rows, err := db.Query(ctx, SQL("AuditBenchDeferred"))
+	if err != nil {
+		return fmt.Errorf("list probe_jobs indexes and keys: %w", err)
+	}
+	type deferred struct{ drop, create string }
+	objects, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deferred, error) {
+		var d deferred
+		err := row.Scan(&d.drop, &d.create)
+		return d, err
+	})
+	if err != nil {
+		return fmt.Errorf("list probe_jobs indexes and keys: %w", err)
+	}
+	for _, o := range objects {
+		if _, err := db.Exec(ctx, o.drop); err != nil {
+			return fmt.Errorf("%s: %w", o.drop, err)
+		}
+	}
+	if _, err := db.Exec(ctx, SQL("AuditBenchInsertServers"), servers, start); err != nil {
+		return fmt.Errorf("insert bench servers: %w", err)
+	}
+	if _, err := db.Exec(ctx, SQL("AuditBenchInsertJobs"), perServer, start, span, dupEvery); err != nil {
+		return fmt.Errorf("insert bench jobs: %w", err)
+	}
+	for _, o := range objects {
+		if _, err := db.Exec(ctx, o.create); err != nil {
+			return fmt.Errorf("%s: %w", o.create, err)
+		}
+	}
+	for _, q := range []string{"AuditBenchVacuumJobs", "AuditBenchVacuumServers"} {
+		if _, err := db.Exec(ctx, SQL(q)); err != nil {
+			return fmt.Errorf("vacuum: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,137 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// InFlightWindow is how long a job may stay open before it is stale: the claim treats an older
+// open job as abandoned, so its server can be claimed again.
+const InFlightWindow = 15 * time.Minute
+
+// OpenParams tune the open-jobs audit; the zero value is the documented behaviour.
+type OpenParams struct {
+	// InFlight overrides InFlightWindow (zero keeps it).
+	InFlight time.Duration
+	// Now overrides the clock jobs are aged against (zero: the database's now()).
+	Now time.Time
+}
+
+// OpenJob is a job with no finish time.
+type OpenJob struct {
+	JobID        int64
+	ServerID     int64
+	Slug         string
+	RoundID      *int64
+	RoundTrigger *string
+	RoundVersion *string
+	Invocation   *int32
+	Reason       string
+	RequestedAt  time.Time
+	Age          time.Duration
+	// Stale: open for at least the in-flight window. A probe died between claim and finish; no
+	// other process checks the server until the claim closes the job as abandoned.
+	Stale bool
+}
+
+// OpenReport lists the open jobs, oldest first.
+type OpenReport struct {
+	Now      time.Time
+	InFlight time.Duration
+	Jobs     []OpenJob
+}
+
+// Stale is the number of open jobs past the in-flight window.
+func (r *OpenReport) Stale() int {
+	n := 0
+	for _, j := range r.Jobs {
+		if j.Stale {
+			n++
+		}
+	}
+	return n
+}
+
+// Open lists the open jobs in its own READ ONLY, REPEATABLE READ transaction.
+func Open(ctx context.Context, db Beginner, p OpenParams) (*OpenReport, error) {
+	var r *OpenReport
+	err := inReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		r, err = OpenTx(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenTx lists the open jobs inside the caller's READ ONLY transaction.
+func OpenTx(ctx context.Context, tx pgx.Tx, p OpenParams) (*OpenReport, error) {
+	if err := requireReadOnlySnapshot(ctx, tx); err != nil {
+		return nil, err
+	}
+	if p.InFlight < 0 {
+		return nil, &ParamError{Param: "in-flight", Msg: "must be positive, got " + p.InFlight.String()}
+	}
+	if p.InFlight == 0 {
+		p.InFlight = InFlightWindow
+	}
+	now, err := resolveUntil(ctx, tx, p.Now)
+	if err != nil {
+		return nil, err
+	}
+	r := &OpenReport{Now: now, InFlight: p.InFlight, Jobs: []OpenJob{}}
+	err = queries.AuditOpenJobs(ctx, tx, func(row queries.AuditOpenJobRow) error {
+		age := now.Sub(row.RequestedAt)
+		r.Jobs = append(r.Jobs, OpenJob{JobID: row.JobID, ServerID: row.ServerID, Slug: row.Slug,
+			RoundID: row.RoundID, RoundTrigger: row.RoundTrigger, RoundVersion: row.RoundVersion,
+			Invocation: row.Invocation, Reason: row.Reason, RequestedAt: row.RequestedAt.UTC(),
+			Age: age, Stale: age >= p.InFlight})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+type openJobJSON struct {
+	JobID        int64     `json:"job_id"`
+	ServerID     int64     `json:"server_id"`
+	Slug         string    `json:"slug"`
+	RoundID      *int64    `json:"round_id"`
+	RoundTrigger *string   `json:"round_trigger"`
+	RoundVersion *string   `json:"round_version"`
+	Invocation   *int32    `json:"invocation"`
+	Reason       string    `json:"reason"`
+	RequestedAt  time.Time `json:"requested_at"`
+	AgeSeconds   Seconds   `json:"age_seconds"`
+	Stale        bool      `json:"stale"`
+}
+
+type openJSON struct {
+	Now             time.Time     `json:"now"`
+	InFlightSeconds Seconds       `json:"in_flight_seconds"`
+	OpenCount       int           `json:"open_count"`
+	StaleCount      int           `json:"stale_count"`
+	Jobs            []openJobJSON `json:"jobs"`
+}
+
+// MarshalJSON writes the documented shape (docs/audit.md).
+func (r *OpenReport) MarshalJSON() ([]byte, error) {
+	out := openJSON{Now: r.Now.UTC(), InFlightSeconds: Seconds(r.InFlight), OpenCount: len(r.Jobs),
+		StaleCount: r.Stale(), Jobs: make([]openJobJSON, 0, len(r.Jobs))}
+	for _, j := range r.Jobs {
+		out.Jobs = append(out.Jobs, openJobJSON{JobID: j.JobID, ServerID: j.ServerID, Slug: j.Slug,
+			RoundID: j.RoundID, RoundTrigger: j.RoundTrigger, RoundVersion: j.RoundVersion,
+			Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt.UTC(),
+			AgeSeconds: Seconds(j.Age), Stale: j.Stale})
+	}
+	return json.Marshal(out)
+}
