@@ -92,11 +92,14 @@ func ValidateRecord(req RecordRequest) error {
 }
 
 func (req RecordRequest) validate() error {
+	if err := ValidateSettings(req.Settings); err != nil {
+		return err
+	}
 	if req.Version == "" {
 		return errors.New("--version: must not be empty")
 	}
 	if req.Actor == "" {
 		return errors.New("--actor: must not be empty ($USER is not set either)")
 	}
-	return ValidateSettings(req.Settings)
+	return nil
 }

@@ -47,6 +47,8 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newVersionCmd(f),
 		newMigrateCmd(f),
 		newServersCmd(f),
+		newDeployCmd(f),
+		newRollbackCmd(f),
 		newKeysCmd(f),
 	)
 	addHelpTopics(root)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/release"
+)
+
+func newDeployCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "deploy <command>",
+		Short: "Record releases and verify the rounds after a deploy",
+		Long: `The release manager's commands. 'deploy record' records the release a deploy ships (its round
+settings and the ways back its plan approved) and makes it the active release, which 'run round'
+then takes its defaults from. 'deploy list' shows the history: which release is active, and who
+deployed or rolled back which release, when and why. 'deploy verify' reads back the first rounds
+after the release and says pass, fail or inconclusive.
+
+To go back, see 'probectl rollback'. The guide is docs/release.md.`,
+		Example: `  probectl deploy record --ways-back previous,fanout-off --note "parallel rounds"
+  probectl deploy verify --wait 15m
+  probectl deploy list`,
+	}
+	cmd.AddCommand(
+		newDeployRecordCmd(f),
+		newDeployListCmd(f),
+		newDeployVerifyCmd(f),
+	)
+	return cmd
+}
+
+// releaseJSON is the documented JSON shape of a release (docs/release.md).
+type releaseJSON struct {
+	ID                    int64      `json:"id"`
+	Version               string     `json:"version"`
+	Kind                  string     `json:"kind"`
+	Active                bool       `json:"active"`
+	Fanout                int        `json:"fanout"`
+	ClaimLimit            int        `json:"claim_limit"`
+	Concurrency           int        `json:"concurrency"`
+	MinSpacingSeconds     float64    `json:"min_spacing_seconds"`
+	RequestTimeoutSeconds float64    `json:"request_timeout_seconds"`
+	MaxDurationSeconds    float64    `json:"max_duration_seconds"`
+	Finish                string     `json:"finish"`
+	WaysBack              []string   `json:"ways_back"`
+	Note                  string     `json:"note"`
+	DeployedAt            time.Time  `json:"deployed_at"`
+	DeployedBy            string     `json:"deployed_by"`
+	PreviousID            *int64     `json:"previous_id"`
+	DerivedFrom           *int64     `json:"derived_from"`
+	RolledBackAt          *time.Time `json:"rolled_back_at"`
+	RolledBackBy          *string    `json:"rolled_back_by"`
+	RollbackReason        *string    `json:"rollback_reason"`
+}
+
+func toReleaseJSON(r release.Release) releaseJSON {
+	ways := r.WaysBack
+	if ways == nil {
+		ways = []string{}
+	}
+	return releaseJSON{
+		ID: r.ID, Version: r.Version, Kind: r.Kind, Active: r.Active, Fanout: r.Fanout, ClaimLimit: r.ClaimLimit,
+		Concurrency: r.Concurrency, MinSpacingSeconds: r.MinSpacing.Seconds(),
+		RequestTimeoutSeconds: r.RequestTimeout.Seconds(), MaxDurationSeconds: r.MaxDuration.Seconds(),
+		Finish: r.FinishMode, WaysBack: ways, Note: r.Note, DeployedAt: r.DeployedAt.UTC(), DeployedBy: r.DeployedBy,
+		PreviousID: r.PreviousID, DerivedFrom: r.DerivedFrom, RolledBackAt: utcPtr(r.RolledBackAt),
+		RolledBackBy: r.RolledBackBy, RollbackReason: r.RollbackReason,
+	}
+}
+
+// eventJSON is the documented JSON shape of one deploy or rollback.
+type eventJSON struct {
+	ID            int64     `json:"id"`
+	At            time.Time `json:"at"`
+	Action        string    `json:"action"`
+	ReleaseID     int64     `json:"release_id"`
+	FromReleaseID *int64    `json:"from_release_id"`
+	Forced        bool      `json:"forced"`
+	Actor         string    `json:"actor"`
+	Reason        string    `json:"reason"`
+}
+
+func toEventJSON(e release.Event) eventJSON {
+	return eventJSON{ID: e.ID, At: e.At.UTC(), Action: e.Action, ReleaseID: e.ReleaseID,
+		FromReleaseID: e.FromReleaseID, Forced: e.Forced, Actor: e.Actor, Reason: e.Reason}
+}
+
+// releaseName is how text output names a release: "#3 (v1.5.0)", "#4 (v1.5.0, fan-out off)".
+func releaseName(r release.Release) string {
+	if r.Kind == release.KindFanoutOff {
+		return fmt.Sprintf("#%d (%s, fan-out off)", r.ID, r.Version)
+	}
+	return fmt.Sprintf("#%d (%s)", r.ID, r.Version)
+}
+
+// waysText shows approved ways back, "none" when there are none.
+func waysText(ways []string) string {
+	if len(ways) == 0 {
+		return "none"
+	}
+	return strings.Join(ways, ",")
+}
+
+// settingsRows are the rows of a settings table: name and value, in the order flags are listed.
+func settingsRows(r release.Release) [][2]string {
+	return [][2]string{
+		{"version", r.Version},
+		{"fanout", fmt.Sprint(r.Fanout)},
+		{"claim limit", fmt.Sprint(r.ClaimLimit)},
+		{"concurrency", fmt.Sprint(r.Concurrency)},
+		{"min spacing", r.MinSpacing.String()},
+		{"request timeout", r.RequestTimeout.String()},
+		{"max duration", r.MaxDuration.String()},
+		{"finish", r.FinishMode},
+		{"ways back", waysText(r.WaysBack)},
+	}
+}
+
+// actorFrom is --actor, else $USER.
+func actorFrom(f *factory, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return f.Getenv("USER")
+}

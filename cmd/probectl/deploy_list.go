@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/release"
+)
+
+type deployListOptions struct {
+	f     *factory
+	Limit int
+}
+
+func newDeployListCmd(f *factory) *cobra.Command {
+	opts := &deployListOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Show the releases and who deployed or rolled back which, when and why",
+		Long: `Show the releases, newest first, with their settings and the ways back their plans approved,
+which one is active (*), and then the history: every deploy and rollback, when, by whom, and why.
+A rollback with fan-out off appears as a release of its own (kind fanout-off) derived from the
+release it rolled back; a rollback to the previous release reactivates that release.`,
+		Example: `  probectl deploy list
+  probectl deploy list --limit 5 -o json | jq '.releases[] | select(.active)'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDeployList(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "show at most this many releases and history entries")
+	return cmd
+}
+
+func runDeployList(ctx context.Context, opts *deployListOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	if opts.Limit < 1 {
+		return exit.UsageError(errors.New("--limit: must be at least 1"))
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := release.ReadHistory(ctx, pool, opts.Limit)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		out := struct {
+			Releases []releaseJSON `json:"releases"`
+			Events   []eventJSON   `json:"events"`
+		}{Releases: []releaseJSON{}, Events: []eventJSON{}}
+		for _, r := range h.Releases {
+			out.Releases = append(out.Releases, toReleaseJSON(r))
+		}
+		for _, e := range h.Events {
+			out.Events = append(out.Events, toEventJSON(e))
+		}
+		return render.JSON(f.IO.Out, out)
+	}
+	if len(h.Releases) == 0 {
+		_, err := fmt.Fprintln(f.IO.Out, "no release recorded yet; record one with `probectl deploy record`")
+		return err
+	}
+	st := render.StylesFor(f.IO)
+	if _, err := fmt.Fprintln(f.IO.Out, st.Title.Render("Releases")); err != nil {
+		return err
+	}
+	tbl := render.NewTable(f.IO.Out, "", "ID", "VERSION", "KIND", "FANOUT", "CLAIM", "CONC", "SPACING", "FINISH", "WAYS BACK",
+		"DEPLOYED (UTC)", "BY", "PREVIOUS")
+	for _, r := range h.Releases {
+		mark := ""
+		if r.Active {
+			mark = "*"
+		}
+		tbl.Row(mark, r.ID, r.Version, r.Kind, r.Fanout, r.ClaimLimit, r.Concurrency, r.MinSpacing, r.FinishMode,
+			waysText(r.WaysBack), r.DeployedAt.UTC().Format(time.RFC3339), r.DeployedBy, idText(r.PreviousID))
+	}
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f.IO.Out, "\n"+st.Title.Render("History")); err != nil {
+		return err
+	}
+	ev := render.NewTable(f.IO.Out, "WHEN (UTC)", "WHAT", "RELEASE", "FROM", "BY", "WHY")
+	for _, e := range h.Events {
+		what := e.Action
+		if e.Action != release.ActionDeploy {
+			what = "rollback " + e.Action
+		}
+		if e.Forced {
+			what += " (forced)"
+		}
+		ev.Row(e.At.UTC().Format(time.RFC3339), what, fmt.Sprintf("#%d", e.ReleaseID), idText(e.FromReleaseID), e.Actor, dash(e.Reason))
+	}
+	return ev.Render()
+}
+
+func idText(id *int64) string {
+	if id == nil {
+		return "-"
+	}
+	return fmt.Sprintf("#%d", *id)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

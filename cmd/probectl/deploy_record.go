@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/release"
+)
+
+type deployRecordOptions struct {
+	f        *factory
+	Version  string
+	Settings release.Settings
+	WaysBack string
+	Note     string
+	Actor    string
+}
+
+func newDeployRecordCmd(f *factory) *cobra.Command {
+	opts := &deployRecordOptions{f: f, Settings: release.DefaultSettings()}
+	cmd := &cobra.Command{
+		Use:   "record [--version V] [settings] --ways-back previous,fanout-off",
+		Short: "Record a release and make it the active one",
+		Long: `Record the release a deploy ships and make it the active release, in one transaction (the
+release that was active becomes its previous release). The release names its version (by default
+this binary's own), the round settings it ships, which 'run round' takes as its defaults, and the
+ways back its plan approved:
+
+  previous     'probectl rollback --to-previous' may make the previous release active again
+  fanout-off   'probectl rollback --fanout-off' may keep the version with fan-out switched off
+
+A rollback the plan did not approve is refused unless forced with a reason. The settings are
+checked as 'run round' checks them, including the lease check: every request of a check at
+--request-timeout plus the round's --max-duration must fit the 15-minute in-flight window.
+Who deployed it is $USER unless --actor says otherwise.`,
+		Example: `  probectl deploy record --ways-back previous,fanout-off --note "fan-out 19, 3 at a time"
+  probectl deploy record --version v1.4.0 --fanout 0 --concurrency 1 --ways-back previous
+  probectl deploy record --actor release-bot -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("version") {
+				opts.Version = f.Build.Version
+			}
+			return runDeployRecord(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Version, "version", "", "version the release ships (default: this binary's version)")
+	fl.IntVar(&opts.Settings.Fanout, "fanout", opts.Settings.Fanout, "fan-out messages per round (extra invocations)")
+	fl.IntVar(&opts.Settings.ClaimLimit, "claim-limit", opts.Settings.ClaimLimit, "servers one invocation claims over its life")
+	fl.IntVar(&opts.Settings.Concurrency, "concurrency", opts.Settings.Concurrency, "checks one invocation runs at a time")
+	fl.DurationVar(&opts.Settings.MinSpacing, "min-spacing", opts.Settings.MinSpacing, "no claim of a server within this of its last job")
+	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request of a check")
+	fl.DurationVar(&opts.Settings.MaxDuration, "max-duration", opts.Settings.MaxDuration, "a round's time budget")
+	fl.StringVar(&opts.Settings.Finish, "finish", opts.Settings.Finish, "finish mode: tx or advance-first")
+	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, or both (comma-separated)")
+	fl.StringVar(&opts.Note, "note", "", "what this release changes, for the history")
+	fl.StringVar(&opts.Actor, "actor", "", "who deploys it (default $USER)")
+	return cmd
+}
+
+func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	ways, err := release.ParseWays(opts.WaysBack)
+	if err != nil {
+		return exit.UsageError(fmt.Errorf("--ways-back: %w", err))
+	}
+	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
+		Note: opts.Note, Actor: actorFrom(f, opts.Actor)}
+	if err := release.ValidateRecord(req); err != nil {
+		return err
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := release.Record(ctx, pool, req)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event)}
+		if rec.Replaced != nil {
+			out["replaced"] = toReleaseJSON(*rec.Replaced)
+		}
+		return render.JSON(f.IO.Out, out)
+	}
+	replaced := "it is the first release"
+	if rec.Replaced != nil {
+		replaced = "it replaces " + releaseName(*rec.Replaced)
+	}
+	if _, err := fmt.Fprintf(f.IO.Out, "recorded release %s, deployed by %s, and made it active; %s\n",
+		releaseName(rec.Release), rec.Release.DeployedBy, replaced); err != nil {
+		return err
+	}
+	tbl := render.NewTable(f.IO.Out, "SETTING", "VALUE")
+	for _, row := range settingsRows(rec.Release) {
+		tbl.Row(row[0], row[1])
+	}
+	return tbl.Render()
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/release"
+)
+
+type deployVerifyOptions struct {
+	f         *factory
+	ReleaseID int64
+	Rounds    int
+	Wait      time.Duration
+	// tick, set by tests, drives --wait instead of a ticker.
+	tick <-chan time.Time
+	// progress, set by tests, is told after each look while waiting.
+	progress func(release.Progress)
+}
+
+func newDeployVerifyCmd(f *factory) *cobra.Command {
+	opts := &deployVerifyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "verify [--release ID] [--rounds 2] [--wait DURATION]",
+		Short: "Read back the first rounds after a release: pass, fail or inconclusive",
+		Long: `Read back the first --rounds rounds that started after the release went live (the active release
+unless --release names another) and check them, as the release manager does after every deploy:
+
+  rounds             as many rounds as asked for have started and finished
+  jobs               those rounds have at least one job
+  jobs_runs_servers  per round: jobs = runs = distinct servers
+  open_jobs          no job left open in a finished round
+  envelopes_present  no run is missing its attestation envelope
+  envelopes_valid    every envelope verifies against the registered keys and is about its
+                     own job and server
+  duplicates         per server: no two jobs within 10 minutes, from the release onwards,
+                     including the last job before it (explicit re-checks excepted)
+  functions          the claim and finish functions in the database are the ones this
+                     probectl ships
+  lease              the release's settings fit a job's worst case inside the in-flight window
+
+No data is not a pass: too few rounds, or not a single job, gives the verdict inconclusive.
+--wait waits up to DURATION for the rounds to exist and finish (progress on stderr when it is a
+terminal). Every read is in one READ ONLY transaction: verify never writes.
+
+Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not read.`,
+		Example: `  probectl deploy verify --wait 15m
+  probectl deploy verify --release 7 --rounds 3
+  probectl deploy verify -o json | jq -r '.checks[] | select(.status != "pass") | .name'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDeployVerify(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Int64Var(&opts.ReleaseID, "release", 0, "release to verify (default: the active one)")
+	fl.IntVar(&opts.Rounds, "rounds", release.DefaultRounds, "rounds after the release to read back")
+	fl.DurationVar(&opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish")
+	return cmd
+}
+
+func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	if opts.Rounds < 1 {
+		return exit.UsageError(fmt.Errorf("--rounds %d: must be at least 1", opts.Rounds))
+	}
+	req := release.VerifyRequest{ReleaseID: opts.ReleaseID, Rounds: opts.Rounds,
+		Wait: release.WaitOptions{Timeout: opts.Wait, Tick: opts.tick, Progress: opts.progress}}
+	if err := release.ValidateVerify(req); err != nil {
+		return err
+	}
+	if req.Wait.Progress == nil && f.IO.ErrTTY {
+		req.Wait.Progress = func(p release.Progress) {
+			fmt.Fprintf(f.IO.ErrOut, "waiting for rounds: %d of %d started, %d finished (%s)\n",
+				p.Found, p.Wanted, p.Finished, p.Waited.Round(time.Second))
+		}
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := release.Verify(ctx, pool, req)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		err = render.JSON(f.IO.Out, rep)
+	} else {
+		err = writeVerifyReport(f, rep)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Verdict != release.VerdictPass {
+		return &silentError{code: 1}
+	}
+	return nil
+}
+
+func writeVerifyReport(f *factory, rep *release.Report) error {
+	st := render.StylesFor(f.IO)
+	r := rep.Release
+	state := "active"
+	if !r.Active {
+		state = "not active"
+	}
+	if _, err := fmt.Fprintf(f.IO.Out, "release #%d (%s, %s) live since %s; the first %d round(s) after it:\n\n",
+		r.ID, r.Version, state, rep.Since.Format(time.RFC3339), rep.RoundsWanted); err != nil {
+		return err
+	}
+	if len(rep.Rounds) == 0 {
+		if _, err := fmt.Fprintln(f.IO.Out, "no round has started since"); err != nil {
+			return err
+		}
+	} else {
+		tbl := render.NewTable(f.IO.Out, "ROUND", "STARTED (UTC)", "JOBS", "RUNS", "SERVERS", "OPEN", "NO ENVELOPE",
+			"BAD ENVELOPE", "SECOND CLAIM, AFTER THE FIRST JOB FINISHED")
+		for _, rd := range rep.Rounds {
+			started := rd.StartedAt.Format("15:04:05")
+			if rd.FinishedAt == nil {
+				started += " (running)"
+			}
+			tbl.Row(rd.ID, started, rd.Jobs, rd.Runs, rd.Servers, rd.OpenJobs, rd.RunsMissingEnvelope,
+				rd.EnvelopesInvalid, gapsText(rd.SecondClaims))
+		}
+		if err := tbl.Render(); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintln(f.IO.Out); err != nil {
+		return err
+	}
+	tbl := render.NewTable(f.IO.Out, "CHECK", "RESULT", "DETAIL")
+	for _, c := range rep.Checks {
+		tbl.Row(c.Name, statusStyle(st, c.Status), c.Detail)
+	}
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	for _, c := range rep.Checks {
+		if len(c.Items) == 0 {
+			continue
+		}
+		if _, err := fmt.Fprintf(f.IO.Out, "\n%s:\n  %s\n", c.Name, strings.Join(c.Items, "\n  ")); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(f.IO.Out, "\nverdict: %s\n", statusStyle(st, rep.Verdict))
+	return err
+}
+
+func statusStyle(st render.Styles, status string) string {
+	switch status {
+	case release.VerdictPass:
+		return st.Pass.Render(status)
+	case release.VerdictFail:
+		return st.Fail.Render(status)
+	}
+	return st.Warn.Render(status)
+}
+
+// gapsText is the write-up's last column: "0.168 s, 0.236 s", "-" for none.
+func gapsText(claims []release.SecondClaim) string {
+	if len(claims) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(claims))
+	for _, c := range claims {
+		var s string
+		if c.GapAfterFinishSeconds == nil {
+			s = "first still open"
+		} else {
+			s = fmt.Sprintf("%.3f s", *c.GapAfterFinishSeconds)
+		}
+		if c.Explained {
+			s += " (re-check)"
+		}
+		parts = append(parts, c.Slug+" "+s)
+	}
+	return strings.Join(parts, ", ")
+}
