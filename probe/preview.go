@@ -61,6 +61,8 @@ func Preview(ctx context.Context, db queries.DBTX, s Settings, now *time.Time) (
 			p.WouldClaim = plan.WouldClaim < plan.Capacity
 			if p.WouldClaim {
 				plan.WouldClaim++
+			} else {
+				p.Why += "; beyond this round's capacity"
 			}
 		} else {
 			plan.Skipped[ps.State]++
@@ -78,9 +80,9 @@ func why(ps queries.PreviewServer, s Settings) string {
 		}
 		return "due"
 	case "open_job":
-		return fmt.Sprintf("an open job (requested within the %s in-flight window)", queries.InFlightWindow)
+		return fmt.Sprintf("an open job (in flight for at most %s); if it never finishes it is closed as abandoned then", queries.InFlightWindow)
 	case "spacing":
-		return fmt.Sprintf("spacing guard: a job requested within %s", s.MinSpacing)
+		return fmt.Sprintf("spacing guard: its last job was requested less than %s ago", s.MinSpacing)
 	case "paused", "delisted":
 		return ps.State + "; claimable only when made active again"
 	}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/queries"
+)
+
+// progressPrinter writes one line per change of an invocation's counts (terminals only).
+type progressPrinter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *progressPrinter) report(pr probe.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	state := "claiming"
+	if !pr.Claiming {
+		state = "finishing"
+		if pr.InFlight == 0 {
+			state = "done"
+		}
+	}
+	fmt.Fprintf(p.w, "invocation %2d: claimed %d, in flight %d, done %d (%s)\n", pr.Invocation, pr.Claimed, pr.InFlight, pr.Done, state)
+}
+
+// roundSettingsJSON is the documented JSON shape of a round's settings.
+type roundSettingsJSON struct {
+	Fanout                int     `json:"fanout"`
+	ClaimLimit            int     `json:"claim_limit"`
+	Concurrency           int     `json:"concurrency"`
+	MinSpacingSeconds     float64 `json:"min_spacing_seconds"`
+	MaxDurationSeconds    float64 `json:"max_duration_seconds"`
+	RequestTimeoutSeconds float64 `json:"request_timeout_seconds"`
+	MaxBodyBytes          int64   `json:"max_body_bytes"`
+	Finish                string  `json:"finish"`
+	AllowPrivateTargets   bool    `json:"allow_private_targets"`
+	InFlightSeconds       float64 `json:"in_flight_seconds"`
+	Trigger               string  `json:"trigger"`
+	Version               string  `json:"version"`
+	ReleaseID             *int64  `json:"release_id"`
+}
+
+func toRoundSettingsJSON(s probe.Settings) roundSettingsJSON {
+	return roundSettingsJSON{Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency,
+		MinSpacingSeconds: s.MinSpacing.Seconds(), MaxDurationSeconds: s.MaxDuration.Seconds(),
+		RequestTimeoutSeconds: s.RequestTimeout.Seconds(), MaxBodyBytes: s.MaxBodyBytes, Finish: s.Finish,
+		AllowPrivateTargets: s.AllowPrivateTargets, InFlightSeconds: queries.InFlightWindow.Seconds(),
+		Trigger: s.Trigger, Version: s.Version, ReleaseID: s.ReleaseID}
+}
+
+// invocationJSON is one invocation's final counts.
+type invocationJSON struct {
+	Invocation int `json:"invocation"`
+	Claimed    int `json:"claimed"`
+	Done       int `json:"done"`
+}
+
+// roundJSON is the documented JSON shape of 'run round -o json'.
+type roundJSON struct {
+	RoundID             int64             `json:"round_id"`
+	StartedAt           time.Time         `json:"started_at"`
+	FinishedAt          time.Time         `json:"finished_at"`
+	DurationSeconds     float64           `json:"duration_seconds"`
+	Invocations         int               `json:"invocations"`
+	Jobs                int               `json:"jobs"`
+	Runs                int               `json:"runs"`
+	Servers             int               `json:"servers"`
+	OK                  int               `json:"ok"`
+	Failed              int               `json:"failed"`
+	Errors              int               `json:"errors"`
+	Abandoned           int               `json:"abandoned"`
+	OpenJobs            int               `json:"open_jobs"`
+	RunsUnsigned        int               `json:"runs_unsigned"`
+	KeyID               *string           `json:"key_id"`
+	StoppedClaiming     bool              `json:"stopped_claiming"`
+	AdvanceMisses       int               `json:"advance_misses"`
+	JobsClosedElsewhere int               `json:"jobs_closed_elsewhere"`
+	Problems            []string          `json:"problems"`
+	Settings            roundSettingsJSON `json:"settings"`
+	PerInvocation       []invocationJSON  `json:"per_invocation"`
+}
+
+func renderRoundSummary(f *factory, format string, s *probe.Summary) error {
+	if format == "json" {
+		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
+			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
+			Servers: s.Servers, OK: s.OK, Failed: s.Failed, Errors: s.Errors, Abandoned: s.Abandoned,
+			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, StoppedClaiming: s.StoppedClaiming,
+			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere,
+			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
+			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation))}
+		if s.KeyID != "" {
+			out.KeyID = &s.KeyID
+		}
+		for _, p := range s.PerInvocation {
+			out.PerInvocation = append(out.PerInvocation, invocationJSON{Invocation: p.Invocation, Claimed: p.Claimed, Done: p.Done})
+		}
+		return render.JSON(f.IO.Out, out)
+	}
+	st := render.StylesFor(f.IO)
+	w := f.IO.Out
+	tbl := render.NewTable(w, "ROUND", "INVOCATIONS", "JOBS", "RUNS", "SERVERS", "OK", "FAILED", "ERRORS", "OPEN JOBS", "DURATION")
+	tbl.Row(s.RoundID, s.Invocations, s.Jobs, s.Runs, s.Servers, s.OK, s.Failed, s.Errors, s.OpenJobs,
+		s.Duration().Round(time.Millisecond))
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	signed := "unsigned"
+	if s.KeyID != "" {
+		signed = "signed with " + s.KeyID
+	}
+	c := s.Settings
+	fmt.Fprintf(w, "%s\n", st.Muted.Render(fmt.Sprintf("%s round, version %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s, %s",
+		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, c.MinSpacing, c.Finish, signed)))
+	if s.Jobs != s.Servers {
+		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d jobs covered %d servers: a server was claimed twice", s.Jobs, s.Servers)))
+	}
+	if s.OpenJobs > 0 {
+		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d job(s) left open: their finish failed (see the errors above)", s.OpenJobs)))
+	}
+	if s.StoppedClaiming {
+		fmt.Fprintln(w, st.Fail.Render("stopped claiming: advancing a next check time failed twice"))
+	}
+	if s.AdvanceMisses > 0 {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%d next check time(s) not advanced: changed since the claim (re-check, pause or delisting)", s.AdvanceMisses)))
+	}
+	if s.JobsClosedElsewhere > 0 {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%d job(s) had been closed as abandoned before their finish; their runs are stored", s.JobsClosedElsewhere)))
+	}
+	return nil
+}
+
+// planServerJSON is one due server in the JSON of 'run round --dry-run'.
+type planServerJSON struct {
+	ServerID        int64      `json:"server_id"`
+	Slug            string     `json:"slug"`
+	Status          string     `json:"status"`
+	State           string     `json:"state"`
+	Reason          string     `json:"reason"`
+	NextCheckAt     time.Time  `json:"next_check_at"`
+	LastRequestedAt *time.Time `json:"last_requested_at"`
+	ClaimableAt     *time.Time `json:"claimable_at"`
+	WouldClaim      bool       `json:"would_claim"`
+	Why             string     `json:"why"`
+}
+
+// planJSON is the documented JSON shape of 'run round --dry-run -o json'.
+type planJSON struct {
+	DryRun     bool              `json:"dry_run"`
+	Now        time.Time         `json:"now"`
+	Capacity   int               `json:"capacity"`
+	Due        int               `json:"due"`
+	Claimable  int               `json:"claimable"`
+	WouldClaim int               `json:"would_claim"`
+	Skipped    map[string]int    `json:"skipped"`
+	NotDue     int               `json:"not_due"`
+	NextDueAt  *time.Time        `json:"next_due_at"`
+	Settings   roundSettingsJSON `json:"settings"`
+	Servers    []planServerJSON  `json:"servers"`
+}
+
+func renderPlan(f *factory, format string, p *probe.Plan) error {
+	if format == "json" {
+		out := planJSON{DryRun: true, Now: p.Now.UTC(), Capacity: p.Capacity, Due: len(p.Servers),
+			Claimable: p.Claimable, WouldClaim: p.WouldClaim, Skipped: p.Skipped, NotDue: p.NotDue,
+			NextDueAt: utcPtr(p.NextDueAt), Settings: toRoundSettingsJSON(p.Settings),
+			Servers: make([]planServerJSON, 0, len(p.Servers))}
+		for _, s := range p.Servers {
+			out.Servers = append(out.Servers, planServerJSON{ServerID: s.ServerID, Slug: s.Slug, Status: s.Status,
+				State: s.State, Reason: s.Reason, NextCheckAt: s.NextCheckAt.UTC(), LastRequestedAt: utcPtr(s.LastRequestedAt),
+				ClaimableAt: utcPtr(s.ClaimableAt), WouldClaim: s.WouldClaim, Why: s.Why})
+		}
+		return render.JSON(f.IO.Out, out)
+	}
+	w := f.IO.Out
+	fmt.Fprintf(w, "dry run at %s: nothing claimed\n", p.Now.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "%d due: %d claimable, would claim %d (capacity %d = %d invocations × claim limit %d)",
+		len(p.Servers), p.Claimable, p.WouldClaim, p.Capacity, p.Settings.Invocations(), p.Settings.ClaimLimit)
+	if skipped := skippedText(p.Skipped); skipped != "" {
+		fmt.Fprintf(w, "; skipped %s", skipped)
+	}
+	fmt.Fprintln(w)
+	next := "none"
+	if p.NextDueAt != nil {
+		next = "next at " + p.NextDueAt.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(w, "%d active server(s) not due yet (%s)\n", p.NotDue, next)
+	if len(p.Servers) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tbl := render.NewTable(w, "SLUG", "STATE", "CLAIM", "NEXT CHECK", "CLAIMABLE AT", "WHY")
+	for _, s := range p.Servers {
+		claim := "-"
+		if s.WouldClaim {
+			claim = s.Reason
+		}
+		at := "never (not active)"
+		if s.ClaimableAt != nil {
+			at = s.ClaimableAt.UTC().Format(time.RFC3339)
+			if !s.ClaimableAt.After(p.Now) {
+				at = "now"
+			}
+		}
+		tbl.Row(s.Slug, s.State, claim, s.NextCheckAt.UTC().Format(time.RFC3339), at, s.Why)
+	}
+	return tbl.Render()
+}
+
+func skippedText(skipped map[string]int) string {
+	keys := make([]string, 0, len(skipped))
+	for k := range skipped {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", skipped[k], strings.ReplaceAll(k, "_", " ")))
+	}
+	return strings.Join(parts, ", ")
+}
