@@ -50,6 +50,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newDeployCmd(f),
 		newRollbackCmd(f),
 		newKeysCmd(f),
+		newRunCmd(f),
 	)
 	addHelpTopics(root)
 	return root
