@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -44,4 +45,81 @@ func ForRound(ctx context.Context, db queries.DBTX, binaryVersion string, ignore
 		return nil, &VersionMismatchError{Active: r, Binary: binaryVersion}
 	}
 	return &r, nil
+}
+
+// Override is a round setting whose flag overrode the active release's value; the round's
+// summary shows it.
+type Override struct {
+	// Flag is the run round flag, e.g. "fanout".
+	Flag string `json:"flag"`
+	// Release and Round are the release's value and the one the round ran with, as text.
+	Release string `json:"release"`
+	Round   string `json:"round"`
+}
+
+// RoundFlags are the run round flags whose defaults come from the active release.
+var RoundFlags = []string{"fanout", "claim-limit", "concurrency", "min-spacing", "request-timeout", "max-duration", "finish"}
+
+// RoundSettings lays the release under the round's flags: a setting whose flag was set on the
+// command line (changed says which) keeps the flag's value and, when it differs from the
+// release's, is listed as an override; every other setting comes from the release, and the round
+// records the release's id. With no release the flags are used as given.
+func RoundSettings(rel *Release, flags probe.Settings, changed func(flag string) bool) (probe.Settings, []Override) {
+	if rel == nil {
+		return flags, nil
+	}
+	out := SettingsOf(*rel).Apply(flags)
+	id := rel.ID
+	out.ReleaseID = &id
+	var overrides []Override
+	for _, flag := range RoundFlags {
+		if !changed(flag) {
+			continue
+		}
+		from, to := roundSetting(out, flag), roundSetting(flags, flag)
+		setRoundSetting(&out, flags, flag)
+		if from != to {
+			overrides = append(overrides, Override{Flag: flag, Release: from, Round: to})
+		}
+	}
+	return out, overrides
+}
+
+func roundSetting(s probe.Settings, flag string) string {
+	switch flag {
+	case "fanout":
+		return fmt.Sprint(s.Fanout)
+	case "claim-limit":
+		return fmt.Sprint(s.ClaimLimit)
+	case "concurrency":
+		return fmt.Sprint(s.Concurrency)
+	case "min-spacing":
+		return s.MinSpacing.String()
+	case "request-timeout":
+		return s.RequestTimeout.String()
+	case "max-duration":
+		return s.MaxDuration.String()
+	case "finish":
+		return s.Finish
+	}
+	return ""
+}
+
+func setRoundSetting(dst *probe.Settings, src probe.Settings, flag string) {
+	switch flag {
+	case "fanout":
+		dst.Fanout = src.Fanout
+	case "claim-limit":
+		dst.ClaimLimit = src.ClaimLimit
+	case "concurrency":
+		dst.Concurrency = src.Concurrency
+	case "min-spacing":
+		dst.MinSpacing = src.MinSpacing
+	case "request-timeout":
+		dst.RequestTimeout = src.RequestTimeout
+	case "max-duration":
+		dst.MaxDuration = src.MaxDuration
+	case "finish":
+		dst.Finish = src.Finish
+	}
 }

@@ -2,10 +2,12 @@ package release_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/release"
 )
 
@@ -49,5 +51,45 @@ func TestForRound(t *testing.T) {
 		r, err := release.ForRound(ctx, pool, "v1", false)
 		require.NoError(t, err)
 		require.Equal(t, sequential, release.SettingsOf(*r))
+	})
+}
+
+func TestRoundSettingsTakeTheReleaseUnlessAFlagOverridesIt(t *testing.T) {
+	t.Parallel()
+	rel := &release.Release{ID: 7, Version: "v2", Fanout: 0, ClaimLimit: 5, Concurrency: 1, MinSpacing: 10 * time.Minute,
+		RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, FinishMode: "tx"}
+	flags := probe.DefaultSettings() // fan-out 19, concurrency 3, as the flags default
+	flags.Trigger, flags.Version = "cron", "v2"
+
+	t.Run("no flag set: every setting is the release's", func(t *testing.T) {
+		t.Parallel()
+		got, overrides := release.RoundSettings(rel, flags, func(string) bool { return false })
+		require.Equal(t, 0, got.Fanout)
+		require.Equal(t, 1, got.Concurrency)
+		require.Equal(t, int64(7), *got.ReleaseID)
+		require.Equal(t, "cron", got.Trigger, "what the release does not set stays")
+		require.Empty(t, overrides)
+	})
+	t.Run("a flag set to another value overrides and is reported", func(t *testing.T) {
+		t.Parallel()
+		f := flags
+		f.Concurrency = 2
+		got, overrides := release.RoundSettings(rel, f, func(name string) bool { return name == "concurrency" })
+		require.Equal(t, 2, got.Concurrency)
+		require.Equal(t, 0, got.Fanout)
+		require.Equal(t, []release.Override{{Flag: "concurrency", Release: "1", Round: "2"}}, overrides)
+	})
+	t.Run("a flag set to the release's value is no override", func(t *testing.T) {
+		t.Parallel()
+		f := flags
+		f.Fanout = 0
+		_, overrides := release.RoundSettings(rel, f, func(name string) bool { return name == "fanout" })
+		require.Empty(t, overrides)
+	})
+	t.Run("without a release the flags are used as given", func(t *testing.T) {
+		t.Parallel()
+		got, overrides := release.RoundSettings(nil, flags, func(string) bool { return true })
+		require.Equal(t, flags, got)
+		require.Empty(t, overrides)
 	})
 }
