@@ -1,0 +1,189 @@
+package audit_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/queries"
+)
+
+// BenchmarkDuplicatesVsCount generates a month of jobs and times the duplicate audit beside a
+// plain count(*) over the same rows, on the same database, and beside the same definition computed
+// entirely in SQL with a window function. It prints the times, their ratios and the heap the audit
+// needed for a fifth of the population and for all of it (which should be the same).
+//
+// The default size is small so CI runs it in seconds:
+//
+//	go test -run='^$' -bench=Duplicates -benchtime=1x ./audit/
+//
+// The production size of the issue (5 million jobs, 200,000 servers, 30 days), a few minutes:
+//
+//	PROBECTL_BENCH_JOBS=5000000 go test -run='^$' -bench=Duplicates -benchtime=1x -timeout=30m ./audit/
+//
+// PROBECTL_BENCH_SERVERS (default jobs/25) and PROBECTL_BENCH_REPS (default 3; the median is
+// reported) tune it further.
+func BenchmarkDuplicatesVsCount(b *testing.B) {
+	jobs := envInt(b, "PROBECTL_BENCH_JOBS", 50_000)
+	servers := envInt(b, "PROBECTL_BENCH_SERVERS", max(jobs/25, 1))
+	reps := envInt(b, "PROBECTL_BENCH_REPS", 3)
+	perServer := max(jobs/servers, 1)
+	const span = 30 * 24 * time.Hour
+	dupEvery := max(servers/20, 1) // twenty planted duplicates at any size
+	start := time.Date(2026, 9, 8, 0, 0, 0, 0, time.UTC)
+	since, until := start, start.Add(span)
+	ctx := context.Background()
+
+	url := migrated.NewDB(b)
+	pool, err := queries.Connect(ctx, url, "bench", queries.ConnectOptions{StatementTimeout: 30 * time.Minute})
+	require.NoError(b, err)
+	b.Cleanup(pool.Close)
+
+	loadStart := time.Now()
+	require.NoError(b, queries.AuditBenchLoad(ctx, pool, servers, perServer, start, span, dupEvery))
+	b.Logf("loaded %d servers x %d jobs over %s (+%d planted duplicates) in %s",
+		servers, perServer, span, servers/dupEvery, time.Since(loadStart).Round(time.Millisecond))
+
+	count := func() (int64, error) { return queries.AuditCountJobs(ctx, pool, since, until) }
+	auditAll := func() (*audit.DuplicatesReport, error) {
+		return audit.Duplicates(ctx, pool, audit.DuplicatesParams{Since: since, Until: until})
+	}
+	window := func() (pairs int64, err error) {
+		err = queries.InReadOnlyTx(ctx, pool, func(tx pgx.Tx) error {
+			if err := queries.AuditNoJIT(ctx, tx); err != nil {
+				return err
+			}
+			_, pairs, err = queries.AuditDuplicateCountWindow(ctx, tx, since, until, audit.DefaultWindow)
+			return err
+		})
+		return pairs, err
+	}
+
+	// Warm the cache, and check that the three agree before timing them.
+	n, err := count()
+	require.NoError(b, err)
+	r, err := auditAll()
+	require.NoError(b, err)
+	pairs, err := window()
+	require.NoError(b, err)
+	require.Equal(b, n, r.Population.Jobs)
+	require.Equal(b, pairs, int64(len(r.Pairs)))
+	require.Equal(b, int64(servers/dupEvery), pairs, "the planted duplicates and no others")
+
+	for b.Loop() {
+		var countT, auditT, windowT []time.Duration
+		for range reps {
+			countT = append(countT, timed(b, func() error { _, err := count(); return err }))
+			auditT = append(auditT, timed(b, func() error { _, err := auditAll(); return err }))
+			windowT = append(windowT, timed(b, func() error { _, err := window(); return err }))
+		}
+		c, a, w := median(countT), median(auditT), median(windowT)
+		b.ReportMetric(c.Seconds(), "count_s")
+		b.ReportMetric(a.Seconds(), "audit_s")
+		b.ReportMetric(a.Seconds()/c.Seconds(), "audit/count")
+		b.ReportMetric(w.Seconds(), "sql_window_s")
+
+		fifth := heapFor(b, pool, audit.DuplicatesParams{Since: until.Add(-span / 5), Until: until})
+		whole := heapFor(b, pool, audit.DuplicatesParams{Since: since, Until: until})
+		b.ReportMetric(float64(whole.peak)/(1<<10), "peak_heap_KiB")
+
+		b.Logf("PostgreSQL %s, GOMAXPROCS %d, %d CPUs; %d jobs for %d servers, %d duplicate pairs",
+			serverVersion(b, pool), runtime.GOMAXPROCS(0), runtime.NumCPU(), n, r.Population.Servers, pairs)
+		b.Logf("count(*)            %8.3f s", c.Seconds())
+		b.Logf("audit duplicates    %8.3f s  (%.2fx count)", a.Seconds(), a.Seconds()/c.Seconds())
+		b.Logf("same, SQL window    %8.3f s  (%.2fx count)", w.Seconds(), w.Seconds()/c.Seconds())
+		b.Logf("heap, a fifth of the jobs (%d): peak %.1f KiB live above baseline, %.2f bytes allocated per job",
+			fifth.jobs, float64(fifth.peak)/(1<<10), fifth.allocPerJob)
+		b.Logf("heap, all of the jobs (%d):     peak %.1f KiB live above baseline, %.2f bytes allocated per job",
+			whole.jobs, float64(whole.peak)/(1<<10), whole.allocPerJob)
+	}
+}
+
+func timed(b *testing.B, fn func() error) time.Duration {
+	b.Helper()
+	start := time.Now()
+	require.NoError(b, fn())
+	return time.Since(start)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+type heapUse struct {
+	jobs        int64
+	peak        uint64  // most live heap above the baseline while the audit ran
+	allocPerJob float64 // bytes allocated per job in the population
+}
+
+// heapFor runs one audit while sampling the live heap (HeapAlloc) every few milliseconds.
+func heapFor(b *testing.B, pool *pgxpool.Pool, p audit.DuplicatesParams) heapUse {
+	b.Helper()
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	var peak uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	r, err := audit.Duplicates(context.Background(), pool, p)
+	close(done)
+	wg.Wait()
+	require.NoError(b, err)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	use := heapUse{jobs: r.Population.Jobs}
+	if peak > before.HeapAlloc {
+		use.peak = peak - before.HeapAlloc
+	}
+	if r.Population.Jobs > 0 {
+		use.allocPerJob = float64(after.TotalAlloc-before.TotalAlloc) / float64(r.Population.Jobs)
+	}
+	return use
+}
+
+func serverVersion(b *testing.B, pool *pgxpool.Pool) string {
+	b.Helper()
+	conn, err := pool.Acquire(context.Background())
+	require.NoError(b, err)
+	defer conn.Release()
+	return conn.Conn().PgConn().ParameterStatus("server_version")
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	raw := os.Getenv(name)
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	require.NoError(b, err, "%s", name)
+	require.Positive(b, n, "%s", name)
+	return n
+}
