@@ -123,3 +123,32 @@ func setRoundSetting(dst *probe.Settings, src probe.Settings, flag string) {
 		dst.Finish = src.Finish
 	}
 }
+
+// RoundRequest is what `run round` knows before it asks the release: its own version and the
+// settings its flags give, and which flags were set on the command line.
+type RoundRequest struct {
+	BinaryVersion string
+	IgnoreVersion bool
+	Flags         probe.Settings
+	// Changed says whether a flag was set on the command line (nil: none was).
+	Changed func(flag string) bool
+}
+
+// SettingsForRound is the whole decision `run round` makes at the start of a round: refuse a
+// binary that is not the active release's version (see ForRound), lay the release under the flags
+// (see RoundSettings), and check the result as any round's settings are checked, lease included.
+func SettingsForRound(ctx context.Context, db queries.DBTX, req RoundRequest) (probe.Settings, []Override, error) {
+	rel, err := ForRound(ctx, db, req.BinaryVersion, req.IgnoreVersion)
+	if err != nil {
+		return req.Flags, nil, err
+	}
+	changed := req.Changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	s, overrides := RoundSettings(rel, req.Flags, changed)
+	if err := s.Validate(); err != nil {
+		return s, nil, err
+	}
+	return s, overrides, nil
+}

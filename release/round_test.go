@@ -93,3 +93,32 @@ func TestRoundSettingsTakeTheReleaseUnlessAFlagOverridesIt(t *testing.T) {
 		require.Empty(t, overrides)
 	})
 }
+
+func TestSettingsForRoundRefusesTheWrongVersionAndChecksTheLease(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	ctx := t.Context()
+	record(t, pool, "v2", sequential, release.WayPrevious)
+	flags := probe.DefaultSettings()
+	flags.Version = "v2"
+
+	t.Run("the active version gets the release's settings and its id", func(t *testing.T) {
+		s, overrides, err := release.SettingsForRound(ctx, pool, release.RoundRequest{BinaryVersion: "v2", Flags: flags})
+		require.NoError(t, err)
+		require.Equal(t, sequential.ClaimLimit, s.ClaimLimit)
+		require.NotNil(t, s.ReleaseID)
+		require.Empty(t, overrides)
+	})
+	t.Run("another version is refused with exit 3", func(t *testing.T) {
+		_, _, err := release.SettingsForRound(ctx, pool, release.RoundRequest{BinaryVersion: "v3", Flags: flags})
+		require.Equal(t, exit.Unavailable, exit.Code(err))
+	})
+	t.Run("a flag that breaks the lease together with the release's budget is refused", func(t *testing.T) {
+		f := flags
+		f.RequestTimeout = 2 * time.Minute // 8 × 2m alone is past the 15-minute window
+		_, _, err := release.SettingsForRound(ctx, pool, release.RoundRequest{BinaryVersion: "v2", Flags: f,
+			Changed: func(name string) bool { return name == "request-timeout" }})
+		require.ErrorContains(t, err, "lease")
+		require.Equal(t, exit.Usage, exit.Code(err))
+	})
+}

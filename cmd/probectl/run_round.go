@@ -13,6 +13,7 @@ import (
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/release"
 )
 
 type runRoundOptions struct {
@@ -27,6 +28,10 @@ type runRoundOptions struct {
 	Unsigned                                bool
 	Trigger                                 string
 	DryRun                                  bool
+	IgnoreVersion                           bool
+
+	// changed says which flags were set on the command line: those override the active release.
+	changed func(flag string) bool
 }
 
 func newRunRoundCmd(f *factory, runF func(context.Context, *runRoundOptions) error) *cobra.Command {
@@ -50,6 +55,11 @@ Runs are signed (DSSE, ed25519) with --signing-key or PROBECTL_SIGNING_KEY; with
 round refuses to run unless --unsigned is given. A job's worst case, 8 requests at
 --request-timeout plus --max-duration, must fit the in-flight window.
 
+The active release ('probectl deploy record') supplies the defaults of --fanout, --claim-limit,
+--concurrency, --min-spacing, --request-timeout, --max-duration and --finish; a flag given on the
+command line overrides it and the summary says so. If the active release is another version
+than this binary, the round refuses (exit 3) unless --ignore-version.
+
 Progress goes to stderr when it is a terminal; the summary goes to stdout (-o json: round_id,
 invocations, jobs, runs, servers, ok, failed, errors, open_jobs, stopped_claiming,
 duration_seconds and the settings). --dry-run claims nothing and explains which due servers would
@@ -63,6 +73,7 @@ round could not run or a claim, finish or signature failed.`,
   probectl run round --unsigned --fanout 0 --claim-limit 1 --allow-private-targets`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.changed = cmd.Flags().Changed
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -83,6 +94,7 @@ round could not run or a claim, finish or signature failed.`,
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
 	fl.StringVar(&opts.Trigger, "trigger", d.Trigger, "what started the round: manual or cron")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "claim nothing; explain what would be claimed and skipped")
+	fl.BoolVar(&opts.IgnoreVersion, "ignore-version", false, "run even though the active release is another version")
 	return cmd
 }
 
@@ -94,6 +106,12 @@ func (o *runRoundOptions) settings(version string) probe.Settings {
 		MaxBodyBytes: o.MaxBody, Finish: o.Finish, AllowPrivateTargets: o.AllowPrivateTargets,
 		Trigger: o.Trigger, Version: version,
 	}
+}
+
+// roundRequest asks the active release for the round's settings (see release.SettingsForRound).
+func (o *runRoundOptions) roundRequest(flags probe.Settings) release.RoundRequest {
+	return release.RoundRequest{BinaryVersion: o.f.Build.Version, IgnoreVersion: o.IgnoreVersion,
+		Flags: flags, Changed: o.changed}
 }
 
 // signer loads the signing key, or returns nil with --unsigned. It never connects.
@@ -140,6 +158,10 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
+	settings, overrides, err := release.SettingsForRound(ctx, pool, opts.roundRequest(settings))
+	if err != nil {
+		return err
+	}
 	round := &probe.Round{
 		DB:       pool,
 		Settings: settings,
@@ -155,7 +177,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if sum == nil {
 		return err
 	}
-	if rerr := renderRoundSummary(f, format, sum); rerr != nil {
+	if rerr := renderRoundSummary(f, format, sum, overrides); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return err
@@ -165,6 +187,9 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 	f := opts.f
 	pool, err := f.Pool(ctx)
 	if err != nil {
+		return err
+	}
+	if settings, _, err = release.SettingsForRound(ctx, pool, opts.roundRequest(settings)); err != nil {
 		return err
 	}
 	now := f.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/release"
 )
 
 // progressPrinter writes one line per change of an invocation's counts (terminals only).
@@ -89,7 +90,7 @@ type roundJSON struct {
 	PerInvocation       []invocationJSON  `json:"per_invocation"`
 }
 
-func renderRoundSummary(f *factory, format string, s *probe.Summary) error {
+func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override) error {
 	if format == "json" {
 		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
 			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
@@ -121,6 +122,9 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary) error {
 	c := s.Settings
 	fmt.Fprintf(w, "%s\n", st.Muted.Render(fmt.Sprintf("%s round, version %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s, %s",
 		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, c.MinSpacing, c.Finish, signed)))
+	for _, o := range overrides {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("--%s %s overrides release #%d's %s", o.Flag, o.Round, *c.ReleaseID, o.Release)))
+	}
 	if s.Jobs != s.Servers {
 		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d jobs covered %d servers: a server was claimed twice", s.Jobs, s.Servers)))
 	}
