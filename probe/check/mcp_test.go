@@ -3,8 +3,11 @@ package check
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -94,3 +97,33 @@ func TestAPlainWebPageIsNotAnMCPServer(t *testing.T) {
 }
 
 func mcpFleetB(b *testing.B, n int) *fleet { return mcpFleet(b, "bench", n, nil) }
+
+func TestAnMCPServerWhoseToolListIsTooLargeIsFailed(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "big", Description: strings.Repeat("x", 4096), InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	f := newFleet(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+
+	res := New(Config{AllowPrivate: true, MaxBodyBytes: 2048}).Check(context.Background(), Target{URL: f.URL, Kind: "mcp"})
+	assert.Equal(t, OutcomeFailed, res.Outcome)
+	assert.Equal(t, "response too large", res.Summary)
+	assert.Contains(t, res.Error, "larger than the 2048-byte cap")
+	assert.LessOrEqual(t, len(res.Requests), MaxRequests)
+}
+
+func TestAnMCPServerThatNeverAnswersIsAnError(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read the POST body first: only then does the server notice the client hanging up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	res := New(Config{AllowPrivate: true, RequestTimeout: 150 * time.Millisecond}).
+		Check(context.Background(), Target{URL: f.URL, Kind: "mcp"})
+	assert.Equal(t, OutcomeError, res.Outcome)
+	assert.Equal(t, "timed out", res.Summary)
+	assert.Contains(t, res.Error, "timed out after 150ms")
+}
