@@ -6,8 +6,9 @@ import (
 )
 
 // HumanDuration writes a duration the way a person reads an age on a terminal or the English page:
-// the two largest units, "42s", "3m 5s", "2h 3m", "3d 4h"; below ten seconds with one decimal
-// when it is not a whole number of seconds ("0.2s", "4.5s").
+// the two largest units, "42s", "3m 5s", "2h 3m", "3d 4h", the second left out when it is zero
+// ("40m", "3h"); below ten seconds with one decimal when it is not a whole number of seconds
+// ("0.2s", "4.5s").
 func HumanDuration(d time.Duration) string {
 	return formatDuration(d, Units{Day: "d", Hour: "h", Minute: "m", Second: "s", Sep: " "})
 }
@@ -38,10 +39,17 @@ func formatDuration(d time.Duration, u Units) string {
 	mins, secs := rest/time.Minute, (rest%time.Minute)/time.Second
 	switch {
 	case days > 0:
-		return fmt.Sprintf("%d%s%s%d%s", days, u.Day, u.Sep, hours, u.Hour)
+		return twoUnits(int64(days), u.Day, int64(hours), u.Hour, u.Sep)
 	case hours > 0:
-		return fmt.Sprintf("%d%s%s%d%s", hours, u.Hour, u.Sep, mins, u.Minute)
+		return twoUnits(int64(hours), u.Hour, int64(mins), u.Minute, u.Sep)
 	default:
-		return fmt.Sprintf("%d%s%s%d%s", mins, u.Minute, u.Sep, secs, u.Second)
+		return twoUnits(int64(mins), u.Minute, int64(secs), u.Second, u.Sep)
 	}
+}
+
+func twoUnits(a int64, aUnit string, b int64, bUnit, sep string) string {
+	if b == 0 {
+		return fmt.Sprintf("%d%s", a, aUnit)
+	}
+	return fmt.Sprintf("%d%s%s%d%s", a, aUnit, sep, b, bUnit)
 }

@@ -107,7 +107,7 @@ func TestReadShowsEverySectionOfTheScenario(t *testing.T) {
 		}
 		require.Equal(t, []row{
 			{sc.StaleJob, statustest.Stale, 40 * time.Minute, true, false},
-			{sc.BetweenWritesJob, statustest.BetweenWrites, 4 * time.Minute, false, true},
+			{sc.BetweenWritesJob, statustest.BetweenWrites, statustest.BetweenWritesAge, false, true},
 			{sc.InFlightJob, statustest.InFlight, 3 * time.Minute, false, false},
 		}, got)
 		require.Equal(t, sc.RunningRound, *r.OpenJobs[1].RoundID)
@@ -192,4 +192,26 @@ func TestReportJSONMatchesTheDocumentedShape(t *testing.T) {
 	want, err := os.ReadFile(golden)
 	require.NoError(t, err, "run with -update to create it")
 	require.Equal(t, string(want), string(got))
+}
+
+func TestStatusAndTheOpenJobsAuditAgreeOnWhatIsStale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newPool(t)
+	statustest.Seed(ctx, t, pool)
+
+	r, err := status.Read(ctx, pool, statustest.Now)
+	require.NoError(t, err)
+	a, err := audit.Open(ctx, pool, audit.OpenParams{Now: statustest.Now})
+	require.NoError(t, err)
+
+	fromStatus, fromAudit := map[int64]bool{}, map[int64]bool{}
+	for _, j := range r.OpenJobs {
+		fromStatus[j.JobID] = j.Stale
+	}
+	for _, j := range a.Jobs {
+		fromAudit[j.JobID] = j.Stale
+	}
+	require.Equal(t, fromAudit, fromStatus, "the same open jobs, the same ones stale")
+	require.Equal(t, a.InFlight, status.InFlight)
 }

@@ -30,9 +30,9 @@ func TestPagesShowTheOpenJobsInTheirLanguage(t *testing.T) {
 		heading                                string
 	}{
 		{"the English page", "/status", "en", "/zh/status",
-			"stale", "open", "advanced, not finished", "40m 0s", "4m 0s", "Open jobs"},
+			"stale", "open", "advanced, not finished", "40m", "4m 12s", "Open jobs"},
 		{"the Chinese page", "/zh/status", "zh-CN", "/status",
-			"已超时", "未结束", "已推后、未结束", "40分0秒", "4分0秒", "未结束的任务"},
+			"已超时", "未结束", "已推后、未结束", "40分", "4分12秒", "未结束的任务"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestMetricsParseAsPrometheusText(t *testing.T) {
 		"probectl_stale_jobs":                                          1,
 		"probectl_oldest_open_job_age_seconds":                         2400,
 		"probectl_rounds_total":                                        3,
-		"probectl_last_round_start_timestamp_seconds":                  float64(statustest.Now.Add(-4 * time.Minute).Unix()),
+		"probectl_last_round_start_timestamp_seconds":                  float64(statustest.Now.Add(-5 * time.Minute).Unix()),
 		`probectl_duplicate_pairs_24h{class="after_finish"}`:           1,
 		`probectl_duplicate_pairs_24h{class="overlap"}`:                0,
 		`probectl_duplicate_pairs_24h{class="open"}`:                   0,

@@ -25,7 +25,7 @@ const (
 	DueLongest = "alpha-due-longest"
 	// InFlight is due with an open job requested 3 min ago: a probe is checking it right now.
 	InFlight = "bravo-in-flight"
-	// BetweenWrites has an open job requested 4 min ago whose server was already advanced: the
+	// BetweenWrites has an open job requested 4 min 12 s ago whose server was already advanced: the
 	// probe made its first write (advance) and died before its second (finish).
 	BetweenWrites = "charlie-between-writes"
 	// Stale has a job open for 40 min, past the in-flight window: its probe died; the next claim
@@ -35,6 +35,9 @@ const (
 	// incident's class of duplicate claim.
 	Duplicate = "echo-duplicate"
 )
+
+// BetweenWritesAge is the age of the job left between its writes.
+const BetweenWritesAge = 4*time.Minute + 12*time.Second
 
 // Scenario holds the ids a test asserts on.
 type Scenario struct {
@@ -50,7 +53,7 @@ type Scenario struct {
 //   - round 1, 40 min before Now, 1 job, left open (Stale);
 //   - round 2, 20 min before Now, 43 s long: 4 jobs on 3 servers, one failed, and the duplicate
 //     pair on Duplicate;
-//   - round 3, 4 min before Now, still running: the open jobs of InFlight and BetweenWrites;
+//   - round 3, 5 min before Now, still running: the open jobs of InFlight and BetweenWrites;
 //   - servers due: DueLongest (3 h), InFlight (held by its job), Stale (its job is stale).
 func Seed(ctx context.Context, t testing.TB, pool *pgxpool.Pool) Scenario {
 	t.Helper()
@@ -90,7 +93,7 @@ func Seed(ctx context.Context, t testing.TB, pool *pgxpool.Pool) Scenario {
 	server(DueLongest, -3*time.Hour)
 	inFlight := server(InFlight, -30*time.Minute)
 	// Advanced by its probe at the end of the check (first write), 12 h on; never finished.
-	betweenWrites := server(BetweenWrites, -4*time.Minute+12*time.Hour+2*time.Second)
+	betweenWrites := server(BetweenWrites, -BetweenWritesAge+12*time.Hour+2*time.Second)
 	stale := server(Stale, -time.Hour)
 	dup := server(Duplicate, -20*time.Minute+12*time.Hour+5*time.Second)
 	fine := server("foxtrot-ok", -20*time.Minute+12*time.Hour+2*time.Second)
@@ -111,8 +114,8 @@ func Seed(ctx context.Context, t testing.TB, pool *pgxpool.Pool) Scenario {
 	failed := job(failing, sc.FinishedRound, 2, -20*time.Minute, at(-20*time.Minute+4*time.Second), "failed")
 	run(failed, failing, -20*time.Minute, at(-20*time.Minute+4*time.Second))
 
-	sc.RunningRound = round(-4*time.Minute, nil)
-	sc.BetweenWritesJob = job(betweenWrites, sc.RunningRound, 3, -4*time.Minute, nil, "")
+	sc.RunningRound = round(-5*time.Minute, nil)
+	sc.BetweenWritesJob = job(betweenWrites, sc.RunningRound, 3, -BetweenWritesAge, nil, "")
 	sc.InFlightJob = job(inFlight, sc.RunningRound, 4, -3*time.Minute, nil, "")
 	return sc
 }
