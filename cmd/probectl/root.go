@@ -52,6 +52,8 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newKeysCmd(f),
 		newRunCmd(f),
 		newAuditCmd(f),
+		newStatusCmd(f),
+		newServeCmd(f),
 	)
 	addHelpTopics(root)
 	return root

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/status"
+)
+
+type statusOptions struct {
+	f *factory
+}
+
+func newStatusCmd(f *factory) *cobra.Command {
+	opts := &statusOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show what is in flight: open and stale jobs, due servers, recent rounds, duplicates",
+		Long: `Show the prober's state at a glance, as an operator on call wants it:
+
+  active release   its version, when it was deployed, its fan-out, claim limit and concurrency
+  due servers      how many, how many of those a round holds, and the one waiting longest
+  open jobs        every job claimed and not finished, with its age, server and round; jobs
+                   open past the 15-minute in-flight window are flagged stale (a probe that
+                   died between its writes shows here), and a job whose server's next check
+                   already moved on is flagged advanced
+  recent rounds    the last 10: jobs, runs, servers, failures, open jobs and duration
+  duplicates       pairs of jobs of one server less than 10 minutes apart, requested in the
+                   last 24 h (the read-only audit of 'probectl audit duplicates')
+
+Everything is read in one READ ONLY transaction. 'probectl serve' shows the same as a web page
+and as /status.json, whose shape -o json also writes (docs/status.md).
+
+Exit status: 0 whatever the state (status informs, it does not judge); 3 when the database
+cannot be read.`,
+		Example: `  probectl status
+  probectl status -o json | jq '.open_jobs[] | select(.stale) | .slug'
+  watch -n 30 probectl status`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStatus(cmd.Context(), opts)
+		},
+	}
+	return cmd
+}
+
+func runStatus(ctx context.Context, opts *statusOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := status.Read(ctx, pool, f.Now())
+	if err != nil {
+		return exit.UnavailableError(err)
+	}
+	if format == "json" {
+		return render.JSON(f.IO.Out, rep)
+	}
+	return writeStatus(f.IO.Out, render.StylesFor(f.IO), rep)
+}
+
+// writeStatus prints the report as titled sections, each a sentence or a table.
+func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
+	p := &statusPrinter{w: w}
+	p.title(st, "ACTIVE RELEASE")
+	if rel := r.ActiveRelease; rel != nil {
+		p.linef("%s (%s), deployed %s by %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s",
+			rel.Version, rel.Kind, statusTime(rel.DeployedAt), rel.DeployedBy, rel.Fanout, rel.ClaimLimit,
+			rel.Concurrency, status.HumanDuration(rel.MinSpacing), rel.FinishMode)
+	} else {
+		p.linef("%s", st.Muted.Render("none"))
+	}
+
+	p.title(st, "DUE SERVERS")
+	if o := r.Due.Oldest; o != nil {
+		p.linef("%d due, %d held by an open job; waiting longest: %s, due for %s (since %s)",
+			r.Due.Count, r.Due.Held, o.Slug, status.HumanDuration(o.Overdue), statusTime(o.NextCheckAt))
+	} else {
+		p.linef("%s", st.Muted.Render("none due"))
+	}
+
+	p.title(st, "OPEN JOBS")
+	stale := fmt.Sprintf("%d stale", r.StaleCount)
+	if r.StaleCount > 0 {
+		stale = st.Fail.Render(stale)
+	}
+	p.linef("%d open, %s (open past the %s in-flight window)", r.OpenCount, stale, status.HumanDuration(status.InFlight))
+	if len(r.OpenJobs) > 0 {
+		tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", "REQUESTED (UTC)", "AGE", "STATE")
+		var anyAdvanced bool
+		for _, j := range r.OpenJobs {
+			state := "open"
+			if j.Stale {
+				state = st.Fail.Render("STALE")
+			}
+			if j.Advanced {
+				state += ", " + st.Warn.Render("advanced")
+				anyAdvanced = true
+			}
+			tbl.Row(j.JobID, j.Slug, statusOptional(j.RoundID), statusOptional(j.Invocation), statusTime(j.RequestedAt),
+				status.HumanDuration(j.Age), state)
+		}
+		p.table(tbl)
+		if more := r.OpenCount - len(r.OpenJobs); more > 0 {
+			p.linef("... and %d more (the oldest %d are listed)", more, len(r.OpenJobs))
+		}
+		if r.StaleCount > 0 {
+			p.linef("%s", st.Muted.Render("STALE: open past the in-flight window, its probe presumed dead; the next claim closes it as abandoned."))
+		}
+		if anyAdvanced {
+			p.linef("%s", st.Muted.Render("advanced: the server's next check already moved on, the job was never finished: its probe died between its two writes."))
+		}
+	}
+
+	p.title(st, "RECENT ROUNDS")
+	if len(r.RecentRounds) == 0 {
+		p.linef("%s", st.Muted.Render("no rounds yet"))
+	} else {
+		p.linef("the last %d of %d, newest first", len(r.RecentRounds), r.RoundsTotal)
+		tbl := render.NewTable(w, "ROUND", "STARTED (UTC)", "TRIGGER", "VERSION", "JOBS", "RUNS", "SERVERS",
+			"FAILURES", "OPEN", "DURATION")
+		for _, rd := range r.RecentRounds {
+			duration := "running"
+			if rd.Duration != nil {
+				duration = status.HumanDuration(*rd.Duration)
+			}
+			servers := fmt.Sprint(rd.Servers)
+			if rd.Servers < rd.Jobs {
+				servers = st.Warn.Render(servers)
+			}
+			tbl.Row(rd.ID, statusTime(rd.StartedAt), rd.Trigger, rd.Version, rd.Jobs, rd.Runs, servers, rd.Failures,
+				rd.OpenJobs, duration)
+		}
+		p.table(tbl)
+	}
+
+	d := r.Duplicates
+	p.title(st, "DUPLICATE CLAIMS IN THE LAST 24 H")
+	if d.Pairs() == 0 {
+		p.linef("%s", st.Muted.Render(fmt.Sprintf("none: no server has two jobs within %s", status.HumanDuration(d.Window))))
+	} else {
+		unexplained := fmt.Sprintf("%d unexplained", d.Unexplained())
+		if d.Unexplained() > 0 {
+			unexplained = st.Fail.Render(unexplained)
+		}
+		pairs := "pairs"
+		if d.Pairs() == 1 {
+			pairs = "pair"
+		}
+		p.linef("%d %s of jobs of one server within %s, %s", d.Pairs(), pairs, status.HumanDuration(d.Window), unexplained)
+		tbl := render.NewTable(w, "SERVER", "CLASS", "FIRST JOB", "SECOND JOB", "SECOND REQUESTED (UTC)",
+			"REQUEST GAP", "AFTER FIRST FINISHED")
+		for _, pair := range d.Report.Pairs {
+			after := "-"
+			if pair.GapAfterFinish != nil {
+				after = audit.FormatSeconds(*pair.GapAfterFinish) + " s"
+			}
+			tbl.Row(pair.Slug, string(pair.Class), pair.FirstJobID, pair.SecondJobID,
+				pair.SecondRequestedAt.UTC().Format(time.RFC3339Nano), audit.FormatSeconds(pair.RequestGap)+" s", after)
+		}
+		p.table(tbl)
+	}
+	p.title(st, "")
+	p.linef("%s", st.Muted.Render("as of "+statusTime(r.GeneratedAt)))
+	return p.err
+}
+
+// statusPrinter writes lines and tables and keeps the first error, so writeStatus reads as the report
+// it prints.
+type statusPrinter struct {
+	w       io.Writer
+	started bool
+	err     error
+}
+
+func (p *statusPrinter) title(st render.Styles, s string) {
+	if p.started {
+		p.linef("")
+	}
+	p.started = true
+	if s != "" {
+		p.linef("%s", st.Title.Render(s))
+	}
+}
+
+func (p *statusPrinter) linef(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func (p *statusPrinter) table(t *render.Table) {
+	if p.err == nil {
+		p.err = t.Render()
+	}
+}
+
+func statusTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func statusOptional[T int | int64](v *T) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}
