@@ -1,8 +1,10 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -146,7 +148,8 @@ func TestAnAdvanceThatFailsTwiceStillFinishesTheJobAndStopsTheRoundClaiming(t *t
 	db := &failingDB{DBTX: pool, fail: queries.SQL("AdvanceServer")}
 	s := settings(FinishAdvanceFirst)
 	s.Concurrency = 1
-	sum, err := (&Round{DB: db, Settings: s, Checker: &okChecker{}}).Run(t.Context())
+	var logs bytes.Buffer
+	sum, err := (&Round{DB: db, Settings: s, Checker: &okChecker{}, Log: slog.New(slog.NewTextHandler(&logs, nil))}).Run(t.Context())
 
 	var inc *IncompleteError
 	require.ErrorAs(t, err, &inc)
@@ -158,6 +161,8 @@ func TestAnAdvanceThatFailsTwiceStillFinishesTheJobAndStopsTheRoundClaiming(t *t
 	require.Zero(t, sum.AdvanceMisses, "a failed advance is a problem, not a compare-and-set miss")
 	require.Len(t, sum.Problems, 1)
 	require.Contains(t, sum.Problems[0], "stopped claiming")
+	require.Contains(t, logs.String(), "level=ERROR msg=\"advancing the next check time failed twice: finishing the job anyway and claiming no more this round\"")
+	require.Contains(t, logs.String(), "err=\"advance next check of server 1: injected failure\"")
 }
 
 func TestAFinishThatFailsLeavesTheJobOpenAndTheRoundSaysSo(t *testing.T) {
@@ -207,3 +212,25 @@ func (r errRow) Scan(...any) error { return r.err }
 type checkerFunc func(ctx context.Context, t check.Target) check.Result
 
 func (f checkerFunc) Check(ctx context.Context, t check.Target) check.Result { return f(ctx, t) }
+
+func TestACancelledRoundStillRecordsTheChecksItMade(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 3)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// Ctrl-C arrives during the first check; the checker reports the interrupted check.
+	checker := checkerFunc(func(cctx context.Context, target check.Target) check.Result {
+		cancel()
+		<-cctx.Done()
+		now := time.Now()
+		return check.Result{Outcome: check.OutcomeError, Error: cctx.Err().Error(), StartedAt: now, FinishedAt: now}
+	})
+	s := settings(FinishTx)
+	s.ClaimLimit, s.Concurrency = 3, 1
+	sum, err := (&Round{DB: pool, Settings: s, Checker: checker}).Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, Errors: 1, RunsUnsigned: 1}, sum.RoundCounts,
+		"the check that was made is recorded, and nothing more is claimed")
+	require.False(t, sum.FinishedAt.IsZero())
+}

@@ -228,3 +228,21 @@ func TestRunRoundDryRunExplainsEachDueServerAndClaimsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, counts.Jobs, "a dry run claims nothing")
 }
+
+func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	loopbackFleet(t, pool, 2)
+	io, _, out, errOut := render.Test()
+	io.ErrTTY = true
+	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	defer f.Close()
+	root := newRootCmd(f)
+	root.SetArgs([]string{"--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
+		"--fanout", "0", "--concurrency", "1", "-o", "json"})
+	require.NoError(t, root.ExecuteContext(t.Context()))
+	assert.Contains(t, errOut.String(), "invocation  0: claimed 1, in flight 1, done 0 (claiming)\n")
+	assert.Contains(t, errOut.String(), "invocation  0: claimed 2, in flight 0, done 2 (done)\n")
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got), "stdout stays clean JSON")
+}
