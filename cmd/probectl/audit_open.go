@@ -88,7 +88,8 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 	if r.Stale() > 0 {
 		stale = st.Fail.Render(strconv.Itoa(r.Stale()))
 	}
-	fmt.Fprintf(w, "%d open jobs at %s, %s stale (open for %s or more)\n", len(r.Jobs), utcMillis(r.Now), stale, r.InFlight)
+	fmt.Fprintf(w, "open jobs   %d, as of %s\n", len(r.Jobs), utcMillis(r.Now))
+	fmt.Fprintf(w, "stale       %s (open for %s or more)\n", stale, r.InFlight)
 	if len(r.Jobs) == 0 {
 		return nil
 	}

@@ -92,7 +92,7 @@ func writeRateTable(io *render.Streams, r *audit.RateReport) error {
 	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("The promise: at most one round of at most %d requests per check interval", audit.MaxRequestsPerRound)))
 	fmt.Fprintf(w, "window      %s to %s\n", utcMillis(r.Since), utcMillis(r.Until))
 	fmt.Fprintf(w, "checked     %d rounds and %d requests for %d servers\n", r.Rounds, r.Requests, r.Servers)
-	fmt.Fprintf(w, "over        %s servers\n", over)
+	fmt.Fprintf(w, "over        %s of %d servers\n", over, r.Servers)
 	if len(r.Over) == 0 {
 		return nil
 	}
