@@ -55,6 +55,16 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		servers, perServer, span, servers/dupEvery, time.Since(loadStart).Round(time.Millisecond))
 
 	count := func() (int64, error) { return queries.AuditCountJobs(ctx, pool, since, until) }
+	countSerial := func() (n int64, err error) {
+		err = queries.InReadOnlyTx(ctx, pool, func(tx pgx.Tx) error {
+			if err := queries.AuditBenchNoParallel(ctx, tx); err != nil {
+				return err
+			}
+			n, err = queries.AuditCountJobs(ctx, tx, since, until)
+			return err
+		})
+		return n, err
+	}
 	auditAll := func() (*audit.DuplicatesReport, error) {
 		return audit.Duplicates(ctx, pool, audit.DuplicatesParams{Since: since, Until: until})
 	}
@@ -81,16 +91,18 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 	require.Equal(b, int64(servers/dupEvery), pairs, "the planted duplicates and no others")
 
 	for b.Loop() {
-		var countT, auditT, windowT []time.Duration
+		var countT, serialT, auditT, windowT []time.Duration
 		for range reps {
 			countT = append(countT, timed(b, func() error { _, err := count(); return err }))
+			serialT = append(serialT, timed(b, func() error { _, err := countSerial(); return err }))
 			auditT = append(auditT, timed(b, func() error { _, err := auditAll(); return err }))
 			windowT = append(windowT, timed(b, func() error { _, err := window(); return err }))
 		}
-		c, a, w := median(countT), median(auditT), median(windowT)
+		c, cs, a, w := median(countT), median(serialT), median(auditT), median(windowT)
 		b.ReportMetric(c.Seconds(), "count_s")
 		b.ReportMetric(a.Seconds(), "audit_s")
 		b.ReportMetric(a.Seconds()/c.Seconds(), "audit/count")
+		b.ReportMetric(cs.Seconds(), "count_1proc_s")
 		b.ReportMetric(w.Seconds(), "sql_window_s")
 
 		fifth := heapFor(b, pool, audit.DuplicatesParams{Since: until.Add(-span / 5), Until: until})
@@ -100,7 +112,8 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		b.Logf("PostgreSQL %s, GOMAXPROCS %d, %d CPUs; %d jobs for %d servers, %d duplicate pairs",
 			serverVersion(b, pool), runtime.GOMAXPROCS(0), runtime.NumCPU(), n, r.Population.Servers, pairs)
 		b.Logf("count(*)            %8.3f s", c.Seconds())
-		b.Logf("audit duplicates    %8.3f s  (%.2fx count)", a.Seconds(), a.Seconds()/c.Seconds())
+		b.Logf("count(*), 1 process %8.3f s", cs.Seconds())
+		b.Logf("audit duplicates    %8.3f s  (%.2fx count, %.2fx count in 1 process)", a.Seconds(), a.Seconds()/c.Seconds(), a.Seconds()/cs.Seconds())
 		b.Logf("same, SQL window    %8.3f s  (%.2fx count)", w.Seconds(), w.Seconds()/c.Seconds())
 		b.Logf("heap, a fifth of the jobs (%d): peak %.1f KiB live above baseline, %.2f bytes allocated per job",
 			fifth.jobs, float64(fifth.peak)/(1<<10), fifth.allocPerJob)

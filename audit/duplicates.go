@@ -129,7 +129,7 @@ type DuplicatesReport struct {
 }
 
 // Count is the number of pairs of class c.
-func (r *DuplicatesReport) Count(c Class) int {
+func (r DuplicatesReport) Count(c Class) int {
 	n := 0
 	for _, p := range r.Pairs {
 		if p.Class == c {
@@ -141,7 +141,7 @@ func (r *DuplicatesReport) Count(c Class) int {
 
 // Unexplained is the number of pairs that are not explicit re-checks: what --fail-on-found and
 // deploy verify fail on.
-func (r *DuplicatesReport) Unexplained() int {
+func (r DuplicatesReport) Unexplained() int {
 	return len(r.Pairs) - r.Count(ClassExplained)
 }
 

@@ -98,7 +98,7 @@ type duplicatesJSON struct {
 
 // MarshalJSON writes the documented shape (docs/audit.md): snake_case keys, RFC 3339 UTC times,
 // gaps in seconds with three decimals, null for a missing finish or closest pair.
-func (r *DuplicatesReport) MarshalJSON() ([]byte, error) {
+func (r DuplicatesReport) MarshalJSON() ([]byte, error) {
 	out := duplicatesJSON{
 		Population: populationJSON{Jobs: r.Population.Jobs, Servers: r.Population.Servers,
 			Since: r.Population.Since.UTC(), Until: r.Population.Until.UTC()},

@@ -47,7 +47,7 @@ type OpenReport struct {
 }
 
 // Stale is the number of open jobs past the in-flight window.
-func (r *OpenReport) Stale() int {
+func (r OpenReport) Stale() int {
 	n := 0
 	for _, j := range r.Jobs {
 		if j.Stale {
@@ -124,7 +124,7 @@ type openJSON struct {
 }
 
 // MarshalJSON writes the documented shape (docs/audit.md).
-func (r *OpenReport) MarshalJSON() ([]byte, error) {
+func (r OpenReport) MarshalJSON() ([]byte, error) {
 	out := openJSON{Now: r.Now.UTC(), InFlightSeconds: Seconds(r.InFlight), OpenCount: len(r.Jobs),
 		StaleCount: r.Stale(), Jobs: make([]openJobJSON, 0, len(r.Jobs))}
 	for _, j := range r.Jobs {

@@ -147,7 +147,7 @@ type rateJSON struct {
 }
 
 // MarshalJSON writes the documented shape (docs/audit.md).
-func (r *RateReport) MarshalJSON() ([]byte, error) {
+func (r RateReport) MarshalJSON() ([]byte, error) {
 	out := rateJSON{Since: r.Since.UTC(), Until: r.Until.UTC(), PromisedRequests: MaxRequestsPerRound,
 		Servers: r.Servers, Rounds: r.Rounds, Requests: r.Requests, OverCount: len(r.Over),
 		Over: make([]rateServerJSON, 0, len(r.Over))}

@@ -241,3 +241,11 @@ func AuditBenchLoad(ctx context.Context, db DBTX, servers, perServer int, start 
 	}
 	return nil
 }
+
+// AuditBenchNoParallel stops the rest of the transaction from using parallel workers.
+func AuditBenchNoParallel(ctx context.Context, db DBTX) error {
+	if _, err := db.Exec(ctx, SQL("AuditBenchNoParallel")); err != nil {
+		return fmt.Errorf("switch parallel query off: %w", err)
+	}
+	return nil
+}

@@ -148,6 +148,10 @@ SELECT server_id, 'scheduled', at, at + interval '2 seconds', 'ok'
          WHERE s.id % $4::int = 0) j
  ORDER BY at;
 
+-- name: AuditBenchNoParallel
+-- For the benchmark's second yardstick: a count(*) run by one process, as the audit's scan is.
+SET LOCAL max_parallel_workers_per_gather = 0;
+
 -- name: AuditBenchVacuumJobs
 -- Sets the visibility map (as autovacuum would have on a month of jobs) and the statistics.
 VACUUM (ANALYZE) probe_jobs;
