@@ -45,6 +45,9 @@ type Options struct {
 	// Logf, if set, receives progress messages (binaries, directory, port),
 	// so a command or test can show what is going on; t.Logf fits.
 	Logf func(format string, args ...any)
+	// Detach lets the server outlive the calling process (`probectl demo
+	// --keep`): see detach.go. Stop still stops it.
+	Detach bool
 }
 
 // Cluster is a running throwaway server. Call Stop when done with it.
@@ -54,6 +57,7 @@ type Cluster struct {
 	sockDir string
 	logPath string
 	port    int
+	detach  bool     // started with Options.Detach
 	proc    *process // the postmaster; nil until started
 
 	stopOnce sync.Once
@@ -85,6 +89,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		dataDir: filepath.Join(root, "data"),
 		sockDir: filepath.Join(root, "sock"),
 		logPath: filepath.Join(root, "postgres.log"),
+		detach:  opts.Detach,
 	}
 	logf("pglaunch: initialising cluster in %s with %s", c.dataDir, binDir)
 	if err := initdb(ctx, binDir, c.dataDir, cred); err != nil {

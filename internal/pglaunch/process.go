@@ -19,8 +19,11 @@ type process struct {
 // thread until the child has exited, and Go cannot retire that thread early.
 // A Go process that is killed outright still takes the child with it; only
 // its temporary directory is left behind.
+// A cmd that already has its SysProcAttr (a detached server) keeps it.
 func start(cmd *exec.Cmd, cred *syscall.Credential) (*process, error) {
-	cmd.SysProcAttr = sysProcAttr(cred)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = sysProcAttr(cred)
+	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {

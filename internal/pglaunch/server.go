@@ -85,6 +85,9 @@ func (c *Cluster) startPostgres(binDir string, cred *syscall.Credential) error {
 	)
 	cmd.Dir = c.root
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if c.detach {
+		cmd.SysProcAttr = detachedProcAttr(cred)
+	}
 	p, err := start(cmd, cred)
 	if err != nil {
 		return fmt.Errorf("start postgres: %w", err)
