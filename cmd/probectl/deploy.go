@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/user"
 	"strings"
 	"time"
 
@@ -120,10 +121,17 @@ func settingsRows(r release.Release) [][2]string {
 	}
 }
 
-// actorFrom is --actor, else $USER.
+// actorFrom is --actor, else $USER, else the name of the OS user running probectl (cron jobs and
+// containers often have no $USER, and a release must still say who made it).
 func actorFrom(f *factory, flag string) string {
 	if flag != "" {
 		return flag
 	}
-	return f.Getenv("USER")
+	if u := f.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/user"
 	"testing"
 	"time"
 
@@ -140,22 +141,28 @@ func TestDeployRecordRefusesBadFlagsWithoutConnecting(t *testing.T) {
 		{"an unknown finish mode", []string{"--finish", "later"}, "--finish: must be tx or advance-first"},
 		{"settings that fail the lease check", []string{"--request-timeout", "1m", "--max-duration", "10m"},
 			"lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s = 18m0s does not fit"},
-		{"no --actor and no $USER", []string{"--actor", ""}, "--actor: must not be empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// No database is configured: reaching it would exit 3, not 2.
-			env := map[string]string{"USER": "ana"}
-			if tc.want == "--actor: must not be empty" {
-				env = nil
-			}
-			res := cli{env: env}.run(t, append([]string{"deploy", "record"}, tc.args...)...)
+			res := cli{env: map[string]string{"USER": "ana"}}.run(t, append([]string{"deploy", "record"}, tc.args...)...)
 			require.Equal(t, 2, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 			require.Empty(t, res.Stdout)
 		})
 	}
+}
+
+func TestTheActorIsTheFlagElseUserElseTheOSUser(t *testing.T) {
+	t.Parallel()
+	f := newFactory(nil, func(k string) string { return map[string]string{"USER": "ana"}[k] }, buildInfo{})
+	require.Equal(t, "bot", actorFrom(f, "bot"))
+	require.Equal(t, "ana", actorFrom(f, ""))
+	me, err := user.Current()
+	require.NoError(t, err)
+	f.Getenv = func(string) string { return "" }
+	require.Equal(t, me.Username, actorFrom(f, ""), "cron jobs and containers often have no $USER")
 }
 
 func TestDeployListShowsWhoDeployedAndRolledBackWhenAndWhy(t *testing.T) {
