@@ -9,6 +9,7 @@ import (
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/when"
 )
 
@@ -97,4 +98,25 @@ func secondsOr(d *time.Duration, missing string) string {
 		return missing
 	}
 	return audit.FormatSeconds(*d) + " s"
+}
+
+// writeAuditReport writes an audit's report in the format asked for: the report itself as JSON,
+// or through the command's own CSV and table writers.
+func writeAuditReport(f *factory, format string, report any, csv, table func() error) error {
+	switch format {
+	case "json":
+		return render.JSON(f.IO.Out, report)
+	case "csv":
+		return csv()
+	default:
+		return table()
+	}
+}
+
+// failIfFound turns a finding into exit 1 once the report is out (--fail-on-found).
+func failIfFound(err error, found bool) error {
+	if err == nil && found {
+		return &silentError{code: exit.Found}
+	}
+	return err
 }

@@ -84,21 +84,10 @@ func runAuditDuplicates(ctx context.Context, opts *auditDuplicatesOptions) error
 	if err != nil {
 		return auditError(err)
 	}
-	switch format {
-	case "json":
-		err = render.JSON(f.IO.Out, r)
-	case "csv":
-		err = writeDuplicatesCSV(f.IO.Out, r)
-	default:
-		err = writeDuplicatesTable(f.IO, r)
-	}
-	if err != nil {
-		return err
-	}
-	if opts.FailOnFound && r.Unexplained() > 0 {
-		return &silentError{code: exit.Found}
-	}
-	return nil
+	err = writeAuditReport(f, format, r,
+		func() error { return writeDuplicatesCSV(f.IO.Out, r) },
+		func() error { return writeDuplicatesTable(f.IO, r) })
+	return failIfFound(err, opts.FailOnFound && r.Unexplained() > 0)
 }
 
 func (opts *auditDuplicatesOptions) params(now time.Time) (audit.DuplicatesParams, error) {

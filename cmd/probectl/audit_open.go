@@ -64,21 +64,10 @@ func runAuditOpen(ctx context.Context, opts *auditOpenOptions) error {
 	if err != nil {
 		return auditError(err)
 	}
-	switch format {
-	case "json":
-		err = render.JSON(f.IO.Out, r)
-	case "csv":
-		err = writeOpenCSV(f.IO.Out, r)
-	default:
-		err = writeOpenTable(f.IO, r)
-	}
-	if err != nil {
-		return err
-	}
-	if opts.FailOnFound && r.Stale() > 0 {
-		return &silentError{code: exit.Found}
-	}
-	return nil
+	err = writeAuditReport(f, format, r,
+		func() error { return writeOpenCSV(f.IO.Out, r) },
+		func() error { return writeOpenTable(f.IO, r) })
+	return failIfFound(err, opts.FailOnFound && r.Stale() > 0)
 }
 
 func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {

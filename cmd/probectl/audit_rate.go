@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/audit"
-	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 )
 
@@ -65,21 +64,10 @@ func runAuditRate(ctx context.Context, opts *auditRateOptions) error {
 	if err != nil {
 		return auditError(err)
 	}
-	switch format {
-	case "json":
-		err = render.JSON(f.IO.Out, r)
-	case "csv":
-		err = writeRateCSV(f.IO.Out, r)
-	default:
-		err = writeRateTable(f.IO, r)
-	}
-	if err != nil {
-		return err
-	}
-	if opts.FailOnFound && len(r.Over) > 0 {
-		return &silentError{code: exit.Found}
-	}
-	return nil
+	err = writeAuditReport(f, format, r,
+		func() error { return writeRateCSV(f.IO.Out, r) },
+		func() error { return writeRateTable(f.IO, r) })
+	return failIfFound(err, opts.FailOnFound && len(r.Over) > 0)
 }
 
 func writeRateTable(io *render.Streams, r *audit.RateReport) error {
