@@ -54,6 +54,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newAuditCmd(f),
 		newStatusCmd(f),
 		newServeCmd(f),
+		newDemoCmd(f),
 	)
 	addHelpTopics(root)
 	return root
