@@ -16,6 +16,7 @@
 // The finish has two modes. FinishTx (default) advances next_check_at, stores the run and closes
 // the job in one transaction (probe_finish). FinishAdvanceFirst makes two writes in the safe order:
 // advance first, so that the job is still open while the server is due, then the run and the job.
-// The unsafe order (job first) is not in this package at all: tests supply it through an
-// unexported seam to show that the order tests can fail.
+// The unsafe order (job first, then advance) is reachable only through an unexported seam, set
+// by tests to show that the order tests can fail and by ReplayIncident for `probectl demo
+// --reproduce-incident`; no flag of `run round` and no release setting can select it.
 package probe

@@ -96,8 +96,11 @@ BEGIN
     ), inserted AS (
         -- Layer 4: the unique index allows one open job per server; a conflicting claim (only
         -- possible with layer 1 switched off) skips the server instead of failing the claim.
+        -- requested_at is read from the clock here, during this statement, and so after its
+        -- snapshot: a finish that committed just before the snapshot is dated before the claim
+        -- that saw it, and the audit classes such a pair after_finish, not overlap.
         INSERT INTO probe_jobs AS j (server_id, round_id, invocation, reason, requested_at)
-        SELECT pk.id, p_round_id, p_invocation, pk.reason, v_now
+        SELECT pk.id, p_round_id, p_invocation, pk.reason, coalesce(p_now, clock_timestamp())
           FROM picked AS pk
          ORDER BY pk.next_check_at, pk.id
         ON CONFLICT DO NOTHING

@@ -1,0 +1,68 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
+)
+
+// A claim is dated after the snapshot it read, not when it got the lock: a finish that commits
+// while the claim waits between the two is then dated before the claim that saw it. Dated at the
+// lock, the claim would come out "requested before the first job finished", and the audit would
+// class the incident's pair (a claim after the finish, before the advance) as an overlap.
+func TestAClaimIsDatedAfterTheFinishItSaw(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := testDB(t)
+
+	// The server whose finish lands in the incident's order: job finished, next check not moved.
+	due := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "finished-not-advanced"})
+	first := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: due, RequestedAt: testfactory.Ptr(time.Now().Add(-time.Second))})
+	// A job past the in-flight window, which the claim closes as abandoned before it reads.
+	stale := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "stale", NextCheckAt: testfactory.Ptr(time.Now().Add(time.Hour))})
+	staleJob := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: stale, RequestedAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
+
+	// Hold the stale job's row: the claim takes its lock and reads the clock, then blocks on it.
+	holder, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer holder.Rollback(ctx)
+	_, err = holder.Exec(ctx, testSQL(t, "lock_job_row.sql"), staleJob)
+	require.NoError(t, err)
+
+	round := testfactory.Round(ctx, t, pool, nil)
+	claimed := make(chan []queries.ClaimedJob, 1)
+	failed := make(chan error, 1)
+	go func() {
+		jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 5, MinSpacing: 0})
+		if err != nil {
+			failed <- err
+			return
+		}
+		claimed <- jobs
+	}()
+	waitForLockWaiters(t, pool, 1)
+
+	// The first job finishes while the claim waits; its server stays due (no advance yet).
+	res, err := queries.FinishJob(ctx, pool, queries.FinishParams{JobID: first, Outcome: "ok",
+		StartedAt: time.Now(), CheckFinishedAt: time.Now(), Requests: 1, Result: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	require.True(t, res.JobFinished)
+	require.NoError(t, holder.Rollback(ctx))
+
+	var jobs []queries.ClaimedJob
+	select {
+	case err := <-failed:
+		t.Fatalf("claim: %v", err)
+	case jobs = <-claimed:
+	}
+	require.Len(t, jobs, 1, "the finished, not advanced server is due and has no open job")
+	require.Equal(t, due, jobs[0].ServerID)
+	require.True(t, jobs[0].RequestedAt.After(res.FinishedAt),
+		"claim dated %s, before the finish it saw (%s)", jobs[0].RequestedAt, res.FinishedAt)
+}
