@@ -68,7 +68,21 @@ type BadURLError struct {
 }
 
 func (e *BadURLError) Error() string {
-	return fmt.Sprintf("bad database url (from %s): %s", e.Source, redact(e.Err.Error(), ""))
+	return fmt.Sprintf("bad database url (from %s): %s", e.Source, parseReason(e.Err))
+}
+
+// parseReason says why a connection string did not parse without quoting the string: pgx
+// redacts the password it could find, but a string that does not parse may not show where the
+// password ends.
+func parseReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		return msg[i+3:]
+	}
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner.Error()
+	}
+	return "cannot parse it"
 }
 
 func (e *BadURLError) Unwrap() error { return e.Err }
@@ -98,6 +112,10 @@ func Connect(ctx context.Context, url string, source URLSource, opts ConnectOpti
 	password := cfg.ConnConfig.Password
 	params := cfg.ConnConfig.RuntimeParams
 	setDefault(params, "application_name", "probectl")
+	// The claim's lock serialises claims only under READ COMMITTED (probe_claim refuses anything
+	// else); a role or database that defaults to REPEATABLE READ must not change that. Audits ask
+	// for REPEATABLE READ explicitly, per transaction.
+	params["default_transaction_isolation"] = "read committed"
 	setDefault(params, "statement_timeout", millis(opts.StatementTimeout, 5*time.Minute))
 	setDefault(params, "idle_in_transaction_session_timeout", millis(opts.IdleInTxTimeout, time.Minute))
 	if opts.MaxConns > 0 {

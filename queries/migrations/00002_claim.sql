@@ -40,6 +40,16 @@ BEGIN
         RETURN;
     END IF;
 
+    -- The lock below serialises claims only under READ COMMITTED, where each statement takes a
+    -- new snapshot. Under REPEATABLE READ or SERIALIZABLE the snapshot is taken by the first
+    -- statement, before the lock, and a claim would read what the claim before it had not yet
+    -- written: refuse rather than claim twice.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'probe_claim must run under READ COMMITTED, not %', current_setting('transaction_isolation')
+              USING ERRCODE = 'invalid_transaction_state',
+                    HINT = 'unset default_transaction_isolation for the probectl role or database';
+    END IF;
+
     -- Layer 1. The lock is taken in a statement of its own, before any statement that reads:
     -- under READ COMMITTED each statement takes a new snapshot, so the reads below see every
     -- claim committed before we got the lock. Taken inside the reading statement, the lock would
