@@ -77,7 +77,7 @@ func TestImportOfABadRowNamesTheLineImportsNothingAndExits2(t *testing.T) {
 		{"an unknown kind", "s.csv", goodCSV + "grpc-one,https://x.example/,grpc,standard\n", "line 4: kind \"grpc\": must be mcp or http"},
 		{"an unknown plan", "s.csv", goodCSV + "hourly,https://x.example/,http,hourly\n", "line 4: plan \"hourly\": must be standard"},
 		{"a duplicate slug in the file", "s.csv", goodCSV + "weather,https://other.example/,http,standard\n", "line 4: slug \"weather\" already appears on line 2"},
-		{"a url carrying credentials", "s.csv", goodCSV + "creds,https://user:pw@x.example/,http,standard\n", "line 4: url \"https://user:pw@x.example/\": must not carry credentials"},
+		{"a url carrying credentials", "s.csv", goodCSV + "creds,https://user:pw@x.example/,http,standard\n", "line 4: url \"https://user:xxxxx@x.example/\": must not carry credentials"},
 		{"a row with too few fields", "s.csv", goodCSV + "short,https://x.example/\n", "line 4: has 2 fields, the header has 4"},
 		{"an unknown column", "s.csv", "slug,url,kind,colour\n", "line 1: unknown column \"colour\""},
 		{"a bad json line", "s.jsonl", `{"slug":"a","url":"https://a.example/","kind":"http"}` + "\n" + `{"slug":"b",` + "\n", "line 2: not a JSON object"},
@@ -93,6 +93,7 @@ func TestImportOfABadRowNamesTheLineImportsNothingAndExits2(t *testing.T) {
 			require.Contains(t, res.Stderr, tc.want)
 			require.Empty(t, res.Stdout)
 			require.Equal(t, 0, countServers(t, url), "nothing is imported")
+			require.NotContains(t, res.Stderr, ":pw@", "a password in a refused url is not printed")
 		})
 	}
 }

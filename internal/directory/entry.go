@@ -44,7 +44,7 @@ func (e *Entry) Validate() error {
 		return fmt.Errorf("slug %q: must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit", e.Slug)
 	}
 	if err := validateURL(e.URL); err != nil {
-		return fmt.Errorf("url %q: %w", e.URL, err)
+		return fmt.Errorf("url %q: %w", redactedURL(e.URL), err)
 	}
 	if e.Kind != "mcp" && e.Kind != "http" {
 		return fmt.Errorf("kind %q: must be mcp or http", e.Kind)
@@ -79,4 +79,14 @@ func validateURL(raw string) error {
 		return fmt.Errorf("must not have a fragment")
 	}
 	return nil
+}
+
+// redactedURL is the URL as it may be printed: a password in it is replaced (the refusal of a URL
+// with credentials must not print them to a terminal or a CI log).
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
 }
