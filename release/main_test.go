@@ -62,7 +62,9 @@ func plantData(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
 // dataTables are the tables a rollback must never write.
 var dataTables = []string{"servers", "probe_rounds", "probe_jobs", "probe_runs", "signing_keys"}
 
-// fingerprint is every data table's content, row for row, as one string per table.
+// fingerprint is every data table's content, row for row, as one string per table. Each row's
+// xmin is part of it: an UPDATE that writes the same values still makes a new row version (and
+// takes row locks that claims and finishes would wait on), and must show.
 func fingerprint(t *testing.T, pool *pgxpool.Pool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -73,7 +75,7 @@ func fingerprint(t *testing.T, pool *pgxpool.Pool) map[string]string {
 			order = "key_id"
 		}
 		// Test-only: table names cannot be query parameters, and these are constants above.
-		err := pool.QueryRow(t.Context(), "SELECT count(*) || ':' || coalesce(md5(string_agg(t::text, ',' ORDER BY "+order+")), '') FROM "+table+" t").Scan(&sum)
+		err := pool.QueryRow(t.Context(), "SELECT count(*) || ':' || coalesce(md5(string_agg(t::text || '@' || t.xmin::text, ',' ORDER BY "+order+")), '') FROM "+table+" t").Scan(&sum)
 		require.NoError(t, err)
 		out[table] = sum
 	}
