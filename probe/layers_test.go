@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/testfactory"
@@ -132,16 +133,21 @@ func TestManyConcurrentClaimersClaimEachServerOnceWithOnlyTheLock(t *testing.T) 
 	for range 16 {
 		rounds = append(rounds, testfactory.Round(ctx, t, pool, nil))
 	}
+	// Each claim that takes anything takes at least one of the 4 servers, which then have an open
+	// job: a round's fifth claim at the latest comes back empty. A claim that keeps taking servers
+	// past that (say, the in-flight guard gone) fails the test instead of looping forever.
+	const maxClaims = 5
 	var wg sync.WaitGroup
 	for _, round := range rounds {
 		wg.Go(func() {
-			for {
+			for claim := 1; claim <= maxClaims; claim++ {
 				jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 2, MinSpacing: 0})
-				if !(err == nil && len(jobs) > 0) {
-					require.NoError(t, err)
+				if err != nil || len(jobs) == 0 {
+					assert.NoError(t, err) // not the test goroutine: no FailNow
 					return
 				}
 			}
+			t.Errorf("round %d: %d claims still took servers, of 4 due: the claims never run dry", round, maxClaims)
 		})
 	}
 	wg.Wait()
