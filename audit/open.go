@@ -11,8 +11,8 @@ import (
 )
 
 // InFlightWindow is how long a job may stay open before it is stale: the claim treats an older
-// open job as abandoned, so its server can be claimed again.
-const InFlightWindow = 15 * time.Minute
+// open job as abandoned, so its server can be claimed again. It is the claim's own window.
+const InFlightWindow = queries.InFlightWindow
 
 // OpenParams tune the open-jobs audit; the zero value is the documented behaviour.
 type OpenParams struct {
