@@ -2,12 +2,18 @@ package check
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -130,28 +136,111 @@ func TestANameIsResolvedOnceAndEveryAddressIsChecked(t *testing.T) {
 }
 
 // The transport never takes a proxy from the environment: a proxy would dial for us, around
-// the guard. Not parallel: it sets the environment. (Go never proxies 127.0.0.1 itself, hence
-// the name resolved by the test's resolver.)
+// the guard. net/http reads the proxy variables once per process, before any test could set
+// them, so the check runs in a child process (this test binary again) started with them set,
+// and a loopback proxy in this process counts the connections that reach it. The proxy answers
+// 200 to anything, so a proxied check would still be ok: only the count can tell.
 func TestAProxyInTheEnvironmentIsIgnored(t *testing.T) {
-	proxy := newFleet(t, http.HandlerFunc(ok))
+	if target := os.Getenv(proxyChildEnv); target != "" {
+		checkInTheProxiedChild(t, target)
+		return
+	}
+	t.Parallel()
+	var proxyConns atomic.Int64
+	proxy := httptest.NewUnstartedServer(http.HandlerFunc(ok))
+	proxy.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			proxyConns.Add(1)
+		}
+	}
+	proxy.Start()
+	t.Cleanup(proxy.Close)
 	target := newFleet(t, http.HandlerFunc(ok))
-	t.Setenv("HTTP_PROXY", proxy.URL)
-	t.Setenv("http_proxy", proxy.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAProxyInTheEnvironmentIsIgnored$", "-test.count=1", "-test.v")
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !strings.Contains(strings.ToLower(name), "proxy") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env,
+		proxyChildEnv+"=http://probe.test:"+itoa(target.port(t))+"/",
+		"HTTP_PROXY="+proxy.URL, "http_proxy="+proxy.URL,
+		"HTTPS_PROXY="+proxy.URL, "https_proxy="+proxy.URL,
+	)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the child's check:\n%s", out)
+	require.Contains(t, string(out), "--- PASS: TestAProxyInTheEnvironmentIsIgnored", "the child ran the check")
+	assert.Zero(t, proxyConns.Load(), "the proxy was never connected to")
+	assert.Equal(t, int64(1), target.hits.Load(), "the target was reached directly")
+}
+
+// proxyChildEnv carries the target URL to the child process of TestAProxyInTheEnvironmentIsIgnored.
+const proxyChildEnv = "PROBECTL_CHECK_PROXY_CHILD_TARGET"
+
+func checkInTheProxiedChild(t *testing.T, target string) {
+	req, err := http.NewRequest(http.MethodGet, target, nil)
+	require.NoError(t, err)
+	proxyURL, err := http.ProxyFromEnvironment(req)
+	require.NoError(t, err)
+	require.NotNil(t, proxyURL, "the environment names a proxy for this target, were it consulted")
+
 	c := New(Config{AllowPrivate: true})
+	// Go never proxies 127.0.0.1 itself, hence a name, which this resolver answers.
 	c.lookup = func(ctx context.Context, network, host string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}
-	res := c.Check(context.Background(), Target{URL: "http://probe.test:" + itoa(target.port(t)) + "/", Kind: "http"})
-	assert.Equal(t, OutcomeOK, res.Outcome, res.Error)
-	assert.Equal(t, int64(1), target.hits.Load())
-	assert.Zero(t, proxy.hits.Load(), "the proxy was never asked")
+	res := c.Check(context.Background(), Target{URL: target, Kind: "http"})
+	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+}
+
+// The same guard seen from inside: the check's transport has no proxy function at all.
+func TestTheCheckTransportHasNoProxy(t *testing.T) {
+	t.Parallel()
+	rec, client := New(Config{}).newClient()
+	defer client.CloseIdleConnections()
+	tr, isTransport := rec.base.(*http.Transport)
+	require.True(t, isTransport, "the recorder wraps an *http.Transport")
+	assert.Nil(t, tr.Proxy)
 }
 
 func itoa(p uint16) string { return strconv.Itoa(int(p)) }
 
 // The dialer's Control hook is the second line: whatever dials, the socket's own address is
-// checked just before connect.
+// checked just before connect. The seam is a policy that admits an address the first time it is
+// asked and refuses it from then on, as if the policy had changed between the guard's check and
+// the connect: the check goes through the transport's real dialer, and only a second look, at
+// the socket, can refuse it.
 func TestTheSocketAddressIsCheckedAgainBeforeConnect(t *testing.T) {
+	t.Parallel()
+	srv := newFleet(t, http.HandlerFunc(ok))
+	var mu sync.Mutex
+	var asked []netip.AddrPort
+	c := New(Config{})
+	c.allow = func(ap netip.AddrPort) error {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, ap)
+		if len(asked) == 1 {
+			return nil
+		}
+		return &RefusedError{Addr: ap.Addr(), Reason: "refused on a second look"}
+	}
+	res := c.Check(context.Background(), Target{URL: srv.URL, Kind: "http"})
+	assert.Equal(t, OutcomeFailed, res.Outcome, res.Error)
+	assert.Equal(t, "refused by the SSRF guard", res.Summary)
+	assert.Contains(t, res.Error, "refused on a second look")
+	assert.Zero(t, srv.hits.Load(), "the server saw no request")
+	want := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), srv.port(t))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []netip.AddrPort{want, want}, asked, "checked before dialling, then at the socket")
+}
+
+// The hook judges the socket's address with the same policy, IPv4-mapped forms included.
+func TestTheControlHookAppliesThePolicyToTheSocketAddress(t *testing.T) {
 	t.Parallel()
 	g := newGuard(defaultPolicy(false), nil)
 	assert.ErrorContains(t, g.control("tcp4", "127.0.0.1:80", nil), "refused: 127.0.0.1 is a loopback address")
