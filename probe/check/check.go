@@ -74,7 +74,7 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 	rec, client := c.newClient()
 	defer func() {
 		if p := recover(); p != nil {
-			res = Result{Outcome: OutcomeError, Summary: "internal error", Error: fmt.Sprintf("check panicked: %v", p)}
+			res = Result{Outcome: OutcomeError, Summary: "internal error", Error: rec.redact(fmt.Sprintf("check panicked: %v", p))}
 		}
 		client.CloseIdleConnections()
 		res.Requests, res.RefusedRequests, _ = rec.snapshot()
@@ -87,8 +87,11 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(MaxRequests)*c.cfg.RequestTimeout)
 	defer cancel()
+	if u, err := url.Parse(t.URL); err == nil {
+		rec.see(u)
+	}
 	if err := validateURL(t.URL); err != nil {
-		return Result{Outcome: OutcomeFailed, Summary: "bad url", Error: err.Error()}
+		return Result{Outcome: OutcomeFailed, Summary: "bad url", Error: rec.redact(err.Error())}
 	}
 	var err error
 	switch t.Kind {
@@ -115,7 +118,7 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 		}
 	}
 	res.Outcome = outcomeOf(problem)
-	res.Error = clip(problem.Error(), maxErrorLen)
+	res.Error = clip(rec.redact(problem.Error()), maxErrorLen)
 	return res
 }
 
@@ -200,7 +203,10 @@ func (c *Checker) newClient() (*recorder, *http.Client) {
 		base: base, max: MaxRequests, timeout: c.cfg.RequestTimeout,
 		maxBody: c.cfg.MaxBodyBytes, userAgent: c.cfg.UserAgent,
 	}
-	return rec, &http.Client{Transport: rec, CheckRedirect: checkRedirect}
+	return rec, &http.Client{Transport: rec, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		rec.see(req.URL) // a refused hop is quoted in the error without reaching the recorder
+		return checkRedirect(req, via)
+	}}
 }
 
 // redirectError is a redirect we will not follow.
@@ -223,13 +229,18 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 func validateURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
+		// url.Error quotes the whole URL, which we could not parse to redact.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("endpoint url: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("endpoint url %q: scheme must be http or https", raw)
+		return fmt.Errorf("endpoint url %q: scheme must be http or https", redactedURL(u))
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("endpoint url %q: no host", raw)
+		return fmt.Errorf("endpoint url %q: no host", redactedURL(u))
 	}
 	return nil
 }

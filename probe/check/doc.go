@@ -15,6 +15,13 @@
 // tripper: it refuses the request past MaxRequests without sending it, bounds each request with
 // the per-request timeout, cuts bodies at the size cap, and records method, URL, JSON-RPC method,
 // status, latency, bytes and TLS certificate details in Result.Requests.
+//
+// Runs store what a check saw, so URLs are stored redacted: user info and fragment removed, and
+// every query value replaced by "redacted" while parameter names are kept ("?token=redacted").
+// Error text gets the same treatment for every URL the check sent or was redirected to, since
+// net/http and the MCP SDK quote whole URLs in their errors. Redaction is by exact text, so a
+// secret a server echoes back in another form (in a body, or re-encoded) is not caught: directory
+// entries should not carry secrets in their URLs at all, in query parameters least of all.
 package check
 
 // MaxRequests is the most requests one check of one server may make: the promise to operators.

@@ -9,6 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -53,17 +57,21 @@ type recorder struct {
 	requests []Request
 	overflow int   // requests refused because the budget was spent
 	problem  error // the first transport-level failure, which explains a failed check best
+	// secrets maps what error text may quote of a URL the check has seen (user info, query
+	// string, fragment) to what may be stored instead; see redact.
+	secrets map[string]string
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	rpc := rpcMethod(req)
-	url := redactedURL(req)
+	shown := redactedURL(req.URL)
 	start := time.Now()
+	r.see(req.URL)
 
 	r.mu.Lock()
 	if len(r.requests) >= r.max {
 		r.overflow++
-		err := &BudgetError{Max: r.max, Method: req.Method, URL: url}
+		err := &BudgetError{Max: r.max, Method: req.Method, URL: shown}
 		r.noteLocked(err)
 		r.mu.Unlock()
 		if req.Body != nil {
@@ -72,7 +80,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	idx := len(r.requests)
-	r.requests = append(r.requests, Request{Method: req.Method, URL: url, RPC: rpc, StartedAt: start.UTC()})
+	r.requests = append(r.requests, Request{Method: req.Method, URL: shown, RPC: rpc, StartedAt: start.UTC()})
 	r.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(req.Context(), r.timeout)
@@ -137,7 +145,7 @@ func (r *recorder) fail(idx int, err error, f func(*Request)) {
 		f(q)
 	}
 	if q.Error == "" {
-		q.Error = err.Error()
+		q.Error = r.redactLocked(err.Error())
 	}
 	r.noteLocked(err)
 }
@@ -243,11 +251,90 @@ func rpcMethod(req *http.Request) string {
 	return msg.Method
 }
 
-// redactedURL is the request URL without user info: a directory entry may carry credentials.
-func redactedURL(req *http.Request) string {
-	u := *req.URL
-	u.User = nil
-	return u.String()
+// redactedURL is a request URL fit to store in a run: no user info, every query value replaced
+// by "redacted" (names kept), no fragment. A directory entry may carry credentials in any of
+// them.
+func redactedURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	c.RawQuery = redactQuery(c.RawQuery)
+	c.Fragment, c.RawFragment = "", ""
+	return c.String()
+}
+
+// redactQuery keeps each parameter's name and replaces its value; a part without "=" may be a
+// bare token, so it is replaced whole.
+func redactQuery(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	parts := strings.Split(raw, "&")
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		if name, _, found := strings.Cut(p, "="); found {
+			parts[i] = name + "=redacted"
+		} else {
+			parts[i] = "redacted"
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// see remembers the secrets u could put in error text: net/http and the SDK quote the whole
+// URL (password masked, user name, query and fragment kept) in the errors they return.
+func (r *recorder) see(u *url.URL) {
+	add := func(old, replacement string) {
+		if old == "" || old == replacement {
+			return
+		}
+		r.secrets[old] = replacement
+		// url.Error quotes the URL with %q, which escapes some bytes.
+		if q := strconv.Quote(old); q[1:len(q)-1] != old {
+			r.secrets[q[1:len(q)-1]] = replacement
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.secrets == nil {
+		r.secrets = map[string]string{}
+	}
+	if u.User != nil {
+		add(u.User.String()+"@", "")
+		add(url.UserPassword(u.User.Username(), "***").String()+"@", "")
+	}
+	if u.RawQuery != "" {
+		add("?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
+	}
+	if f := u.EscapedFragment(); f != "" {
+		add("#"+f, "")
+		add("#"+u.Fragment, "")
+	}
+}
+
+// redact removes from s every secret of the URLs seen so far.
+func (r *recorder) redact(s string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.redactLocked(s)
+}
+
+func (r *recorder) redactLocked(s string) string {
+	if len(r.secrets) == 0 {
+		return s
+	}
+	olds := make([]string, 0, len(r.secrets))
+	for old := range r.secrets {
+		olds = append(olds, old)
+	}
+	// Longest first: "?a=1" must not mask only the start of "?a=1&token=x".
+	slices.SortFunc(olds, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(olds))
+	for _, old := range olds {
+		pairs = append(pairs, old, r.secrets[old])
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
 }
 
 func tlsInfo(cs *tls.ConnectionState) *TLSInfo {
