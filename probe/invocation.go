@@ -2,10 +2,16 @@ package probe
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/probectl/probectl/queries"
 )
+
+// claimTimeout bounds one claim, which runs even when the round is cancelled (see invoke). A
+// claim is one short transaction; it waits only for other claims' locks.
+const claimTimeout = 30 * time.Second
 
 // invoke is one invocation's loop: claim whenever a slot is free, up to ClaimLimit over its life,
 // until a claim comes back empty, the budget is spent or the round stops claiming; then wait for
@@ -32,14 +38,26 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		}
 		n := min(s.Concurrency-p.InFlight, s.ClaimLimit-p.Claimed)
 		r.hooks.before(ctx, writeClaim)
-		jobs, err := queries.Claim(ctx, r.DB, queries.ClaimParams{
+		if ctx.Err() != nil {
+			break
+		}
+		// Once sent, a claim is waited for even if the round is cancelled: a claim queued on the
+		// lock commits on the server whether or not its caller is still listening, and jobs
+		// nobody heard of would stay open, unchecked, for the in-flight window. The jobs it
+		// returns are worked as usual (a cancelled round's checks end at once and are recorded
+		// as interrupted).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		jobs, err := queries.Claim(cctx, r.DB, queries.ClaimParams{
 			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing, SkipLock: r.skipLock,
 		})
+		cancel()
 		if err != nil {
-			if ctx.Err() == nil {
-				st.problem("invocation %d: %v", inv, err)
-				r.Log.Error("claim failed; this invocation stops claiming", "invocation", inv, "err", err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w (after %s; if it committed after all, its jobs stay open until the in-flight window closes them)",
+					err, claimTimeout)
 			}
+			st.problem("invocation %d: %v", inv, err)
+			r.Log.Error("claim failed; this invocation stops claiming", "invocation", inv, "err", err)
 			break
 		}
 		if len(jobs) == 0 {
