@@ -19,4 +19,11 @@
 // The unsafe order (job first, then advance) is reachable only through an unexported seam, set
 // by tests to show that the order tests can fail and by ReplayIncident for `probectl demo
 // --reproduce-incident`; no flag of `run round` and no release setting can select it.
+//
+// A round whose context is cancelled (Ctrl-C, SIGTERM) claims no more, but every claim already
+// sent is waited for and every job claimed is finished: a check stopped midway is stored as a run
+// with outcome error and an error that says probectl interrupted it, not that the server failed.
+// Such a finish advances next_check_at like any other (requests may have been sent; the server
+// is checked again at its next interval, or sooner through `servers recheck`). Run then returns
+// an *InterruptedError (exit 3) and the summary says Interrupted.
 package probe

@@ -22,6 +22,15 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	cctx, cancel := context.WithTimeout(ctx, s.CheckBudget())
 	res := normalise(r.Checker.Check(cctx, target))
 	cancel()
+	if ctx.Err() != nil && res.Outcome != check.OutcomeOK {
+		// The round was stopped (Ctrl-C) while this check ran, or before it began: whatever went
+		// wrong says nothing about the server. The run is still stored (requests may have been
+		// sent), saying so.
+		res = interrupted(res, context.Cause(ctx))
+		st.mu.Lock()
+		st.interrupted++
+		st.mu.Unlock()
+	}
 
 	var envelope json.RawMessage
 	if r.Signer != nil {
@@ -128,6 +137,18 @@ func (r *Round) finishAdvanceFirst(ctx context.Context, st *state, job queries.C
 
 // errAdvanceFailed: the advance failed twice but the job was finished; already reported.
 var errAdvanceFailed = errors.New("advance failed")
+
+// interrupted marks a result as the check that probectl stopped, keeping what it observed.
+func interrupted(res check.Result, cause error) check.Result {
+	msg := fmt.Sprintf("check interrupted by probectl (%v), not failed by the server", cause)
+	if res.Error != "" {
+		msg += ": " + res.Error
+	}
+	res.Outcome = check.OutcomeError
+	res.Summary = "interrupted"
+	res.Error = msg
+	return res
+}
 
 // normalise makes a checker's result storable: a known outcome and both times.
 func normalise(res check.Result) check.Result {

@@ -109,4 +109,7 @@ func TestAClaimCancelledWhileQueuedOnTheLockLeavesNoJobOpenUnchecked(t *testing.
 		require.NotNil(t, j.FinishedAt, "job %d (%s) is still open", j.JobID, j.Slug)
 	}
 	require.Len(t, checker.checked, 2, "every claimed server is checked")
+	var ie *InterruptedError
+	require.ErrorAs(t, r.err, &ie, "the round was interrupted, and says so")
+	require.True(t, r.sum.Interrupted)
 }

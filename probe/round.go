@@ -72,6 +72,9 @@ type Summary struct {
 	queries.RoundCounts
 	// StoppedClaiming: an advance failed twice, so the round stopped claiming (advance-first).
 	StoppedClaiming bool
+	// Interrupted: the round's context was cancelled (Ctrl-C, SIGTERM) before it ended on its own;
+	// it claimed no more, and the checks it stopped midway are stored as interrupted.
+	Interrupted bool
 	// AdvanceMisses counts finishes whose compare-and-set on next_check_at matched nothing: the
 	// server was re-checked, paused or delisted meanwhile.
 	AdvanceMisses int
@@ -97,6 +100,24 @@ func (e *IncompleteError) Error() string {
 // ExitCode: the work could not all be done.
 func (e *IncompleteError) ExitCode() int { return 3 }
 
+// InterruptedError says the round was stopped (Ctrl-C, SIGTERM) before it ended on its own: the
+// due servers it did not claim wait for the next round, and the checks it stopped midway are
+// stored as interrupted by probectl. Problems holds every problem of the round, the
+// interruption among them.
+type InterruptedError struct {
+	Cause    error // context.Cause of the round's context
+	Problems []string
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("round interrupted (%v): %d problem(s): %s", e.Cause, len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+func (e *InterruptedError) Unwrap() error { return e.Cause }
+
+// ExitCode: the round's work was not all done.
+func (e *InterruptedError) ExitCode() int { return 3 }
+
 // finishTimeout bounds a finish's writes. They run even after the round's context is cancelled
 // (Ctrl-C), so that a check that was made is recorded rather than left open.
 const finishTimeout = 30 * time.Second
@@ -111,6 +132,7 @@ type state struct {
 	problems       []string
 	advanceMisses  int
 	closedElsewise int
+	interrupted    int // checks stopped midway by the round's cancellation
 }
 
 func (st *state) problem(format string, args ...any) {
@@ -121,7 +143,8 @@ func (st *state) problem(format string, args ...any) {
 
 // Run runs the round: it validates the settings, records the round, runs every invocation and
 // returns the summary. The error is a *SettingsError (nothing done), an error from before the
-// round started (nothing claimed), or an *IncompleteError alongside a summary.
+// round started (nothing claimed), or, alongside a summary, an *InterruptedError when ctx was
+// cancelled during the round, else an *IncompleteError when something failed.
 func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	if err := r.Settings.Validate(); err != nil {
 		return nil, err
@@ -159,12 +182,20 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
 	}
 	wg.Wait()
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		st.mu.Lock()
+		n := st.interrupted
+		st.mu.Unlock()
+		st.problem("the round was interrupted (%v): it claimed no more, and %d check(s) it stopped midway were "+
+			"stored as interrupted by probectl, not as failures of the servers", context.Cause(ctx), n)
+	}
 
 	// The round's own bookkeeping is written even after a cancel, like the finishes.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	sum := &Summary{RoundID: roundID, Settings: s, KeyID: keyID, StartedAt: startedAt,
-		Invocations: s.Invocations(), PerInvocation: per, StoppedClaiming: st.stop.Load()}
+		Invocations: s.Invocations(), PerInvocation: per, StoppedClaiming: st.stop.Load(), Interrupted: interrupted}
 	if sum.FinishedAt, err = queries.FinishRound(wctx, r.DB, roundID, nil); err != nil {
 		st.problem("%v", err)
 		sum.FinishedAt = time.Now()
@@ -176,6 +207,9 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	sum.Problems = slices.Clone(st.problems)
 	sum.AdvanceMisses, sum.JobsClosedElsewhere = st.advanceMisses, st.closedElsewise
 	st.mu.Unlock()
+	if interrupted {
+		return sum, &InterruptedError{Cause: context.Cause(ctx), Problems: sum.Problems}
+	}
 	if len(sum.Problems) > 0 {
 		return sum, &IncompleteError{Problems: sum.Problems}
 	}

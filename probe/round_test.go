@@ -214,24 +214,56 @@ type checkerFunc func(ctx context.Context, t check.Target) check.Result
 
 func (f checkerFunc) Check(ctx context.Context, t check.Target) check.Result { return f(ctx, t) }
 
-func TestACancelledRoundStillRecordsTheChecksItMade(t *testing.T) {
+func TestACancelledRoundRecordsTheCheckItStoppedAsInterruptedAndExits3(t *testing.T) {
 	t.Parallel()
 	pool, _ := testDB(t)
 	dueServers(t, pool, 3)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	// Ctrl-C arrives during the first check; the checker reports the interrupted check.
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	// Ctrl-C arrives during the first check; the checker reports the stopped check as the real
+	// one does (outcome error, "check stopped: ...").
 	checker := checkerFunc(func(cctx context.Context, target check.Target) check.Result {
-		cancel()
+		cancel(errors.New("interrupt signal received"))
 		<-cctx.Done()
 		now := time.Now()
-		return check.Result{Outcome: check.OutcomeError, Error: cctx.Err().Error(), StartedAt: now, FinishedAt: now}
+		return check.Result{Outcome: check.OutcomeError, Error: "check stopped: " + context.Cause(cctx).Error(),
+			StartedAt: now, FinishedAt: now}
 	})
 	s := settings(FinishTx)
 	s.ClaimLimit, s.Concurrency = 3, 1
 	sum, err := (&Round{DB: pool, Settings: s, Checker: checker}).Run(ctx)
-	require.NoError(t, err)
+
+	var ie *InterruptedError
+	require.ErrorAs(t, err, &ie, "an interrupted round is not a round that ran: exit 3, not 0")
+	require.Equal(t, exit.Unavailable, exit.Code(err))
+	require.True(t, sum.Interrupted)
+	require.Equal(t, []string{"the round was interrupted (interrupt signal received): it claimed no more, and 1 check(s) it " +
+		"stopped midway were stored as interrupted by probectl, not as failures of the servers"}, sum.Problems)
 	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, Errors: 1, RunsUnsigned: 1}, sum.RoundCounts,
 		"the check that was made is recorded, and nothing more is claimed")
 	require.False(t, sum.FinishedAt.IsZero())
+
+	jobs, err := queries.ListRoundJobs(t.Context(), pool, sum.RoundID)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.Equal(t, "check interrupted by probectl (interrupt signal received), not failed by the server: "+
+		"check stopped: interrupt signal received", *jobs[0].Error)
+}
+
+func TestARoundThatEndsOnItsOwnIsNotInterrupted(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 1)
+	// A check that fails on its own, with the round's context alive, keeps its outcome and text.
+	checker := checkerFunc(func(_ context.Context, _ check.Target) check.Result {
+		now := time.Now()
+		return check.Result{Outcome: check.OutcomeError, Error: "dial tcp: connection refused", StartedAt: now, FinishedAt: now}
+	})
+	sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: checker}).Run(t.Context())
+	require.NoError(t, err)
+	require.False(t, sum.Interrupted)
+	jobs, err := queries.ListRoundJobs(t.Context(), pool, sum.RoundID)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.Equal(t, "dial tcp: connection refused", *jobs[0].Error)
 }
