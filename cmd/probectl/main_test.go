@@ -30,6 +30,7 @@ type cliResult struct {
 type cli struct {
 	env   map[string]string
 	stdin string
+	ctx   context.Context // nil: context.Background(); a test cancels its own to play Ctrl-C
 }
 
 func (c cli) run(t *testing.T, args ...string) cliResult {
@@ -37,7 +38,11 @@ func (c cli) run(t *testing.T, args ...string) cliResult {
 	io, in, out, errOut := render.Test()
 	in.WriteString(c.stdin)
 	getenv := func(k string) string { return c.env[k] }
-	code := Execute(context.Background(), args, io, getenv)
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	code := Execute(ctx, args, io, getenv)
 	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
 }
 

@@ -61,12 +61,14 @@ command line overrides it and the summary says so. If the active release is anot
 than this binary, the round refuses (exit 3) unless --ignore-version.
 
 Progress goes to stderr when it is a terminal; the summary goes to stdout (-o json: round_id,
-invocations, jobs, runs, servers, ok, failed, errors, open_jobs, stopped_claiming,
+invocations, jobs, runs, servers, ok, failed, errors, open_jobs, stopped_claiming, interrupted,
 duration_seconds and the settings). --dry-run claims nothing and explains which due servers would
 be claimed, which skipped and why, and when each becomes claimable.
 
 Exit 0 when the round ran (failed checks included), 2 for bad flags or a missing key, 3 when the
-round could not run or a claim, finish or signature failed.`,
+round could not run, a claim, finish or signature failed, or the round was interrupted (Ctrl-C,
+SIGTERM: it claims no more, waits for the claims it sent, and stores the checks it stopped as
+interrupted by probectl).`,
 		Example: `  probectl run round --signing-key probe.key
   PROBECTL_SIGNING_KEY=probe.key probectl run round --trigger cron -o json
   probectl run round --dry-run

@@ -83,6 +83,7 @@ type roundJSON struct {
 	RunsUnsigned        int               `json:"runs_unsigned"`
 	KeyID               *string           `json:"key_id"`
 	StoppedClaiming     bool              `json:"stopped_claiming"`
+	Interrupted         bool              `json:"interrupted"`
 	AdvanceMisses       int               `json:"advance_misses"`
 	JobsClosedElsewhere int               `json:"jobs_closed_elsewhere"`
 	Problems            []string          `json:"problems"`
@@ -95,7 +96,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
 			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
 			Servers: s.Servers, OK: s.OK, Failed: s.Failed, Errors: s.Errors, Abandoned: s.Abandoned,
-			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, StoppedClaiming: s.StoppedClaiming,
+			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
 			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
 			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation))}
@@ -133,6 +134,9 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	}
 	if s.StoppedClaiming {
 		fmt.Fprintln(w, st.Fail.Render("stopped claiming: advancing a next check time failed twice"))
+	}
+	if s.Interrupted {
+		fmt.Fprintln(w, st.Fail.Render("interrupted: the round was stopped before it ended; checks it stopped midway are stored as interrupted"))
 	}
 	if s.AdvanceMisses > 0 {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%d next check time(s) not advanced: changed since the claim (re-check, pause or delisting)", s.AdvanceMisses)))

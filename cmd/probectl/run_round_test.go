@@ -110,12 +110,13 @@ func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 
 	for _, key := range []string{"round_id", "started_at", "finished_at", "duration_seconds", "invocations", "jobs",
 		"runs", "servers", "ok", "failed", "errors", "abandoned", "open_jobs", "runs_unsigned", "key_id",
-		"stopped_claiming", "advance_misses", "jobs_closed_elsewhere", "problems", "settings", "per_invocation"} {
+		"stopped_claiming", "interrupted", "advance_misses", "jobs_closed_elsewhere", "problems", "settings", "per_invocation"} {
 		assert.Contains(t, got, key)
 	}
-	assert.Len(t, got, 21, "a new key is a change of the documented shape")
+	assert.Len(t, got, 22, "a new key is a change of the documented shape")
 	for key, want := range map[string]any{"invocations": 2.0, "jobs": 4.0, "runs": 4.0, "servers": 4.0, "ok": 4.0,
-		"failed": 0.0, "errors": 0.0, "open_jobs": 0.0, "runs_unsigned": 4.0, "key_id": nil, "stopped_claiming": false} {
+		"failed": 0.0, "errors": 0.0, "open_jobs": 0.0, "runs_unsigned": 4.0, "key_id": nil, "stopped_claiming": false,
+		"interrupted": false} {
 		assert.Equal(t, want, got[key], key)
 	}
 	assert.Equal(t, []any{}, got["problems"])
@@ -128,6 +129,40 @@ func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"invocation": 0.0, "claimed": 2.0, "done": 2.0},
 		map[string]any{"invocation": 1.0, "claimed": 2.0, "done": 2.0}}, got["per_invocation"])
 	assert.Empty(t, res.Stderr, "no progress when stderr is not a terminal")
+}
+
+func TestAnInterruptedRoundPrintsItsSummaryAndExits3(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Ctrl-C arrives while the check's request is in flight.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cancel()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{Slug: "slow", URL: srv.URL + "/slow",
+		NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
+
+	res := cli{ctx: ctx}.run(t, "--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
+		"--fanout", "0", "--claim-limit", "1", "-o", "json")
+	require.Equal(t, 3, res.Code, "an interrupted round did not do all its work: %s", res.Stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got), res.Stdout)
+	assert.Equal(t, true, got["interrupted"])
+	for key, want := range map[string]any{"jobs": 1.0, "runs": 1.0, "errors": 1.0, "open_jobs": 0.0} {
+		assert.Equal(t, want, got[key], key)
+	}
+	assert.Equal(t, []any{"the round was interrupted (context canceled): it claimed no more, and 1 check(s) it stopped " +
+		"midway were stored as interrupted by probectl, not as failures of the servers"}, got["problems"])
+	assert.Contains(t, res.Stderr, "probectl: round interrupted (context canceled): 1 problem(s)")
+	jobs, err := queries.ListRoundJobs(t.Context(), pool, int64(got["round_id"].(float64)))
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.NotNil(t, jobs[0].Error)
+	assert.True(t, strings.HasPrefix(*jobs[0].Error, "check interrupted by probectl (context canceled), not failed by the server: "),
+		*jobs[0].Error)
 }
 
 func TestRunRoundSignsEveryRunWithTheKeyFromTheEnvironment(t *testing.T) {
