@@ -54,18 +54,21 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		Requests: len(res.Requests), Result: result, Envelope: envelope}
 
 	// The writes outlive a cancelled round: the check was made, so it is recorded.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	all, each := r.finishBudgets()
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), all)
 	defer wcancel()
 	var fr queries.FinishResult
 	if s.Finish == FinishAdvanceFirst {
-		fr, err = r.finishAdvanceFirst(wctx, st, job, p)
+		fr, err = r.finishAdvanceFirst(wctx, each, st, job, p)
 		if errors.Is(err, errAdvanceFailed) {
 			// Finished, not advanced, and already reported: not a compare-and-set miss.
 			return
 		}
 	} else {
-		r.hooks.before(wctx, writeFinishTx)
-		fr, err = queries.FinishTx(wctx, r.DB, p)
+		tctx, tcancel := context.WithTimeout(wctx, each)
+		r.hooks.before(tctx, writeFinishTx)
+		fr, err = queries.FinishTx(tctx, r.DB, p)
+		tcancel()
 	}
 	if err != nil {
 		st.problem("job %d (%s): %v; the job stays open", job.JobID, job.Slug, err)
@@ -97,13 +100,17 @@ func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.Finis
 // is still open, then store the run and close the job. At no moment is the server both due and
 // without an open job. The advance is retried once; if it fails again the job is finished anyway
 // and the round stops claiming (the only way the old gap can reopen, and never for our claims).
-func (r *Round) finishAdvanceFirst(ctx context.Context, st *state, job queries.ClaimedJob, p queries.FinishParams) (queries.FinishResult, error) {
+// Each write has its own timeout, each: an advance that hangs does not take its retry's time.
+func (r *Round) finishAdvanceFirst(ctx context.Context, each time.Duration, st *state, job queries.ClaimedJob,
+	p queries.FinishParams) (queries.FinishResult, error) {
 	advance := func() (bool, error) {
 		var err error
 		for attempt := 1; attempt <= 2; attempt++ {
-			r.hooks.before(ctx, writeAdvance)
+			actx, acancel := context.WithTimeout(ctx, each)
+			r.hooks.before(actx, writeAdvance)
 			var advanced bool
-			advanced, err = queries.AdvanceServer(ctx, r.DB, job.ServerID, job.ClaimedNextCheckAt, nil)
+			advanced, err = queries.AdvanceServer(actx, r.DB, job.ServerID, job.ClaimedNextCheckAt, nil)
+			acancel()
 			if err == nil {
 				return advanced, nil
 			}
@@ -116,8 +123,10 @@ func (r *Round) finishAdvanceFirst(ctx context.Context, st *state, job queries.C
 		return false, err
 	}
 	finishJob := func() (queries.FinishResult, error) {
-		r.hooks.before(ctx, writeFinishJob)
-		return queries.FinishJob(ctx, r.DB, p)
+		fctx, fcancel := context.WithTimeout(ctx, each)
+		defer fcancel()
+		r.hooks.before(fctx, writeFinishJob)
+		return queries.FinishJob(fctx, r.DB, p)
 	}
 	if r.writeOrder != nil {
 		return r.writeOrder(ctx, job, advance, finishJob, func() { r.hooks.between(ctx, job) })

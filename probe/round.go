@@ -55,9 +55,10 @@ type Round struct {
 	Progress func(Progress)
 
 	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
-	skipLock   bool       // switch layer 1 off in the claims
-	hooks      hooks      // park or delay the round between writes
-	writeOrder writeOrder // replaces the order of an advance-first finish's two writes
+	skipLock     bool          // switch layer 1 off in the claims
+	hooks        hooks         // park or delay the round between writes
+	writeOrder   writeOrder    // replaces the order of an advance-first finish's two writes
+	finishBudget time.Duration // replaces finishTimeout in the finishes (0: finishTimeout)
 }
 
 // Summary is what a round did, counted from the database when it ended.
@@ -118,9 +119,24 @@ func (e *InterruptedError) Unwrap() error { return e.Cause }
 // ExitCode: the round's work was not all done.
 func (e *InterruptedError) ExitCode() int { return 3 }
 
-// finishTimeout bounds a finish's writes. They run even after the round's context is cancelled
-// (Ctrl-C), so that a check that was made is recorded rather than left open.
+// finishTimeout bounds a finish's writes, all together: a job's worst case counts it
+// (Settings.JobWorstCase). They run even after the round's context is cancelled (Ctrl-C), so that
+// a check that was made is recorded rather than left open. Each write has a third of it
+// (finishWrites), so that an advance that times out leaves time for its retry and for the run and
+// the job.
 const finishTimeout = 30 * time.Second
+
+// finishWrites is the most writes a finish makes: advance, its retry, then the run and the job.
+const finishWrites = 3
+
+// finishBudgets are the finish's timeout, all writes together, and each write's own.
+func (r *Round) finishBudgets() (all, each time.Duration) {
+	all = finishTimeout
+	if r.finishBudget > 0 {
+		all = r.finishBudget
+	}
+	return all, all / finishWrites
+}
 
 // state is what the invocations of one round share.
 type state struct {

@@ -79,10 +79,12 @@ func (s Settings) CheckBudget() time.Duration {
 	return time.Duration(check.MaxRequests) * s.RequestTimeout
 }
 
-// JobWorstCase is how long a job may stay open in the worst case: a full check plus the round's
-// budget. It must fit the in-flight window, or another round could take a live job for abandoned
-// and claim its server again.
-func (s Settings) JobWorstCase() time.Duration { return s.CheckBudget() + s.MaxDuration }
+// JobWorstCase is how long a job may stay open in the worst case: a full check, the round's
+// budget and the finish's. It must fit the in-flight window, or another round could take a live
+// job for abandoned and claim its server again.
+func (s Settings) JobWorstCase() time.Duration {
+	return s.CheckBudget() + s.MaxDuration + finishTimeout
+}
 
 // SettingsError is a setting that cannot be used; nothing was claimed. Setting names the flag.
 type SettingsError struct {
@@ -129,9 +131,9 @@ func (s Settings) Validate() error {
 		bad("--trigger", "must be %s or %s, got %q", TriggerCron, TriggerManual, s.Trigger)
 	}
 	if s.RequestTimeout > 0 && s.MaxDuration > 0 && s.JobWorstCase() > queries.InFlightWindow {
-		bad("lease", "%d requests × --request-timeout %s + --max-duration %s = %s does not fit the %s in-flight window; "+
-			"lower --request-timeout or --max-duration", check.MaxRequests, s.RequestTimeout, s.MaxDuration,
-			s.JobWorstCase(), queries.InFlightWindow)
+		bad("lease", "%d requests × --request-timeout %s + --max-duration %s + finish %s = %s does not fit the %s "+
+			"in-flight window; lower --request-timeout or --max-duration", check.MaxRequests, s.RequestTimeout,
+			s.MaxDuration, finishTimeout, s.JobWorstCase(), queries.InFlightWindow)
 	}
 	return errors.Join(errs...)
 }

@@ -35,7 +35,8 @@ ways back its plan approved:
 
 A rollback the plan did not approve is refused unless forced with a reason. The settings are
 checked as 'run round' checks them, including the lease check: every request of a check at
---request-timeout plus the round's --max-duration must fit the 15-minute in-flight window.
+--request-timeout plus the round's --max-duration plus 30 s for the finish's writes must fit the
+15-minute in-flight window.
 Who deployed it is $USER unless --actor says otherwise.`,
 		Example: `  probectl deploy record --ways-back previous,fanout-off --note "fan-out 19, 3 at a time"
   probectl deploy record --version v1.4.0 --fanout 0 --concurrency 1 --ways-back previous

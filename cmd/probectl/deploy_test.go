@@ -140,7 +140,7 @@ func TestDeployRecordRefusesBadFlagsWithoutConnecting(t *testing.T) {
 		{"an unknown way back", []string{"--ways-back", "previous,patch"}, `--ways-back: unknown way back "patch"`},
 		{"an unknown finish mode", []string{"--finish", "later"}, "--finish: must be tx or advance-first"},
 		{"settings that fail the lease check", []string{"--request-timeout", "1m", "--max-duration", "10m"},
-			"lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s = 18m0s does not fit"},
+			"lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,7 +53,8 @@ job: in one transaction (--finish tx), or in two writes, advance first (--finish
 
 Runs are signed (DSSE, ed25519) with --signing-key or PROBECTL_SIGNING_KEY; without a key the
 round refuses to run unless --unsigned is given. A job's worst case, 8 requests at
---request-timeout plus --max-duration, must fit the in-flight window.
+--request-timeout plus --max-duration plus 30 s for the finish's writes, must fit the in-flight
+window.
 
 The active release ('probectl deploy record') supplies the defaults of --fanout, --claim-limit,
 --concurrency, --min-spacing, --request-timeout, --max-duration and --finish; a flag given on the

@@ -66,7 +66,7 @@ func TestRunRoundRefusesBadSettingsAndMissingKeysBeforeConnecting(t *testing.T) 
 	}{
 		{"a round with no key and no --unsigned", nil, nil, "no signing key: pass --signing-key FILE or set PROBECTL_SIGNING_KEY"},
 		{"a lease that does not fit the in-flight window", nil, []string{"--unsigned", "--request-timeout", "90s", "--max-duration", "4m"},
-			"lease: 8 requests × --request-timeout 1m30s + --max-duration 4m0s = 16m0s does not fit the 15m0s in-flight window"},
+			"lease: 8 requests × --request-timeout 1m30s + --max-duration 4m0s + finish 30s = 16m30s does not fit the 15m0s in-flight window"},
 		{"an unknown finish mode", nil, []string{"--unsigned", "--finish", "later"}, `--finish: must be tx or advance-first, got "later"`},
 		{"a negative fan-out", nil, []string{"--unsigned", "--fanout", "-1"}, "--fanout: must be 0 or more, got -1"},
 		{"--unsigned with a key", nil, []string{"--unsigned", "--signing-key", "k"}, "--unsigned and --signing-key: choose one"},

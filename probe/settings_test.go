@@ -1,0 +1,61 @@
+package probe
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/queries"
+)
+
+func TestTheLeaseCheckCountsTheFinishInAJobsWorstCase(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name                        string
+		requestTimeout, maxDuration time.Duration
+		want                        string // "" when the settings fit
+	}{
+		{"the defaults fit with room to spare", 10 * time.Second, 4 * time.Minute, ""},
+		{"a check, the round and the finish that fill the window exactly fit", 90 * time.Second, 2*time.Minute + 30*time.Second, ""},
+		{"a check and the round that fit only without the finish do not fit", 90 * time.Second, 2*time.Minute + 45*time.Second,
+			"lease: 8 requests × --request-timeout 1m30s + --max-duration 2m45s + finish 30s = 15m15s does not fit the 15m0s " +
+				"in-flight window; lower --request-timeout or --max-duration"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := DefaultSettings()
+			s.RequestTimeout, s.MaxDuration = tc.requestTimeout, tc.maxDuration
+			err := s.Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 1)
+	s := settings(FinishAdvanceFirst)
+	s.ClaimLimit = 1
+	var advances atomic.Int32
+	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, finishBudget: 3 * time.Second,
+		hooks: hooks{beforeWrite: func(ctx context.Context, w write) {
+			if w == writeAdvance && advances.Add(1) == 1 {
+				<-ctx.Done() // the first advance hangs until its timeout
+			}
+		}}}
+	sum, err := r.Run(t.Context())
+	require.NoError(t, err, "the retry and the finish had time of their own")
+	require.Equal(t, int32(2), advances.Load(), "the advance was retried")
+	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts)
+	require.False(t, sum.StoppedClaiming)
+	require.Zero(t, sum.AdvanceMisses)
+}
