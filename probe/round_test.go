@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
@@ -266,4 +268,33 @@ func TestARoundThatEndsOnItsOwnIsNotInterrupted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	require.Equal(t, "dial tcp: connection refused", *jobs[0].Error)
+}
+
+// failingSigner is a registered key whose every signature fails.
+type failingSigner struct{ Signer }
+
+func (failingSigner) Sign(attest.Run) (json.RawMessage, error) {
+	return nil, errors.New("sign run: injected failure")
+}
+
+func TestARunWhoseSigningFailsIsStoredUnsignedAndTheRoundSaysSo(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 1)
+	signer := failingSigner{newSigner(t, pool)}
+	sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
+
+	var inc *IncompleteError
+	require.ErrorAs(t, err, &inc)
+	require.Equal(t, exit.Unavailable, exit.Code(err))
+	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts,
+		"the run is stored, unsigned, and the job finished")
+	require.Len(t, sum.Problems, 1)
+	require.Contains(t, sum.Problems[0], "sign run: injected failure")
+	jobs, err := queries.ListRoundJobs(t.Context(), pool, sum.RoundID)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.NotNil(t, jobs[0].FinishedAt)
+	require.NotNil(t, jobs[0].RunID)
+	require.Nil(t, jobs[0].Envelope)
 }
