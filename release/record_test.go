@@ -50,7 +50,7 @@ func TestRecordRefusesBadSettingsNamingTheFlag(t *testing.T) {
 		{"a worst case longer than the in-flight window fails the lease check", func(r *release.RecordRequest) {
 			r.Settings.RequestTimeout = time.Minute
 			r.Settings.MaxDuration = 10 * time.Minute
-		}, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s = 18m0s does not fit the 15m0s in-flight window"},
+		}, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit the 15m0s in-flight window"},
 		{"an empty version is refused", func(r *release.RecordRequest) { r.Version = "" }, "--version"},
 		{"a release without an actor is refused", func(r *release.RecordRequest) { r.Actor = "" }, "--actor"},
 	}

@@ -5,8 +5,9 @@ import (
 )
 
 // ValidateSettings checks round settings the way `run round` will: every setting, and the lease
-// check (a job's worst case, every request at the timeout plus the round's budget, must fit the
-// in-flight window). Errors name the flag at fault and carry exit code 2.
+// check (a job's worst case, every request at the timeout plus the round's budget plus the
+// finish's own, must fit the in-flight window). Errors name the flag at fault and carry exit
+// code 2.
 func ValidateSettings(s Settings) error {
 	return s.Apply(probe.DefaultSettings()).Validate()
 }
