@@ -60,6 +60,15 @@ func TestRunRoundTakesItsDefaultsFromTheActiveRelease(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "--concurrency 2 overrides release #1's 1\n")
 	require.NotContains(t, res.Stdout, "--fanout", "a flag equal to the release's value overrides nothing")
+
+	res = c.run(t, "run", "round", "--unsigned", "--concurrency", "2", "--fanout", "1", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var summary struct {
+		Overrides []release.Override `json:"overrides"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &summary))
+	require.Equal(t, []release.Override{{Flag: "concurrency", Release: "1", Round: "2"}}, summary.Overrides,
+		"scripts see the override too")
 }
 
 func TestTheRoundAfterARollbackRunsWithTheNewSettings(t *testing.T) {

@@ -67,28 +67,29 @@ type invocationJSON struct {
 
 // roundJSON is the documented JSON shape of 'run round -o json'.
 type roundJSON struct {
-	RoundID             int64             `json:"round_id"`
-	StartedAt           time.Time         `json:"started_at"`
-	FinishedAt          time.Time         `json:"finished_at"`
-	DurationSeconds     float64           `json:"duration_seconds"`
-	Invocations         int               `json:"invocations"`
-	Jobs                int               `json:"jobs"`
-	Runs                int               `json:"runs"`
-	Servers             int               `json:"servers"`
-	OK                  int               `json:"ok"`
-	Failed              int               `json:"failed"`
-	Errors              int               `json:"errors"`
-	Abandoned           int               `json:"abandoned"`
-	OpenJobs            int               `json:"open_jobs"`
-	RunsUnsigned        int               `json:"runs_unsigned"`
-	KeyID               *string           `json:"key_id"`
-	StoppedClaiming     bool              `json:"stopped_claiming"`
-	Interrupted         bool              `json:"interrupted"`
-	AdvanceMisses       int               `json:"advance_misses"`
-	JobsClosedElsewhere int               `json:"jobs_closed_elsewhere"`
-	Problems            []string          `json:"problems"`
-	Settings            roundSettingsJSON `json:"settings"`
-	PerInvocation       []invocationJSON  `json:"per_invocation"`
+	RoundID             int64              `json:"round_id"`
+	StartedAt           time.Time          `json:"started_at"`
+	FinishedAt          time.Time          `json:"finished_at"`
+	DurationSeconds     float64            `json:"duration_seconds"`
+	Invocations         int                `json:"invocations"`
+	Jobs                int                `json:"jobs"`
+	Runs                int                `json:"runs"`
+	Servers             int                `json:"servers"`
+	OK                  int                `json:"ok"`
+	Failed              int                `json:"failed"`
+	Errors              int                `json:"errors"`
+	Abandoned           int                `json:"abandoned"`
+	OpenJobs            int                `json:"open_jobs"`
+	RunsUnsigned        int                `json:"runs_unsigned"`
+	KeyID               *string            `json:"key_id"`
+	StoppedClaiming     bool               `json:"stopped_claiming"`
+	Interrupted         bool               `json:"interrupted"`
+	AdvanceMisses       int                `json:"advance_misses"`
+	JobsClosedElsewhere int                `json:"jobs_closed_elsewhere"`
+	Problems            []string           `json:"problems"`
+	Settings            roundSettingsJSON  `json:"settings"`
+	Overrides           []release.Override `json:"overrides"`
+	PerInvocation       []invocationJSON   `json:"per_invocation"`
 }
 
 func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override) error {
@@ -99,6 +100,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
 			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
+			Overrides:     append([]release.Override{}, overrides...),
 			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation))}
 		if s.KeyID != "" {
 			out.KeyID = &s.KeyID
