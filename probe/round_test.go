@@ -78,26 +78,60 @@ func TestAnInvocationRunsAtMostConcurrencyChecksAtOnce(t *testing.T) {
 	dueServers(t, pool, 10)
 	s := settings(FinishTx)
 	s.Fanout, s.ClaimLimit, s.Concurrency = 0, 10, 3
+	// The checks hold until the test has looked: with three checks running and held, the
+	// invocation has no free slot, so it must not have claimed a fourth server.
 	var mu sync.Mutex
 	running, most := 0, 0
+	full := make(chan struct{})
+	gate := make(chan struct{})
 	checker := &okChecker{during: func(ctx context.Context, _ check.Target) {
 		mu.Lock()
 		running++
 		most = max(most, running)
+		if running == 3 && most == 3 {
+			close(full)
+		}
 		mu.Unlock()
-		time.Sleep(5 * time.Millisecond) // simulated work, so that checks overlap
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
 		mu.Lock()
 		running--
 		mu.Unlock()
 	}}
 	var progress []Progress
 	var pmu sync.Mutex
-	sum, err := (&Round{DB: pool, Settings: s, Checker: checker, Progress: func(p Progress) {
-		pmu.Lock()
-		progress = append(progress, p)
-		pmu.Unlock()
-	}}).Run(t.Context())
-	require.NoError(t, err)
+	type outcome struct {
+		sum *Summary
+		err error
+	}
+	finished := make(chan outcome, 1)
+	go func() {
+		sum, err := (&Round{DB: pool, Settings: s, Checker: checker, Progress: func(p Progress) {
+			pmu.Lock()
+			progress = append(progress, p)
+			pmu.Unlock()
+		}}).Run(t.Context())
+		finished <- outcome{sum, err}
+	}()
+	select {
+	case <-full:
+	case o := <-finished:
+		close(gate)
+		t.Fatalf("the round ended (err %v) before three checks ran at once", o.err)
+	case <-time.After(30 * time.Second): // a bound on a hang, not a synchronisation
+		close(gate)
+		t.Fatal("three checks never ran at once")
+	}
+	var claimed int
+	require.NoError(t, pool.QueryRow(t.Context(), testSQL(t, "count_jobs.sql")).Scan(&claimed))
+	close(gate)
+	require.Equal(t, 3, claimed, "with every slot busy the invocation claims nothing more")
+
+	o := <-finished
+	require.NoError(t, o.err)
+	sum := o.sum
 	require.Equal(t, 10, sum.Jobs)
 	require.LessOrEqual(t, most, 3)
 	for _, p := range progress {

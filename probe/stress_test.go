@@ -176,7 +176,10 @@ func TestTwoOverlappingRoundsOfTwentyInvocationsCheckNoServerTwice(t *testing.T)
 func TestTheStressChecksFindTheIncidentsDuplicates(t *testing.T) {
 	t.Parallel()
 	// The incident's round: 20 invocations, the job finished before the next check time moved,
-	// no spacing guard, and a network round trip between the two writes.
+	// no spacing guard, and a network round trip between the two writes. The 10 ms is that round
+	// trip, part of the scenario, not a synchronisation: this test shows the stress checks can see
+	// duplicates (about 35 a run); the deterministic proof that a claim in the gap takes the server
+	// is TestASecondClaimerBetweenTheTwoWrites..., parked on a channel.
 	violations := stress(t, func(r *Round) {
 		r.Settings.Finish, r.Settings.MinSpacing = FinishAdvanceFirst, 0
 		r.writeOrder = incidentOrder

@@ -1,0 +1,2 @@
+-- Every job claimed so far, finished or not.
+SELECT count(*) FROM probe_jobs;
