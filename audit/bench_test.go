@@ -70,7 +70,7 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 	}
 	window := func() (pairs int64, err error) {
 		err = queries.InReadOnlyTx(ctx, pool, func(tx pgx.Tx) error {
-			if err := queries.AuditNoJIT(ctx, tx); err != nil {
+			if err := queries.AuditPlanSettings(ctx, tx); err != nil {
 				return err
 			}
 			_, pairs, err = queries.AuditDuplicateCountWindow(ctx, tx, since, until, audit.DefaultWindow)

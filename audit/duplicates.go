@@ -166,7 +166,7 @@ func Duplicates(ctx context.Context, db Beginner, p DuplicatesParams) (*Duplicat
 // must be READ ONLY and REPEATABLE READ or SERIALIZABLE: ErrNotReadOnly or ErrNotOneSnapshot say
 // otherwise. DuplicatesTx neither commits nor rolls back.
 func DuplicatesTx(ctx context.Context, tx pgx.Tx, p DuplicatesParams) (*DuplicatesReport, error) {
-	if err := requireReadOnlySnapshot(ctx, tx); err != nil {
+	if err := enter(ctx, tx); err != nil {
 		return nil, err
 	}
 	p, err := p.resolve(ctx, tx)

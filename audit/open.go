@@ -73,7 +73,7 @@ func Open(ctx context.Context, db Beginner, p OpenParams) (*OpenReport, error) {
 
 // OpenTx lists the open jobs inside the caller's READ ONLY transaction.
 func OpenTx(ctx context.Context, tx pgx.Tx, p OpenParams) (*OpenReport, error) {
-	if err := requireReadOnlySnapshot(ctx, tx); err != nil {
+	if err := enter(ctx, tx); err != nil {
 		return nil, err
 	}
 	if p.InFlight < 0 {

@@ -78,7 +78,7 @@ func Rate(ctx context.Context, db Beginner, p RateParams) (*RateReport, error) {
 // RateTx runs the request-rate audit inside the caller's READ ONLY transaction. Every server's
 // row streams past; only those over the promise are kept.
 func RateTx(ctx context.Context, tx pgx.Tx, p RateParams) (*RateReport, error) {
-	if err := requireReadOnlySnapshot(ctx, tx); err != nil {
+	if err := enter(ctx, tx); err != nil {
 		return nil, err
 	}
 	if p.Since.IsZero() {

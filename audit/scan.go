@@ -14,9 +14,6 @@ import (
 // scanDuplicates makes the one pass over the jobs, then reads the details of the few pairs it
 // found and of the closest pair.
 func scanDuplicates(ctx context.Context, tx pgx.Tx, p DuplicatesParams) (*DuplicatesReport, error) {
-	if err := queries.AuditNoJIT(ctx, tx); err != nil {
-		return nil, err
-	}
 	w := newWalker(p)
 	if err := queries.AuditDuplicateScan(ctx, tx, w.from, p.Until, w.row); err != nil {
 		return nil, err

@@ -33,8 +33,11 @@ func inReadOnlyTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error
 	return nil
 }
 
-// requireReadOnlySnapshot checks that tx is READ ONLY and REPEATABLE READ (or SERIALIZABLE).
-func requireReadOnlySnapshot(ctx context.Context, tx pgx.Tx) error {
+// enter starts every audit in tx: it checks that tx is READ ONLY and REPEATABLE READ (or
+// SERIALIZABLE), then sets the planner settings the audits' scans rely on for the rest of tx
+// (queries.AuditPlanSettings: custom plans only, so a connection that ran an audit five times
+// does not switch to a plan that sorts the population).
+func enter(ctx context.Context, tx pgx.Tx) error {
 	readOnly, oneSnapshot, err := queries.AuditTxMode(ctx, tx)
 	switch {
 	case err != nil:
@@ -44,5 +47,5 @@ func requireReadOnlySnapshot(ctx context.Context, tx pgx.Tx) error {
 	case !oneSnapshot:
 		return ErrNotOneSnapshot
 	}
-	return nil
+	return queries.AuditPlanSettings(ctx, tx)
 }

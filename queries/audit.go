@@ -26,10 +26,11 @@ func AuditTxMode(ctx context.Context, db DBTX) (readOnly, oneSnapshot bool, err 
 	return readOnly, oneSnapshot, nil
 }
 
-// AuditNoJIT switches JIT compilation off for the rest of the transaction.
-func AuditNoJIT(ctx context.Context, db DBTX) error {
-	if _, err := db.Exec(ctx, SQL("AuditNoJIT")); err != nil {
-		return fmt.Errorf("switch jit off: %w", err)
+// AuditPlanSettings makes the rest of the transaction plan every statement with its parameters
+// (never a generic plan) and without JIT compilation.
+func AuditPlanSettings(ctx context.Context, db DBTX) error {
+	if _, err := db.Exec(ctx, SQL("AuditPlanSettings")); err != nil {
+		return fmt.Errorf("set the audit's planner settings: %w", err)
 	}
 	return nil
 }
