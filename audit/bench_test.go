@@ -20,8 +20,11 @@ import (
 
 // BenchmarkDuplicatesVsCount generates a month of jobs and times the duplicate audit beside a
 // plain count(*) over the same rows, on the same database, and beside the same definition computed
-// entirely in SQL with a window function. It prints the times, their ratios and the heap the audit
-// needed for a fifth of the population and for all of it (which should be the same).
+// entirely in SQL with a window function. Two more yardsticks say where the audit's time goes: its
+// ordered scan counted inside the database (the floor of any audit that walks the jobs in server
+// order) and the same rows streamed to the client and dropped (what delivering them costs). It
+// prints the times, their ratios and the heap the audit needed for a fifth of the population and
+// for all of it (which should be the same).
 //
 // The default size is small so CI runs it in seconds:
 //
@@ -55,31 +58,47 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		servers, perServer, span, servers/dupEvery, time.Since(loadStart).Round(time.Millisecond))
 
 	count := func() (int64, error) { return queries.AuditCountJobs(ctx, pool, since, until) }
-	countSerial := func() (n int64, err error) {
+	// inTx reads in a read-only transaction of its own, after setup (a SET LOCAL).
+	inTx := func(setup func(context.Context, queries.DBTX) error, read func(pgx.Tx) (int64, error)) (n int64, err error) {
 		err = queries.InReadOnlyTx(ctx, pool, func(tx pgx.Tx) error {
-			if err := queries.AuditBenchNoParallel(ctx, tx); err != nil {
+			if err := setup(ctx, tx); err != nil {
 				return err
 			}
-			n, err = queries.AuditCountJobs(ctx, tx, since, until)
+			n, err = read(tx)
 			return err
 		})
 		return n, err
 	}
+	countSerial := func() (int64, error) {
+		return inTx(queries.AuditBenchNoParallel, func(tx pgx.Tx) (int64, error) {
+			return queries.AuditCountJobs(ctx, tx, since, until)
+		})
+	}
+	// The floor of any audit walking the jobs in (server, request) order: the audit's own scan,
+	// counted inside the database by one process, no row sent.
+	orderedScan := func() (int64, error) {
+		return inTx(queries.AuditBenchNoParallel, func(tx pgx.Tx) (int64, error) {
+			return queries.AuditBenchOrderedScanCount(ctx, tx, since, until)
+		})
+	}
+	// What delivering those rows costs: the audit's scan streamed to the client and dropped.
+	streamed := func() (int64, error) {
+		return inTx(queries.AuditPlanSettings, func(tx pgx.Tx) (n int64, err error) {
+			err = queries.AuditDuplicateScan(ctx, tx, since, until, func(int64, time.Time) error { n++; return nil })
+			return n, err
+		})
+	}
 	auditAll := func() (*audit.DuplicatesReport, error) {
 		return audit.Duplicates(ctx, pool, audit.DuplicatesParams{Since: since, Until: until})
 	}
-	window := func() (pairs int64, err error) {
-		err = queries.InReadOnlyTx(ctx, pool, func(tx pgx.Tx) error {
-			if err := queries.AuditPlanSettings(ctx, tx); err != nil {
-				return err
-			}
-			_, pairs, err = queries.AuditDuplicateCountWindow(ctx, tx, since, until, audit.DefaultWindow)
-			return err
+	window := func() (int64, error) {
+		return inTx(queries.AuditPlanSettings, func(tx pgx.Tx) (int64, error) {
+			_, pairs, err := queries.AuditDuplicateCountWindow(ctx, tx, since, until, audit.DefaultWindow)
+			return pairs, err
 		})
-		return pairs, err
 	}
 
-	// Warm the cache, and check that the three agree before timing them.
+	// Warm the cache, and check that they all agree before timing them.
 	n, err := count()
 	require.NoError(b, err)
 	r, err := auditAll()
@@ -87,23 +106,34 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 	pairs, err := window()
 	require.NoError(b, err)
 	require.Equal(b, n, r.Population.Jobs)
+	floorN, err := orderedScan()
+	require.NoError(b, err)
+	require.Equal(b, n, floorN)
+	streamedN, err := streamed()
+	require.NoError(b, err)
+	require.Equal(b, n, streamedN)
 	require.Equal(b, pairs, int64(len(r.Pairs)))
 	require.Equal(b, int64(servers/dupEvery), pairs, "the planted duplicates and no others")
 
 	for b.Loop() {
-		var countT, serialT, auditT, windowT []time.Duration
+		var countT, serialT, floorT, streamT, auditT, windowT []time.Duration
 		for range reps {
 			countT = append(countT, timed(b, func() error { _, err := count(); return err }))
 			serialT = append(serialT, timed(b, func() error { _, err := countSerial(); return err }))
+			floorT = append(floorT, timed(b, func() error { _, err := orderedScan(); return err }))
+			streamT = append(streamT, timed(b, func() error { _, err := streamed(); return err }))
 			auditT = append(auditT, timed(b, func() error { _, err := auditAll(); return err }))
 			windowT = append(windowT, timed(b, func() error { _, err := window(); return err }))
 		}
 		c, cs, a, w := median(countT), median(serialT), median(auditT), median(windowT)
+		fl, st := median(floorT), median(streamT)
 		b.ReportMetric(c.Seconds(), "count_s")
 		b.ReportMetric(a.Seconds(), "audit_s")
 		b.ReportMetric(a.Seconds()/c.Seconds(), "audit/count")
 		b.ReportMetric(cs.Seconds(), "count_1proc_s")
 		b.ReportMetric(w.Seconds(), "sql_window_s")
+		b.ReportMetric(fl.Seconds(), "ordered_scan_s")
+		b.ReportMetric(st.Seconds(), "rows_streamed_s")
 
 		fifth := heapFor(b, pool, audit.DuplicatesParams{Since: until.Add(-span / 5), Until: until})
 		whole := heapFor(b, pool, audit.DuplicatesParams{Since: since, Until: until})
@@ -113,6 +143,8 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 			serverVersion(b, pool), runtime.GOMAXPROCS(0), runtime.NumCPU(), n, r.Population.Servers, pairs)
 		b.Logf("count(*)            %8.3f s", c.Seconds())
 		b.Logf("count(*), 1 process %8.3f s", cs.Seconds())
+		b.Logf("ordered scan only   %8.3f s  (%.2fx count; the audit's scan counted in the database, 1 process, no row sent)", fl.Seconds(), fl.Seconds()/c.Seconds())
+		b.Logf("rows streamed only  %8.3f s  (%.2fx count; the audit's scan sent to the client and dropped)", st.Seconds(), st.Seconds()/c.Seconds())
 		b.Logf("audit duplicates    %8.3f s  (%.2fx count, %.2fx count in 1 process)", a.Seconds(), a.Seconds()/c.Seconds(), a.Seconds()/cs.Seconds())
 		b.Logf("same, SQL window    %8.3f s  (%.2fx count)", w.Seconds(), w.Seconds()/c.Seconds())
 		b.Logf("heap, a fifth of the jobs (%d): peak %.1f KiB live above baseline, %.2f bytes allocated per job",

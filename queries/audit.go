@@ -243,6 +243,15 @@ func AuditBenchLoad(ctx context.Context, db DBTX, servers, perServer int, start 
 	return nil
 }
 
+// AuditBenchOrderedScanCount counts the rows of the duplicate scan inside the database.
+func AuditBenchOrderedScanCount(ctx context.Context, db DBTX, since, until time.Time) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, SQL("AuditBenchOrderedScanCount"), since, until).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the ordered scan: %w", err)
+	}
+	return n, nil
+}
+
 // AuditBenchNoParallel stops the rest of the transaction from using parallel workers.
 func AuditBenchNoParallel(ctx context.Context, db DBTX) error {
 	if _, err := db.Exec(ctx, SQL("AuditBenchNoParallel")); err != nil {

@@ -156,6 +156,19 @@ SELECT server_id, 'scheduled', at, at + interval '2 seconds', 'ok'
          WHERE s.id % $4::int = 0) j
  ORDER BY at;
 
+-- name: AuditBenchOrderedScanCount
+-- For the benchmark: the scan of AuditDuplicateScan, the same rows in the same order from the same
+-- index, counted inside the database so that no row leaves it. Its time is the floor of any audit
+-- that walks the jobs in (server, request) order; OFFSET 0 keeps the ordered scan from being
+-- planned away.
+SELECT count(*)
+  FROM (SELECT server_id, requested_at
+          FROM probe_jobs
+         WHERE requested_at >= $1::timestamptz
+           AND requested_at <  $2::timestamptz
+         ORDER BY server_id, requested_at
+        OFFSET 0) j;
+
 -- name: AuditBenchNoParallel
 -- For the benchmark's second yardstick: a count(*) run by one process, as the audit's scan is.
 SET LOCAL max_parallel_workers_per_gather = 0;
