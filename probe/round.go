@@ -240,15 +240,21 @@ func (e *KeyError) Error() string { return e.Msg }
 // ExitCode: a key that is not registered is bad input.
 func (e *KeyError) ExitCode() int { return 2 }
 
-// checkKeyRegistered refuses to sign with a key whose runs nobody could verify.
+// checkKeyRegistered refuses to sign with a key whose runs nobody could verify: one that is not
+// registered, or was retired (deploy verify refuses what a key signs after its retirement).
 func (r *Round) checkKeyRegistered(ctx context.Context, keyID string) error {
-	keys, err := queries.SigningKeys(ctx, r.DB)
+	keys, err := queries.VerificationKeys(ctx, r.DB)
 	if err != nil {
 		return fmt.Errorf("read signing keys: %w", err)
 	}
-	if _, ok := keys[keyID]; !ok {
+	k, ok := keys[keyID]
+	switch {
+	case !ok:
 		return &KeyError{Msg: fmt.Sprintf("signing key %s is not registered in signing_keys, so its runs could not be "+
 			"verified; register it (probectl keys generate registers the keys it writes) or pass --unsigned", keyID)}
+	case k.RetiredAt != nil:
+		return &KeyError{Msg: fmt.Sprintf("signing key %s was retired at %s, so its runs would not verify; sign with "+
+			"a current key (probectl keys generate makes one) or pass --unsigned", keyID, k.RetiredAt.UTC().Format(time.RFC3339))}
 	}
 	return nil
 }

@@ -242,6 +242,25 @@ func TestASignedRoundRefusesAKeyNobodyCouldVerify(t *testing.T) {
 	require.Zero(t, counts.Jobs, "nothing was claimed")
 }
 
+func TestASignedRoundRefusesARetiredKey(t *testing.T) {
+	t.Parallel()
+	pool, _ := testDB(t)
+	dueServers(t, pool, 1)
+	signer := newSigner(t, pool)
+	_, _, err := queries.RetireSigningKey(t.Context(), pool, signer.KeyID(), nil)
+	require.NoError(t, err)
+
+	_, err = (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
+
+	var ke *KeyError
+	require.ErrorAs(t, err, &ke)
+	require.Contains(t, ke.Msg, "was retired at")
+	require.Equal(t, exit.Usage, exit.Code(err))
+	counts, err := queries.CountRound(t.Context(), pool, 1)
+	require.NoError(t, err)
+	require.Zero(t, counts.Jobs, "nothing was claimed")
+}
+
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }

@@ -15,6 +15,9 @@ import (
 // must not be confused, so the second is refused.
 var ErrKeyIDTaken = errors.New("key id is registered with another public key")
 
+// ErrNoSuchKey says no key is registered under a key id.
+var ErrNoSuchKey = errors.New("no key registered under that id")
+
 // RegisterSigningKey records a public key that verifies runs. Registering the same key again does
 // nothing; a different key under the same id is ErrKeyIDTaken.
 func RegisterSigningKey(ctx context.Context, db DBTX, keyID string, pub ed25519.PublicKey) error {
@@ -39,7 +42,33 @@ func RegisterSigningKeyAt(ctx context.Context, db DBTX, keyID string, pub ed2551
 	return nil
 }
 
-// SigningKeys returns the keys that are not retired, by key id, as attest.Verify takes them.
+// VerificationKey is a registered public key and when it was retired (nil: it was not).
+type VerificationKey struct {
+	Public    ed25519.PublicKey
+	RetiredAt *time.Time
+}
+
+// VerificationKeys returns every registered key, retired ones included, by key id.
+func VerificationKeys(ctx context.Context, db DBTX) (map[string]VerificationKey, error) {
+	rows, err := db.Query(ctx, SQL("VerificationKeys"))
+	if err != nil {
+		return nil, fmt.Errorf("read signing keys: %w", err)
+	}
+	out := map[string]VerificationKey{}
+	var id string
+	var pub []byte
+	var retired *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &pub, &retired}, func() error {
+		out[id] = VerificationKey{Public: ed25519.PublicKey(bytes.Clone(pub)), RetiredAt: retired}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read signing keys: %w", err)
+	}
+	return out, nil
+}
+
+// SigningKeys returns the keys that are not retired, by key id: the keys a round may sign with.
 func SigningKeys(ctx context.Context, db DBTX) (map[string]ed25519.PublicKey, error) {
 	rows, err := db.Query(ctx, SQL("SigningKeys"))
 	if err != nil {
@@ -81,4 +110,31 @@ func ListSigningKeys(ctx context.Context, db DBTX) ([]SigningKey, error) {
 		return nil, fmt.Errorf("list signing keys: %w", err)
 	}
 	return out, nil
+}
+
+// RetireSigningKey retires a key from at on (the database's now() when nil): rounds may no
+// longer sign with it, and deploy verify refuses the runs it signed from then on, while the runs
+// it signed before keep verifying. It returns when the key is retired and whether this call
+// retired it; a key retired already keeps its first date (changed false). ErrNoSuchKey: no key
+// has that id.
+func RetireSigningKey(ctx context.Context, db DBTX, keyID string, at *time.Time) (retiredAt time.Time, changed bool, err error) {
+	err = db.QueryRow(ctx, SQL("RetireSigningKey"), keyID, at).Scan(&retiredAt)
+	if err == nil {
+		return retiredAt, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, fmt.Errorf("retire signing key %s: %w", keyID, err)
+	}
+	var before *time.Time
+	err = db.QueryRow(ctx, SQL("SigningKeyRetiredAt"), keyID).Scan(&before)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return time.Time{}, false, fmt.Errorf("retire signing key %s: %w", keyID, ErrNoSuchKey)
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("retire signing key %s: %w", keyID, err)
+	case before == nil:
+		// Only a concurrent un-retire (by hand) could get here; say so rather than guess.
+		return time.Time{}, false, fmt.Errorf("retire signing key %s: the key changed while it was being retired; try again", keyID)
+	}
+	return *before, false, nil
 }

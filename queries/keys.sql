@@ -9,8 +9,26 @@ ON CONFLICT (key_id) DO NOTHING;
 SELECT public_key FROM signing_keys WHERE key_id = $1;
 
 -- name: SigningKeys
--- The keys runs are verified against: every key not retired.
+-- The keys a round may sign with: every key not retired.
 SELECT key_id, public_key FROM signing_keys WHERE retired_at IS NULL ORDER BY key_id;
+
+-- name: VerificationKeys
+-- The keys runs are verified against: every key, with when it was retired; a retired key still
+-- verifies the runs that finished before it was retired.
+SELECT key_id, public_key, retired_at FROM signing_keys ORDER BY key_id;
 
 -- name: ListSigningKeys
 SELECT key_id, algorithm, created_at, retired_at FROM signing_keys ORDER BY created_at, key_id;
+
+-- name: RetireSigningKey
+-- Retires key $1 from $2 on (now() when NULL), unless it is retired already: a retired key keeps
+-- its first date. No row: the key is not registered or was retired already (SigningKeyRetiredAt
+-- tells which).
+UPDATE signing_keys
+   SET retired_at = coalesce($2::timestamptz, now())
+ WHERE key_id = $1
+   AND retired_at IS NULL
+RETURNING retired_at;
+
+-- name: SigningKeyRetiredAt
+SELECT retired_at FROM signing_keys WHERE key_id = $1;

@@ -59,7 +59,9 @@ type SignedRun struct {
 	ServerID int64
 	Slug     string
 	URL      string
-	Envelope json.RawMessage
+	// FinishedAt is when the run finished: it was signed then.
+	FinishedAt time.Time
+	Envelope   json.RawMessage
 }
 
 // VerifyEnvelopes streams every run of the rounds that has an envelope to fn, in job order.
@@ -70,7 +72,7 @@ func VerifyEnvelopes(ctx context.Context, db DBTX, roundIDs []int64, fn func(Sig
 	}
 	var r SignedRun
 	var envelope []byte
-	_, err = pgx.ForEachRow(rows, []any{&r.RoundID, &r.JobID, &r.RunID, &r.ServerID, &r.Slug, &r.URL, &envelope}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&r.RoundID, &r.JobID, &r.RunID, &r.ServerID, &r.Slug, &r.URL, &r.FinishedAt, &envelope}, func() error {
 		r.Envelope = json.RawMessage(bytes.Clone(envelope))
 		return fn(r)
 	})

@@ -34,8 +34,9 @@ SELECT count(*), count(finished_at)
          LIMIT $3) AS first_rounds;
 
 -- name: VerifyEnvelopes
--- Every run of the given rounds that has an envelope, with the server the run is stored against.
-SELECT j.round_id, j.id, pr.id, s.id, s.slug, s.endpoint_url, pr.envelope
+-- Every run of the given rounds that has an envelope, with the server the run is stored against
+-- and when the run finished (a key retired before then must not have signed it).
+SELECT j.round_id, j.id, pr.id, s.id, s.slug, s.endpoint_url, pr.finished_at, pr.envelope
   FROM probe_jobs AS j
   JOIN probe_runs AS pr ON pr.job_id = j.id
   JOIN servers AS s ON s.id = pr.server_id

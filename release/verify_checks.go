@@ -137,7 +137,7 @@ func checkEnvelopesPresent(rep *Report) Check {
 // checkEnvelopesValid verifies every envelope of the rounds against the registered keys, and that
 // it is the statement of its own job and server.
 func checkEnvelopesValid(ctx context.Context, tx pgx.Tx, rep *Report, roundIDs []int64) (Check, error) {
-	keys, err := queries.SigningKeys(ctx, tx)
+	keys, err := queries.VerificationKeys(ctx, tx)
 	if err != nil {
 		return Check{}, err
 	}
@@ -165,8 +165,25 @@ func checkEnvelopesValid(ctx context.Context, tx pgx.Tx, rep *Report, roundIDs [
 	return pass(CheckEnvelopesValid, fmt.Sprintf("%d envelope(s) verify against the %d registered key(s)", checked, len(keys))), nil
 }
 
-func verifyEnvelope(run queries.SignedRun, keys map[string]ed25519.PublicKey) error {
-	st, err := attest.Verify(run.Envelope, keys)
+// verifyEnvelope checks a run's envelope against the keys that were not yet retired when the run
+// finished, and that it is the statement of its own job and server. Retiring a key (rotating it)
+// ends what it may sign from then on; the runs it signed before keep verifying.
+func verifyEnvelope(run queries.SignedRun, keys map[string]queries.VerificationKey) error {
+	valid := make(map[string]ed25519.PublicKey, len(keys))
+	all := make(map[string]ed25519.PublicKey, len(keys))
+	for id, k := range keys {
+		all[id] = k.Public
+		if k.RetiredAt == nil || run.FinishedAt.Before(*k.RetiredAt) {
+			valid[id] = k.Public
+		}
+	}
+	st, err := attest.Verify(run.Envelope, valid)
+	if errors.Is(err, attest.ErrUnknownKey) && len(valid) < len(all) {
+		if _, errAll := attest.Verify(run.Envelope, all); errAll == nil {
+			return fmt.Errorf("signed only by a key retired before the run finished at %s",
+				run.FinishedAt.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -420,3 +420,41 @@ func TestVerifyThatStopsWaitingIsInconclusive(t *testing.T) {
 	require.Equal(t, release.VerdictInconclusive, rep.Verdict)
 	require.Positive(t, rep.WaitedSeconds)
 }
+
+// Retiring a key (a rotation, or a leak found later, backdated to when it happened) ends what it
+// may sign from then on: the runs it signed before its retirement keep verifying, the runs that
+// finished after it do not.
+func TestARetiredKeyVerifiesOnlyTheRunsThatFinishedBeforeItsRetirement(t *testing.T) {
+	t.Parallel()
+	t.Run("retired after every run", func(t *testing.T) {
+		t.Parallel()
+		s := newScene(t, 6)
+		s.clean()
+		_, changed, err := queries.RetireSigningKey(s.ctx, s.pool, s.signer.KeyID(), testfactory.Ptr(s.live.Add(time.Hour)))
+		require.NoError(t, err)
+		require.True(t, changed)
+
+		rep := s.verify(release.VerifyRequest{})
+
+		require.Equal(t, release.VerdictPass, rep.Verdict, "%+v", rep.Checks)
+		require.Equal(t, "6 envelope(s) verify against the 1 registered key(s)", checkNamed(t, rep, release.CheckEnvelopesValid).Detail)
+	})
+	t.Run("retired between the two rounds", func(t *testing.T) {
+		t.Parallel()
+		s := newScene(t, 6)
+		s.clean() // rounds start 1 and 6 minutes after the release went live
+		_, _, err := queries.RetireSigningKey(s.ctx, s.pool, s.signer.KeyID(), testfactory.Ptr(s.live.Add(3*time.Minute)))
+		require.NoError(t, err)
+
+		rep := s.verify(release.VerifyRequest{})
+
+		require.Equal(t, []string{release.CheckEnvelopesValid}, notPassing(rep))
+		check := checkNamed(t, rep, release.CheckEnvelopesValid)
+		require.Len(t, check.Items, 3)
+		for _, item := range check.Items {
+			require.Contains(t, item, "signed only by a key retired before the run finished at")
+		}
+		require.Equal(t, 0, rep.Rounds[0].EnvelopesInvalid)
+		require.Equal(t, 3, rep.Rounds[1].EnvelopesInvalid)
+	})
+}
