@@ -20,7 +20,8 @@ func newKeysListCmd(f *factory) *cobra.Command {
 		Use:   "list",
 		Short: "List the registered signing keys",
 		Long: `List every key in signing_keys, oldest first, with when it was registered and, for a retired
-key, when it was retired. Runs are verified against the keys that are not retired.`,
+key, when it was retired. A run verifies against a key that was not yet retired when the run
+finished; rounds sign only with keys that are not retired.`,
 		Example: `  probectl keys list
   probectl keys list -o json | jq -r '.[] | select(.retired_at == null) | .key_id'`,
 		Args: cobra.NoArgs,

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,9 +130,86 @@ func TestKeysListShowsEveryKeyOldestFirst(t *testing.T) {
 
 func TestKeysHelpHasExamples(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"keys", "--help"}, {"keys", "generate", "--help"}, {"keys", "list", "--help"}} {
+	for _, args := range [][]string{{"keys", "--help"}, {"keys", "generate", "--help"}, {"keys", "list", "--help"}, {"keys", "retire", "--help"}} {
 		res := runCLI(t, args...)
 		require.Equal(t, 0, res.Code, res.Stderr)
 		assert.Contains(t, res.Stdout, "Examples:", args)
 	}
+}
+
+// generatedKey makes a key with 'keys generate' and returns its id.
+func generatedKey(t *testing.T, url string) string {
+	t.Helper()
+	res := runCLI(t, "--database-url", url, "keys", "generate", "--out", filepath.Join(t.TempDir(), "probe.key"), "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var k keyGeneratedJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &k))
+	return k.KeyID
+}
+
+func TestKeysRetireRetiresOnceAndKeepsTheFirstDate(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	id := generatedKey(t, url)
+
+	res := runCLI(t, "--database-url", url, "keys", "retire", id, "--at", "2026-11-28T14:05:00.5Z")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "retired signing key "+id+" from 2026-11-28T14:05:00.5Z on: runs it signs from then on fail verification\n", res.Stdout)
+	assert.Contains(t, res.Stderr, "no signing key is left that rounds may sign with")
+
+	res = runCLI(t, "--database-url", url, "keys", "retire", id, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.JSONEq(t, `{"key_id": "`+id+`", "retired_at": "2026-11-28T14:05:00.5Z", "changed": false}`, res.Stdout)
+
+	keys, err := queries.ListSigningKeys(t.Context(), pool)
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	assert.Equal(t, "2026-11-28T14:05:00.5Z", keys[0].RetiredAt.UTC().Format(time.RFC3339Nano))
+	left, err := queries.SigningKeys(t.Context(), pool)
+	require.NoError(t, err)
+	assert.Empty(t, left, "rounds may no longer sign with it")
+}
+
+func TestKeysRetireWithoutAtRetiresFromNowAndSaysNothingWhileAKeyIsLeft(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	old := generatedKey(t, url)
+	current := generatedKey(t, url)
+
+	res := runCLI(t, "--database-url", url, "keys", "retire", old, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Empty(t, res.Stderr)
+	var got keyRetiredJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	assert.True(t, got.Changed)
+	assert.WithinDuration(t, time.Now(), got.RetiredAt, time.Minute)
+	left, err := queries.SigningKeys(t.Context(), pool)
+	require.NoError(t, err)
+	assert.Equal(t, []string{current}, slices.Collect(maps.Keys(left)))
+}
+
+func TestKeysRetireRefusesBadInputAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	id := generatedKey(t, url)
+	unreachable := "postgres://probectl@127.0.0.1:1/none?connect_timeout=2"
+	cases := []struct {
+		name, url string
+		args      []string
+		stderr    string
+	}{
+		{"an unknown key", url, []string{"ed25519:0000000000000000"}, `no signing key "ed25519:0000000000000000" is registered`},
+		{"an unreadable --at, before connecting", unreachable, []string{id, "--at", "yesterday"}, "--at:"},
+		{"an --at in the future, before connecting", unreachable, []string{id, "--at", "2999-01-01T00:00:00Z"}, "--at: 2999-01-01T00:00:00Z is in the future"},
+		{"no key id", url, nil, "accepts 1 arg(s)"},
+	}
+	for _, tc := range cases {
+		res := runCLI(t, append([]string{"--database-url", tc.url, "keys", "retire"}, tc.args...)...)
+		assert.Equal(t, 2, res.Code, "%s: %s", tc.name, res.Stderr)
+		assert.Contains(t, res.Stderr, tc.stderr, tc.name)
+	}
+	keys, err := queries.ListSigningKeys(t.Context(), pool)
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	assert.Nil(t, keys[0].RetiredAt)
 }

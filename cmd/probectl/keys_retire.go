@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
+)
+
+type keysRetireOptions struct {
+	f  *factory
+	At string
+}
+
+func newKeysRetireCmd(f *factory) *cobra.Command {
+	opts := &keysRetireOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "retire KEY_ID [--at TIME]",
+		Short: "Retire a signing key: nothing it signs from then on verifies",
+		Long: `Retire a registered signing key from now on, or from --at (an RFC 3339 time or a duration back
+from now, such as 6h or 2d: when a key leaked). From that moment:
+
+  - 'run round' refuses to sign with it (exit 2);
+  - 'deploy verify' refuses every run it signed that finished at or after that moment
+    (envelopes_valid), while the runs it signed before keep verifying: a rotation does not
+    invalidate the past.
+
+A key retired already keeps its first date; retiring it again changes nothing and says so. Only
+signing_keys is written. Rotate by generating the new key first (probectl keys generate), moving
+the probes to it, then retiring the old one.
+
+-o json prints {"key_id", "retired_at", "changed"}; changed is false when the key was retired
+already (retired_at is then its first date).`,
+		Example: `  probectl keys retire ed25519:3f9a0c1d2b4e5f60
+  probectl keys retire ed25519:3f9a0c1d2b4e5f60 --at 2026-11-28T14:05:00Z   # leaked then
+  probectl keys retire ed25519:3f9a0c1d2b4e5f60 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runKeysRetire(cmd.Context(), opts, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&opts.At, "at", "", "retire the key from this time on (RFC 3339 or a duration back from now; default now)")
+	return cmd
+}
+
+// keyRetiredJSON is the documented JSON shape of 'keys retire -o json'.
+type keyRetiredJSON struct {
+	KeyID     string    `json:"key_id"`
+	RetiredAt time.Time `json:"retired_at"`
+	Changed   bool      `json:"changed"` // false: it was retired already, at retired_at
+}
+
+func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	var at *time.Time
+	if opts.At != "" {
+		now := f.Now()
+		t, err := parseTimeFlag("at", opts.At, now)
+		if err != nil {
+			return err
+		}
+		if t.After(now) {
+			return exit.UsageError(fmt.Errorf("--at: %s is in the future; a key is retired from now or from a time past",
+				t.UTC().Format(time.RFC3339Nano)))
+		}
+		at = &t
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	retiredAt, changed, err := queries.RetireSigningKey(ctx, pool, keyID, at)
+	if errors.Is(err, queries.ErrNoSuchKey) {
+		return exit.UsageError(fmt.Errorf("no signing key %q is registered; 'probectl keys list' shows the keys", keyID))
+	}
+	if err != nil {
+		return err
+	}
+	left, err := queries.SigningKeys(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if len(left) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "warning: no signing key is left that rounds may sign with; 'probectl keys generate' makes one")
+	}
+	if format == "json" {
+		return render.JSON(f.IO.Out, keyRetiredJSON{KeyID: keyID, RetiredAt: retiredAt.UTC(), Changed: changed})
+	}
+	when := retiredAt.UTC().Format(time.RFC3339Nano)
+	if !changed {
+		_, err = fmt.Fprintf(f.IO.Out, "signing key %s was retired already, at %s; nothing changed\n", keyID, when)
+		return err
+	}
+	_, err = fmt.Fprintf(f.IO.Out, "retired signing key %s from %s on: runs it signs from then on fail verification\n", keyID, when)
+	return err
+}
