@@ -10,6 +10,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/when"
 	"github.com/probectl/probectl/release"
 )
 
@@ -18,6 +19,7 @@ type deployVerifyOptions struct {
 	ReleaseID int64
 	Rounds    int
 	Wait      time.Duration
+	Window    string
 	// tick, set by tests, drives --wait instead of a ticker.
 	tick <-chan time.Time
 	// progress, set by tests, is told after each look while waiting.
@@ -27,7 +29,7 @@ type deployVerifyOptions struct {
 func newDeployVerifyCmd(f *factory) *cobra.Command {
 	opts := &deployVerifyOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "verify [--release ID] [--rounds 2] [--wait DURATION]",
+		Use:   "verify [--release ID] [--rounds 2] [--wait DURATION] [--window 10m]",
 		Short: "Read back the first rounds after a release: pass, fail or inconclusive",
 		Long: `Read back the first --rounds rounds that started after the release went live (the active release
 unless --release names another) and check them, as the release manager does after every deploy:
@@ -37,10 +39,10 @@ unless --release names another) and check them, as the release manager does afte
   jobs_runs_servers  per round: jobs = runs = distinct servers
   open_jobs          no job left open in a finished round
   envelopes_present  no run is missing its attestation envelope
-  envelopes_valid    every envelope verifies against the registered keys and is about its
-                     own job and server
-  duplicates         per server: no two jobs within 10 minutes, from the release onwards,
-                     including the last job before it (explicit re-checks excepted)
+  envelopes_valid    every envelope verifies against a registered key not yet retired when
+                     its run finished, and is about its own job and server
+  duplicates         per server: no two jobs within --window (10 minutes), from the release
+                     onwards, including the last job before it (explicit re-checks excepted)
   functions          the claim and finish functions in the database are the ones this
                      probectl ships
   lease              the release's settings fit a job's worst case inside the in-flight window
@@ -52,6 +54,7 @@ terminal). Every read is in one READ ONLY transaction: verify never writes.
 Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not read.`,
 		Example: `  probectl deploy verify --wait 15m
   probectl deploy verify --release 7 --rounds 3
+  probectl deploy verify --window 14m      # a fleet on a 15-minute plan
   probectl deploy verify -o json | jq -r '.checks[] | select(.status != "pass") | .name'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,6 +65,7 @@ Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not
 	fl.Int64Var(&opts.ReleaseID, "release", 0, "release to verify (default: the active one)")
 	fl.IntVar(&opts.Rounds, "rounds", release.DefaultRounds, "rounds after the release to read back")
 	fl.DurationVar(&opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish")
+	fl.StringVar(&opts.Window, "window", "10m", "two jobs of one server requested less than this apart are a duplicate claim")
 	return cmd
 }
 
@@ -74,7 +78,14 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	if opts.Rounds < 1 {
 		return exit.UsageError(fmt.Errorf("--rounds %d: must be at least 1", opts.Rounds))
 	}
-	req := release.VerifyRequest{ReleaseID: opts.ReleaseID, Rounds: opts.Rounds,
+	window, err := when.ParseDuration(opts.Window)
+	if err != nil {
+		return exit.UsageError(fmt.Errorf("--window: %w", err))
+	}
+	if window <= 0 {
+		return exit.UsageError(fmt.Errorf("--window: must be positive, got %q", opts.Window))
+	}
+	req := release.VerifyRequest{ReleaseID: opts.ReleaseID, Rounds: opts.Rounds, Window: window,
 		Wait: release.WaitOptions{Timeout: opts.Wait, Tick: opts.tick, Progress: opts.progress}}
 	if err := release.ValidateVerify(req); err != nil {
 		return err

@@ -98,6 +98,34 @@ func TestDeployVerifyExitCodes(t *testing.T) {
 		res := runCLI(t, "--database-url", "postgres://probectl@127.0.0.1:1/probectl?connect_timeout=5", "deploy", "verify")
 		require.Equal(t, 3, res.Code, res.Stderr)
 	})
+	t.Run("--window sets the duplicate window", func(t *testing.T) {
+		t.Parallel()
+		url, pool := migratedDB(t)
+		_, v2 := incident(t, pool)
+		fl := newFleet(t, pool, 2)
+		fl.round(v2, deployAt.Add(2*time.Minute), []int{0, 1}, nil)
+		fl.round(v2, deployAt.Add(7*time.Minute), []int{0, 1}, nil) // the same servers about 5 min later
+		res := withDB(url).run(t, "deploy", "verify")
+		require.Equal(t, 1, res.Code, res.Stdout+res.Stderr)
+		require.Regexp(t, `duplicates\s+fail`, res.Stdout)
+		res = withDB(url).run(t, "deploy", "verify", "--window", "4m", "-o", "json")
+		require.Equal(t, 0, res.Code, res.Stdout+res.Stderr)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+		require.InDelta(t, 240, got["window_seconds"], 0.001)
+	})
+	for _, bad := range []struct{ value, stderr string }{
+		{"0", `--window: must be positive, got "0"`},
+		{"soon", "--window:"},
+	} {
+		t.Run("a bad --window "+bad.value+" is exit 2 without connecting", func(t *testing.T) {
+			t.Parallel()
+			res := runCLI(t, "--database-url", "postgres://probectl@127.0.0.1:1/probectl?connect_timeout=5",
+				"deploy", "verify", "--window", bad.value)
+			require.Equal(t, 2, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, bad.stderr)
+		})
+	}
 	t.Run("a bad --rounds is exit 2 without connecting", func(t *testing.T) {
 		t.Parallel()
 		res := runCLI(t, "deploy", "verify", "--rounds", "0")
@@ -118,16 +146,27 @@ func TestDeployVerifyWaitIsWiredToTheCommand(t *testing.T) {
 	t.Cleanup(f.Close)
 	f.DatabaseURL, f.Output = url, "table"
 	tick, looked := make(chan time.Time), make(chan release.Progress)
-	opts := &deployVerifyOptions{f: f, Rounds: 2, Wait: time.Hour, tick: tick,
+	opts := &deployVerifyOptions{f: f, Rounds: 2, Wait: time.Hour, Window: "10m", tick: tick,
 		progress: func(p release.Progress) { looked <- p }}
 	done := make(chan error, 1)
 	go func() { done <- runDeployVerify(context.Background(), opts) }()
 
-	require.Zero(t, (<-looked).Found)
+	// A verify that ends early (a bad option, say) must fail the test, not leave it waiting.
+	look := func() release.Progress {
+		t.Helper()
+		select {
+		case p := <-looked:
+			return p
+		case err := <-done:
+			t.Fatalf("deploy verify ended before it looked for rounds: %v", err)
+			return release.Progress{}
+		}
+	}
+	require.Zero(t, look().Found)
 	fl.round(v2, deployAt.Add(2*time.Minute), []int{0, 1}, nil)
 	fl.round(v2, deployAt.Add(7*time.Minute), []int{2, 3}, nil)
 	tick <- time.Now()
-	require.True(t, (<-looked).Ready())
+	require.True(t, look().Ready())
 
 	require.NoError(t, <-done)
 	require.Contains(t, out.String(), "\nverdict: pass\n")
