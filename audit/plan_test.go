@@ -14,8 +14,9 @@ import (
 // pgx caches the statements of a connection. After five runs of one, PostgreSQL may switch it to
 // a generic plan, planned without the population's bounds, which reads the population through
 // the time index and sorts all of it (2.9 s instead of 1.0 s at 5 M jobs). A connection that
-// lives long, as serve's and deploy verify --wait's do, gets there. The audit asks for custom plans
-// in its transaction; pg_prepared_statements counts which kind each run of the scan got.
+// lives long, as serve's does (an audit for every refresh of the page), gets there. The audit asks
+// for custom plans in its transaction; pg_prepared_statements counts which kind each run of the
+// scan got.
 func TestTheScanIsNeverRunWithAGenericPlan(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
