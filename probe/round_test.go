@@ -247,7 +247,7 @@ func TestASignedRoundRefusesARetiredKey(t *testing.T) {
 	pool, _ := testDB(t)
 	dueServers(t, pool, 1)
 	signer := newSigner(t, pool)
-	_, _, err := queries.RetireSigningKey(t.Context(), pool, signer.KeyID(), nil)
+	_, err := queries.RetireSigningKey(t.Context(), pool, signer.KeyID(), nil)
 	require.NoError(t, err)
 
 	_, err = (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())

@@ -112,29 +112,37 @@ func ListSigningKeys(ctx context.Context, db DBTX) ([]SigningKey, error) {
 	return out, nil
 }
 
+// ErrFutureRetirement says a key was to be retired from a moment still to come: rounds would
+// refuse it at once while its runs went on verifying until then.
+var ErrFutureRetirement = errors.New("a key is retired from now or from a moment past, not from the future")
+
+// KeyRetirement is what RetireSigningKey did.
+type KeyRetirement struct {
+	// RetiredAt is the key's retirement time after the call.
+	RetiredAt time.Time
+	// Before is its retirement time before the call; nil: it was not retired.
+	Before *time.Time
+}
+
+// Changed says whether the call retired the key or moved its retirement earlier.
+func (r KeyRetirement) Changed() bool { return r.Before == nil || !r.Before.Equal(r.RetiredAt) }
+
 // RetireSigningKey retires a key from at on (the database's now() when nil): rounds may no
-// longer sign with it, and deploy verify refuses the runs it signed from then on, while the runs
-// it signed before keep verifying. It returns when the key is retired and whether this call
-// retired it; a key retired already keeps its first date (changed false). ErrNoSuchKey: no key
-// has that id.
-func RetireSigningKey(ctx context.Context, db DBTX, keyID string, at *time.Time) (retiredAt time.Time, changed bool, err error) {
-	err = db.QueryRow(ctx, SQL("RetireSigningKey"), keyID, at).Scan(&retiredAt)
-	if err == nil {
-		return retiredAt, true, nil
+// longer sign with it, and deploy verify refuses the runs it signed that finished from then on,
+// while the runs it signed before keep verifying. A retirement only ever moves earlier: a key
+// retired already is moved to an earlier at (a leak found after a rotation) and otherwise left as
+// it is. ErrNoSuchKey: no key has that id; ErrFutureRetirement: at is after this host's clock.
+func RetireSigningKey(ctx context.Context, db DBTX, keyID string, at *time.Time) (KeyRetirement, error) {
+	var r KeyRetirement
+	if at != nil && at.After(time.Now()) {
+		return r, fmt.Errorf("retire signing key %s: %w", keyID, ErrFutureRetirement)
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, false, fmt.Errorf("retire signing key %s: %w", keyID, err)
+	err := db.QueryRow(ctx, SQL("RetireSigningKey"), keyID, at).Scan(&r.RetiredAt, &r.Before)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("retire signing key %s: %w", keyID, ErrNoSuchKey)
 	}
-	var before *time.Time
-	err = db.QueryRow(ctx, SQL("SigningKeyRetiredAt"), keyID).Scan(&before)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return time.Time{}, false, fmt.Errorf("retire signing key %s: %w", keyID, ErrNoSuchKey)
-	case err != nil:
-		return time.Time{}, false, fmt.Errorf("retire signing key %s: %w", keyID, err)
-	case before == nil:
-		// Only a concurrent un-retire (by hand) could get here; say so rather than guess.
-		return time.Time{}, false, fmt.Errorf("retire signing key %s: the key changed while it was being retired; try again", keyID)
+	if err != nil {
+		return r, fmt.Errorf("retire signing key %s: %w", keyID, err)
 	}
-	return *before, false, nil
+	return r, nil
 }

@@ -21,14 +21,18 @@ SELECT key_id, public_key, retired_at FROM signing_keys ORDER BY key_id;
 SELECT key_id, algorithm, created_at, retired_at FROM signing_keys ORDER BY created_at, key_id;
 
 -- name: RetireSigningKey
--- Retires key $1 from $2 on (now() when NULL), unless it is retired already: a retired key keeps
--- its first date. No row: the key is not registered or was retired already (SigningKeyRetiredAt
--- tells which).
-UPDATE signing_keys
-   SET retired_at = coalesce($2::timestamptz, now())
- WHERE key_id = $1
-   AND retired_at IS NULL
-RETURNING retired_at;
-
--- name: SigningKeyRetiredAt
-SELECT retired_at FROM signing_keys WHERE key_id = $1;
+-- Retires key $1 from $2 on (now() when NULL). A retirement only ever moves earlier: a key retired
+-- already is moved to $2 when $2 is earlier (a leak found after a rotation), and is otherwise left
+-- as it is. Returns the key's retirement time after the call and before it; no row: no such key.
+WITH old AS (
+    SELECT key_id, retired_at FROM signing_keys WHERE key_id = $1 FOR UPDATE
+), moved AS (
+    UPDATE signing_keys AS k
+       SET retired_at = coalesce($2::timestamptz, now())
+      FROM old
+     WHERE k.key_id = old.key_id
+       AND (old.retired_at IS NULL OR coalesce($2::timestamptz, now()) < old.retired_at)
+    RETURNING k.retired_at
+)
+SELECT coalesce((SELECT retired_at FROM moved), old.retired_at), old.retired_at
+  FROM old;

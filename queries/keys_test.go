@@ -26,10 +26,11 @@ func TestVerificationKeysKeepEachKeysOwnRetirement(t *testing.T) {
 		require.NoError(t, queries.RegisterSigningKey(ctx, pool, ids[len(ids)-1], pub))
 	}
 	for i, a := range at {
-		got, changed, err := queries.RetireSigningKey(ctx, pool, ids[i], &a)
+		got, err := queries.RetireSigningKey(ctx, pool, ids[i], &a)
 		require.NoError(t, err)
-		require.True(t, changed)
-		require.True(t, a.Equal(got))
+		require.True(t, got.Changed())
+		require.Nil(t, got.Before)
+		require.True(t, a.Equal(got.RetiredAt))
 	}
 
 	keys, err := queries.VerificationKeys(ctx, pool)
@@ -41,12 +42,26 @@ func TestVerificationKeysKeepEachKeysOwnRetirement(t *testing.T) {
 	}
 	require.Nil(t, keys[ids[2]].RetiredAt)
 
-	// Retiring again keeps the first date; an unknown key is ErrNoSuchKey.
+	// A retirement only moves earlier: a later date changes nothing, an earlier one moves it.
 	later := at[1].Add(time.Hour)
-	got, changed, err := queries.RetireSigningKey(ctx, pool, ids[0], &later)
+	got, err := queries.RetireSigningKey(ctx, pool, ids[0], &later)
 	require.NoError(t, err)
-	require.False(t, changed)
-	require.True(t, at[0].Equal(got))
-	_, _, err = queries.RetireSigningKey(ctx, pool, "ed25519:0000000000000000", nil)
+	require.False(t, got.Changed())
+	require.True(t, at[0].Equal(got.RetiredAt))
+	earlier := at[0].Add(-time.Hour)
+	got, err = queries.RetireSigningKey(ctx, pool, ids[0], &earlier)
+	require.NoError(t, err)
+	require.True(t, got.Changed())
+	require.True(t, earlier.Equal(got.RetiredAt))
+	require.True(t, at[0].Equal(*got.Before))
+
+	// An unknown key, a moment still to come: refused, nothing written.
+	_, err = queries.RetireSigningKey(ctx, pool, "ed25519:0000000000000000", nil)
 	require.ErrorIs(t, err, queries.ErrNoSuchKey)
+	future := time.Now().Add(time.Hour)
+	_, err = queries.RetireSigningKey(ctx, pool, ids[2], &future)
+	require.ErrorIs(t, err, queries.ErrFutureRetirement)
+	keys, err = queries.VerificationKeys(ctx, pool)
+	require.NoError(t, err)
+	require.Nil(t, keys[ids[2]].RetiredAt)
 }

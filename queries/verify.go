@@ -59,7 +59,8 @@ type SignedRun struct {
 	ServerID int64
 	Slug     string
 	URL      string
-	// FinishedAt is when the run finished: it was signed then.
+	// FinishedAt is when the run's job finished, by the database's clock: after the run was
+	// signed. (For a job left open, the run's own finish time, by the prober's clock.)
 	FinishedAt time.Time
 	Envelope   json.RawMessage
 }

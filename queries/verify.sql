@@ -35,8 +35,10 @@ SELECT count(*), count(finished_at)
 
 -- name: VerifyEnvelopes
 -- Every run of the given rounds that has an envelope, with the server the run is stored against
--- and when the run finished (a key retired before then must not have signed it).
-SELECT j.round_id, j.id, pr.id, s.id, s.slug, s.endpoint_url, pr.finished_at, pr.envelope
+-- and when its job finished: by the database's clock, as a key's retirement is, and after the run
+-- was signed (a key retired by then must not have signed it). The run's own finish time, from the
+-- prober's clock, only stands in for a job left open.
+SELECT j.round_id, j.id, pr.id, s.id, s.slug, s.endpoint_url, coalesce(j.finished_at, pr.finished_at), pr.envelope
   FROM probe_jobs AS j
   JOIN probe_runs AS pr ON pr.job_id = j.id
   JOIN servers AS s ON s.id = pr.server_id

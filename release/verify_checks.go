@@ -165,9 +165,10 @@ func checkEnvelopesValid(ctx context.Context, tx pgx.Tx, rep *Report, roundIDs [
 	return pass(CheckEnvelopesValid, fmt.Sprintf("%d envelope(s) verify against the %d registered key(s)", checked, len(keys))), nil
 }
 
-// verifyEnvelope checks a run's envelope against the keys that were not yet retired when the run
-// finished, and that it is the statement of its own job and server. Retiring a key (rotating it)
-// ends what it may sign from then on; the runs it signed before keep verifying.
+// verifyEnvelope checks a run's envelope against the keys that were not yet retired when its job
+// finished (queries.SignedRun.FinishedAt, the database's clock, as retired_at is), and that it is
+// the statement of its own job and server. Retiring a key (rotating it) ends what it may sign from
+// then on; the runs it signed before keep verifying.
 func verifyEnvelope(run queries.SignedRun, keys map[string]queries.VerificationKey) error {
 	valid := make(map[string]ed25519.PublicKey, len(keys))
 	all := make(map[string]ed25519.PublicKey, len(keys))
@@ -180,7 +181,7 @@ func verifyEnvelope(run queries.SignedRun, keys map[string]queries.VerificationK
 	st, err := attest.Verify(run.Envelope, valid)
 	if errors.Is(err, attest.ErrUnknownKey) && len(valid) < len(all) {
 		if _, errAll := attest.Verify(run.Envelope, all); errAll == nil {
-			return fmt.Errorf("signed only by a key retired before the run finished at %s",
+			return fmt.Errorf("signed only by a key retired before its job finished at %s",
 				run.FinishedAt.UTC().Format(time.RFC3339Nano))
 		}
 	}

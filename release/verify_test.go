@@ -430,9 +430,8 @@ func TestARetiredKeyVerifiesOnlyTheRunsThatFinishedBeforeItsRetirement(t *testin
 		t.Parallel()
 		s := newScene(t, 6)
 		s.clean()
-		_, changed, err := queries.RetireSigningKey(s.ctx, s.pool, s.signer.KeyID(), testfactory.Ptr(s.live.Add(time.Hour)))
+		_, err := queries.RetireSigningKey(s.ctx, s.pool, s.signer.KeyID(), testfactory.Ptr(s.live.Add(time.Hour)))
 		require.NoError(t, err)
-		require.True(t, changed)
 
 		rep := s.verify(release.VerifyRequest{})
 
@@ -443,7 +442,7 @@ func TestARetiredKeyVerifiesOnlyTheRunsThatFinishedBeforeItsRetirement(t *testin
 		t.Parallel()
 		s := newScene(t, 6)
 		s.clean() // rounds start 1 and 6 minutes after the release went live
-		_, _, err := queries.RetireSigningKey(s.ctx, s.pool, s.signer.KeyID(), testfactory.Ptr(s.live.Add(3*time.Minute)))
+		_, err := queries.RetireSigningKey(s.ctx, s.pool, s.signer.KeyID(), testfactory.Ptr(s.live.Add(3*time.Minute)))
 		require.NoError(t, err)
 
 		rep := s.verify(release.VerifyRequest{})
@@ -452,9 +451,24 @@ func TestARetiredKeyVerifiesOnlyTheRunsThatFinishedBeforeItsRetirement(t *testin
 		check := checkNamed(t, rep, release.CheckEnvelopesValid)
 		require.Len(t, check.Items, 3)
 		for _, item := range check.Items {
-			require.Contains(t, item, "signed only by a key retired before the run finished at")
+			require.Contains(t, item, "signed only by a key retired before its job finished at")
 		}
 		require.Equal(t, 0, rep.Rounds[0].EnvelopesInvalid)
 		require.Equal(t, 3, rep.Rounds[1].EnvelopesInvalid)
+	})
+	t.Run("retired the very moment a job finished", func(t *testing.T) {
+		t.Parallel()
+		s := newScene(t, 6)
+		s.clean()
+		// The first round's jobs finish 1.1 s, 2.2 s and 3.3 s after it starts, a minute after
+		// the release went live: retired from the third's finish on, the third is refused.
+		_, err := queries.RetireSigningKey(s.ctx, s.pool, s.signer.KeyID(), testfactory.Ptr(s.live.Add(time.Minute+3300*time.Millisecond)))
+		require.NoError(t, err)
+
+		rep := s.verify(release.VerifyRequest{})
+
+		require.Equal(t, 1, rep.Rounds[0].EnvelopesInvalid)
+		require.Equal(t, 3, rep.Rounds[1].EnvelopesInvalid)
+		require.Contains(t, checkNamed(t, rep, release.CheckEnvelopesValid).Items[0], "job 3 (srv-2)")
 	})
 }

@@ -40,7 +40,7 @@ unless --release names another) and check them, as the release manager does afte
   open_jobs          no job left open in a finished round
   envelopes_present  no run is missing its attestation envelope
   envelopes_valid    every envelope verifies against a registered key not yet retired when
-                     its run finished, and is about its own job and server
+                     its job finished, and is about its own job and server
   duplicates         per server: no two jobs within --window (10 minutes), from the release
                      onwards, including the last job before it (explicit re-checks excepted)
   functions          the claim and finish functions in the database are the ones this

@@ -26,17 +26,20 @@ func newKeysRetireCmd(f *factory) *cobra.Command {
 		Long: `Retire a registered signing key from now on, or from --at (an RFC 3339 time or a duration back
 from now, such as 6h or 2d: when a key leaked). From that moment:
 
-  - 'run round' refuses to sign with it (exit 2);
-  - 'deploy verify' refuses every run it signed that finished at or after that moment
-    (envelopes_valid), while the runs it signed before keep verifying: a rotation does not
-    invalidate the past.
+  - a 'run round' started afterwards refuses to sign with it (exit 2);
+  - 'deploy verify' refuses every run it signed whose job finished at or after that moment
+    (envelopes_valid, by the database's clock), while the runs it signed before keep verifying:
+    a rotation does not invalidate the past.
 
-A key retired already keeps its first date; retiring it again changes nothing and says so. Only
+A retirement only ever moves earlier: retiring a retired key again from an earlier moment (a leak
+found after a rotation) moves it there; from a later one changes nothing, and says so. Only
 signing_keys is written. Rotate by generating the new key first (probectl keys generate), moving
-the probes to it, then retiring the old one.
+the probes to it, then retiring the old one once the rounds signing with it have finished: a round
+checks its key when it starts, so the runs a running round signs after the retirement fail
+verification.
 
--o json prints {"key_id", "retired_at", "changed"}; changed is false when the key was retired
-already (retired_at is then its first date).`,
+-o json prints {"key_id", "retired_at", "previously_retired_at", "changed"}: changed is false
+when nothing was changed; previously_retired_at is null for a key that was not retired.`,
 		Example: `  probectl keys retire ed25519:3f9a0c1d2b4e5f60
   probectl keys retire ed25519:3f9a0c1d2b4e5f60 --at 2026-11-28T14:05:00Z   # leaked then
   probectl keys retire ed25519:3f9a0c1d2b4e5f60 -o json`,
@@ -51,9 +54,10 @@ already (retired_at is then its first date).`,
 
 // keyRetiredJSON is the documented JSON shape of 'keys retire -o json'.
 type keyRetiredJSON struct {
-	KeyID     string    `json:"key_id"`
-	RetiredAt time.Time `json:"retired_at"`
-	Changed   bool      `json:"changed"` // false: it was retired already, at retired_at
+	KeyID               string     `json:"key_id"`
+	RetiredAt           time.Time  `json:"retired_at"`
+	PreviouslyRetiredAt *time.Time `json:"previously_retired_at"`
+	Changed             bool       `json:"changed"`
 }
 
 func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) error {
@@ -79,28 +83,32 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	if err != nil {
 		return err
 	}
-	retiredAt, changed, err := queries.RetireSigningKey(ctx, pool, keyID, at)
+	r, err := queries.RetireSigningKey(ctx, pool, keyID, at)
 	if errors.Is(err, queries.ErrNoSuchKey) {
 		return exit.UsageError(fmt.Errorf("no signing key %q is registered; 'probectl keys list' shows the keys", keyID))
 	}
 	if err != nil {
 		return err
 	}
-	left, err := queries.SigningKeys(ctx, pool)
-	if err != nil {
-		return err
-	}
-	if len(left) == 0 {
+	// The key is retired: a failure from here on is only a missing warning, not a failed command.
+	if left, err := queries.SigningKeys(ctx, pool); err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "warning: could not count the keys left to sign with: %v\n", err)
+	} else if len(left) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "warning: no signing key is left that rounds may sign with; 'probectl keys generate' makes one")
 	}
 	if format == "json" {
-		return render.JSON(f.IO.Out, keyRetiredJSON{KeyID: keyID, RetiredAt: retiredAt.UTC(), Changed: changed})
+		return render.JSON(f.IO.Out, keyRetiredJSON{KeyID: keyID, RetiredAt: r.RetiredAt.UTC(),
+			PreviouslyRetiredAt: utcPtr(r.Before), Changed: r.Changed()})
 	}
-	when := retiredAt.UTC().Format(time.RFC3339Nano)
-	if !changed {
-		_, err = fmt.Fprintf(f.IO.Out, "signing key %s was retired already, at %s; nothing changed\n", keyID, when)
-		return err
+	when := r.RetiredAt.UTC().Format(time.RFC3339Nano)
+	switch {
+	case !r.Changed():
+		_, err = fmt.Fprintf(f.IO.Out, "signing key %s was retired already, at %s; nothing changed (a retirement only moves earlier)\n", keyID, when)
+	case r.Before != nil:
+		_, err = fmt.Fprintf(f.IO.Out, "moved the retirement of signing key %s earlier, from %s to %s: runs it signed that finished from then on fail verification\n",
+			keyID, r.Before.UTC().Format(time.RFC3339Nano), when)
+	default:
+		_, err = fmt.Fprintf(f.IO.Out, "retired signing key %s from %s on: runs it signs from then on fail verification\n", keyID, when)
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "retired signing key %s from %s on: runs it signs from then on fail verification\n", keyID, when)
 	return err
 }

@@ -147,7 +147,7 @@ func generatedKey(t *testing.T, url string) string {
 	return k.KeyID
 }
 
-func TestKeysRetireRetiresOnceAndKeepsTheFirstDate(t *testing.T) {
+func TestKeysRetireOnlyEverMovesARetirementEarlier(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
 	id := generatedKey(t, url)
@@ -157,14 +157,22 @@ func TestKeysRetireRetiresOnceAndKeepsTheFirstDate(t *testing.T) {
 	assert.Equal(t, "retired signing key "+id+" from 2026-11-28T14:05:00.5Z on: runs it signs from then on fail verification\n", res.Stdout)
 	assert.Contains(t, res.Stderr, "no signing key is left that rounds may sign with")
 
+	// Again from now, later: nothing changes.
 	res = runCLI(t, "--database-url", url, "keys", "retire", id, "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	assert.JSONEq(t, `{"key_id": "`+id+`", "retired_at": "2026-11-28T14:05:00.5Z", "changed": false}`, res.Stdout)
+	assert.JSONEq(t, `{"key_id": "`+id+`", "retired_at": "2026-11-28T14:05:00.5Z",
+		"previously_retired_at": "2026-11-28T14:05:00.5Z", "changed": false}`, res.Stdout)
+
+	// A leak found after the rotation: the retirement moves earlier.
+	res = runCLI(t, "--database-url", url, "keys", "retire", id, "--at", "2026-11-28T09:00:00Z")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "moved the retirement of signing key "+id+" earlier, from 2026-11-28T14:05:00.5Z to "+
+		"2026-11-28T09:00:00Z: runs it signed that finished from then on fail verification\n", res.Stdout)
 
 	keys, err := queries.ListSigningKeys(t.Context(), pool)
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
-	assert.Equal(t, "2026-11-28T14:05:00.5Z", keys[0].RetiredAt.UTC().Format(time.RFC3339Nano))
+	assert.Equal(t, "2026-11-28T09:00:00Z", keys[0].RetiredAt.UTC().Format(time.RFC3339Nano))
 	left, err := queries.SigningKeys(t.Context(), pool)
 	require.NoError(t, err)
 	assert.Empty(t, left, "rounds may no longer sign with it")
@@ -182,6 +190,7 @@ func TestKeysRetireWithoutAtRetiresFromNowAndSaysNothingWhileAKeyIsLeft(t *testi
 	var got keyRetiredJSON
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
 	assert.True(t, got.Changed)
+	assert.Nil(t, got.PreviouslyRetiredAt)
 	assert.WithinDuration(t, time.Now(), got.RetiredAt, time.Minute)
 	left, err := queries.SigningKeys(t.Context(), pool)
 	require.NoError(t, err)
