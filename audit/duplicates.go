@@ -164,7 +164,9 @@ func Duplicates(ctx context.Context, db Beginner, p DuplicatesParams) (*Duplicat
 // DuplicatesTx runs the duplicate-claim audit inside the caller's transaction, so that a caller
 // such as deploy verify reads everything from one snapshot (queries.InReadOnlyTx begins one). tx
 // must be READ ONLY and REPEATABLE READ or SERIALIZABLE: ErrNotReadOnly or ErrNotOneSnapshot say
-// otherwise. DuplicatesTx neither commits nor rolls back.
+// otherwise. DuplicatesTx neither commits nor rolls back. Like every Tx variant, it sets the
+// audits' planner settings (custom plans, no JIT; queries.AuditPlanSettings) for the rest of tx,
+// so the caller's statements after it are planned that way too.
 func DuplicatesTx(ctx context.Context, tx pgx.Tx, p DuplicatesParams) (*DuplicatesReport, error) {
 	if err := enter(ctx, tx); err != nil {
 		return nil, err

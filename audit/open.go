@@ -71,7 +71,8 @@ func Open(ctx context.Context, db Beginner, p OpenParams) (*OpenReport, error) {
 	return r, nil
 }
 
-// OpenTx lists the open jobs inside the caller's READ ONLY transaction.
+// OpenTx lists the open jobs inside the caller's READ ONLY transaction. It sets the audits'
+// planner settings for the rest of tx (see DuplicatesTx).
 func OpenTx(ctx context.Context, tx pgx.Tx, p OpenParams) (*OpenReport, error) {
 	if err := enter(ctx, tx); err != nil {
 		return nil, err

@@ -76,7 +76,8 @@ func Rate(ctx context.Context, db Beginner, p RateParams) (*RateReport, error) {
 }
 
 // RateTx runs the request-rate audit inside the caller's READ ONLY transaction. Every server's
-// row streams past; only those over the promise are kept.
+// row streams past; only those over the promise are kept. It sets the audits' planner settings
+// for the rest of tx (see DuplicatesTx).
 func RateTx(ctx context.Context, tx pgx.Tx, p RateParams) (*RateReport, error) {
 	if err := enter(ctx, tx); err != nil {
 		return nil, err
