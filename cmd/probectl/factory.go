@@ -26,8 +26,13 @@ type buildInfo struct {
 type factory struct {
 	IO     *render.Streams
 	Getenv func(string) string
-	Now    func() time.Time
-	Build  buildInfo
+	// Now is this host's clock, for reading relative flags ("24h" back from now) before any
+	// connection is made.
+	Now func() time.Time
+	// Clock, when set (tests), is the moment reports are read as of; nil means the database's
+	// clock, the one claims, staleness and retirements are judged by.
+	Clock func() time.Time
+	Build buildInfo
 
 	// Global flags.
 	DatabaseURL string
@@ -92,4 +97,13 @@ func (f *factory) OutputFormat(allowed ...string) (string, error) {
 		return "", exit.UsageError(fmt.Errorf("--output %q: this command supports %s", format, strings.Join(allowed, ", ")))
 	}
 	return format, nil
+}
+
+// readAt is the moment a report is read as of: the zero time (the database's clock) unless a test
+// set Clock.
+func (f *factory) readAt() time.Time {
+	if f.Clock == nil {
+		return time.Time{}
+	}
+	return f.Clock()
 }

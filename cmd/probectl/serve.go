@@ -77,7 +77,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		return err
 	}
 	err = statuspage.ListenAndServe(ctx, opts.Addr, statuspage.Options{
-		DB: pool, Now: f.Now, ReadTimeout: opts.ReadTimeout, Logger: log,
+		DB: pool, Now: f.Clock, ReadTimeout: opts.ReadTimeout, Logger: log,
 	}, opts.ready)
 	if err != nil {
 		return exit.UnavailableError(err)

@@ -23,7 +23,7 @@ func TestServeAnswersEveryRouteAndStopsWhenInterrupted(t *testing.T) {
 	streams, _, _, errOut := render.Test()
 	f := newFactory(streams, func(string) string { return "" }, buildInfo{Version: "test"})
 	t.Cleanup(f.Close)
-	f.Now = func() time.Time { return statustest.Now }
+	f.Clock = func() time.Time { return statustest.Now }
 	f.DatabaseURL = url
 	addrs := make(chan net.Addr, 1)
 	opts := &serveOptions{f: f, Addr: "127.0.0.1:0", ReadTimeout: 10 * time.Second,

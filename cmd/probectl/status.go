@@ -61,7 +61,7 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := status.Read(ctx, pool, f.Now())
+	rep, err := status.Read(ctx, pool, f.readAt())
 	if err != nil {
 		return exit.UnavailableError(err)
 	}

@@ -18,7 +18,7 @@ func statusAt(t *testing.T, url string, args ...string) (stdout, stderr string, 
 	io, _, out, errOut := render.Test()
 	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
 	t.Cleanup(f.Close)
-	f.Now = func() time.Time { return statustest.Now }
+	f.Clock = func() time.Time { return statustest.Now }
 	root := newRootCmd(f)
 	root.SetArgs(append([]string{"status", "--database-url", url}, args...))
 	root.SetOut(io.Out)
