@@ -57,8 +57,40 @@ type Override struct {
 	Round   string `json:"round"`
 }
 
+// roundFlag is a run round flag whose default comes from the active release: its name, its value
+// as the round's summary shows it, and how a flag set on the command line is laid over the
+// release's value. One table, so that a flag cannot be reported as an override and not applied.
+type roundFlag struct {
+	name string
+	get  func(s probe.Settings) string
+	copy func(dst *probe.Settings, src probe.Settings)
+}
+
+var roundFlags = []roundFlag{
+	{"fanout", func(s probe.Settings) string { return fmt.Sprint(s.Fanout) },
+		func(dst *probe.Settings, src probe.Settings) { dst.Fanout = src.Fanout }},
+	{"claim-limit", func(s probe.Settings) string { return fmt.Sprint(s.ClaimLimit) },
+		func(dst *probe.Settings, src probe.Settings) { dst.ClaimLimit = src.ClaimLimit }},
+	{"concurrency", func(s probe.Settings) string { return fmt.Sprint(s.Concurrency) },
+		func(dst *probe.Settings, src probe.Settings) { dst.Concurrency = src.Concurrency }},
+	{"min-spacing", func(s probe.Settings) string { return s.MinSpacing.String() },
+		func(dst *probe.Settings, src probe.Settings) { dst.MinSpacing = src.MinSpacing }},
+	{"request-timeout", func(s probe.Settings) string { return s.RequestTimeout.String() },
+		func(dst *probe.Settings, src probe.Settings) { dst.RequestTimeout = src.RequestTimeout }},
+	{"max-duration", func(s probe.Settings) string { return s.MaxDuration.String() },
+		func(dst *probe.Settings, src probe.Settings) { dst.MaxDuration = src.MaxDuration }},
+	{"finish", func(s probe.Settings) string { return s.Finish },
+		func(dst *probe.Settings, src probe.Settings) { dst.Finish = src.Finish }},
+}
+
 // RoundFlags are the run round flags whose defaults come from the active release.
-var RoundFlags = []string{"fanout", "claim-limit", "concurrency", "min-spacing", "request-timeout", "max-duration", "finish"}
+var RoundFlags = func() []string {
+	names := make([]string, 0, len(roundFlags))
+	for _, f := range roundFlags {
+		names = append(names, f.name)
+	}
+	return names
+}()
 
 // RoundSettings lays the release under the round's flags: a setting whose flag was set on the
 // command line (changed says which) keeps the flag's value and, when it differs from the
@@ -72,56 +104,17 @@ func RoundSettings(rel *Release, flags probe.Settings, changed func(flag string)
 	id := rel.ID
 	out.ReleaseID = &id
 	var overrides []Override
-	for _, flag := range RoundFlags {
-		if !changed(flag) {
+	for _, f := range roundFlags {
+		if !changed(f.name) {
 			continue
 		}
-		from, to := roundSetting(out, flag), roundSetting(flags, flag)
-		setRoundSetting(&out, flags, flag)
+		from, to := f.get(out), f.get(flags)
+		f.copy(&out, flags)
 		if from != to {
-			overrides = append(overrides, Override{Flag: flag, Release: from, Round: to})
+			overrides = append(overrides, Override{Flag: f.name, Release: from, Round: to})
 		}
 	}
 	return out, overrides
-}
-
-func roundSetting(s probe.Settings, flag string) string {
-	switch flag {
-	case "fanout":
-		return fmt.Sprint(s.Fanout)
-	case "claim-limit":
-		return fmt.Sprint(s.ClaimLimit)
-	case "concurrency":
-		return fmt.Sprint(s.Concurrency)
-	case "min-spacing":
-		return s.MinSpacing.String()
-	case "request-timeout":
-		return s.RequestTimeout.String()
-	case "max-duration":
-		return s.MaxDuration.String()
-	case "finish":
-		return s.Finish
-	}
-	return ""
-}
-
-func setRoundSetting(dst *probe.Settings, src probe.Settings, flag string) {
-	switch flag {
-	case "fanout":
-		dst.Fanout = src.Fanout
-	case "claim-limit":
-		dst.ClaimLimit = src.ClaimLimit
-	case "concurrency":
-		dst.Concurrency = src.Concurrency
-	case "min-spacing":
-		dst.MinSpacing = src.MinSpacing
-	case "request-timeout":
-		dst.RequestTimeout = src.RequestTimeout
-	case "max-duration":
-		dst.MaxDuration = src.MaxDuration
-	case "finish":
-		dst.Finish = src.Finish
-	}
 }
 
 // RoundRequest is what `run round` knows before it asks the release: its own version and the

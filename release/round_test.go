@@ -94,6 +94,45 @@ func TestRoundSettingsTakeTheReleaseUnlessAFlagOverridesIt(t *testing.T) {
 	})
 }
 
+func TestEveryRoundFlagSetOnTheCommandLineIsAppliedAndReported(t *testing.T) {
+	t.Parallel()
+	rel := &release.Release{ID: 7, Version: "v2", Fanout: 0, ClaimLimit: 5, Concurrency: 1, MinSpacing: 10 * time.Minute,
+		RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, FinishMode: release.FinishTx}
+	flags := probe.DefaultSettings()
+	flags.Trigger, flags.Version = "cron", "v2"
+	// Each flag is set to a value unlike both the release's and the flag's default.
+	cases := []struct {
+		flag          string
+		set           func(s *probe.Settings)
+		release, want string
+	}{
+		{"fanout", func(s *probe.Settings) { s.Fanout = 7 }, "0", "7"},
+		{"claim-limit", func(s *probe.Settings) { s.ClaimLimit = 9 }, "5", "9"},
+		{"concurrency", func(s *probe.Settings) { s.Concurrency = 4 }, "1", "4"},
+		{"min-spacing", func(s *probe.Settings) { s.MinSpacing = 3 * time.Minute }, "10m0s", "3m0s"},
+		{"request-timeout", func(s *probe.Settings) { s.RequestTimeout = 7 * time.Second }, "10s", "7s"},
+		{"max-duration", func(s *probe.Settings) { s.MaxDuration = 2 * time.Minute }, "4m0s", "2m0s"},
+		{"finish", func(s *probe.Settings) { s.Finish = release.FinishAdvanceFirst }, release.FinishTx, release.FinishAdvanceFirst},
+	}
+	var tested []string
+	for _, tc := range cases {
+		tested = append(tested, tc.flag)
+		t.Run(tc.flag+" set on the command line is what the round runs with, and is reported", func(t *testing.T) {
+			t.Parallel()
+			f := flags
+			tc.set(&f)
+			got, overrides := release.RoundSettings(rel, f, func(name string) bool { return name == tc.flag })
+			want := release.SettingsOf(*rel).Apply(flags)
+			tc.set(&want)
+			id := rel.ID
+			want.ReleaseID = &id
+			require.Equal(t, want, got, "the flag's value, and the release's for every other setting")
+			require.Equal(t, []release.Override{{Flag: tc.flag, Release: tc.release, Round: tc.want}}, overrides)
+		})
+	}
+	require.ElementsMatch(t, release.RoundFlags, tested, "every round flag has a case here")
+}
+
 func TestSettingsForRoundRefusesTheWrongVersionAndChecksTheLease(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
