@@ -26,7 +26,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		}
 	}
 	for {
-		if st.stop.Load() || ctx.Err() != nil || p.Claimed >= s.ClaimLimit || !time.Now().Before(st.deadline) {
+		if st.stop.Load() || ctx.Err() != nil || p.Claimed >= s.ClaimLimit || !r.clock().Before(st.deadline) {
 			break
 		}
 		if p.InFlight == s.Concurrency {

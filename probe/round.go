@@ -55,10 +55,11 @@ type Round struct {
 	Progress func(Progress)
 
 	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
-	skipLock     bool          // switch layer 1 off in the claims
-	hooks        hooks         // park or delay the round between writes
-	writeOrder   writeOrder    // replaces the order of an advance-first finish's two writes
-	finishBudget time.Duration // replaces finishTimeout in the finishes (0: finishTimeout)
+	skipLock     bool             // switch layer 1 off in the claims
+	hooks        hooks            // park or delay the round between writes
+	writeOrder   writeOrder       // replaces the order of an advance-first finish's two writes
+	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
+	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
 }
 
 // Summary is what a round did, counted from the database when it ended.
@@ -138,6 +139,14 @@ func (r *Round) finishBudgets() (all, each time.Duration) {
 	return all, all / finishWrites
 }
 
+// clock is the time the round's budget is judged by: this host's, unless a test set now.
+func (r *Round) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
 // state is what the invocations of one round share.
 type state struct {
 	roundID  int64
@@ -190,7 +199,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start round: %w", err)
 	}
-	st := &state{roundID: roundID, deadline: time.Now().Add(s.MaxDuration)}
+	st := &state{roundID: roundID, deadline: r.clock().Add(s.MaxDuration)}
 
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
