@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
@@ -30,8 +32,11 @@ func Import(ctx context.Context, pool *pgxpool.Pool, rows []Row, now *time.Time)
 				Slug: row.Slug, EndpointURL: row.URL, Kind: row.Kind, Plan: row.Plan,
 				CheckInterval: interval, Now: now,
 			})
-			if err != nil {
+			if rowAtFault(err) {
 				return &LineError{Line: row.Line, Err: err}
+			}
+			if err != nil {
+				return err
 			}
 			if inserted {
 				res.Inserted++
@@ -45,6 +50,18 @@ func Import(ctx context.Context, pool *pgxpool.Pool, rows []Row, now *time.Time)
 		return ImportResult{}, fmt.Errorf("import servers: %w", err)
 	}
 	return res, nil
+}
+
+// rowAtFault says whether PostgreSQL refused err because of the row's own values (SQLSTATE class
+// 22, data exception, or 23, integrity constraint violation): bad input the user can fix in the
+// file. Anything else (a missing table, a lost connection, a timeout) means the import could not
+// be done, which is not the row's fault.
+func rowAtFault(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")
 }
 
 // Add validates one entry and upserts it.
