@@ -46,6 +46,8 @@ type Checker struct {
 	allow   policy
 	rootCAs *x509.CertPool
 	lookup  lookupFunc // a resolver that answers what a test needs; nil is the system's
+	// started, if set, sees each check's context once its budget is set (tests read the deadline).
+	started func(ctx context.Context)
 }
 
 // New returns a Checker with cfg's zero fields set to the defaults.
@@ -87,6 +89,9 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(MaxRequests)*c.cfg.RequestTimeout)
 	defer cancel()
+	if c.started != nil {
+		c.started(ctx)
+	}
 	if u, err := url.Parse(t.URL); err == nil {
 		rec.see(u)
 	}

@@ -129,8 +129,32 @@ func TestAnOversizedBodyIsCutAndFailsTheCheck(t *testing.T) {
 			} else {
 				assert.Equal(t, int64(limit), res.Requests[0].Bytes)
 			}
+			if !tc.chunked {
+				assert.Zero(t, res.Requests[0].Bytes, "a length past the cap is refused before the body is read")
+			}
 		})
 	}
+}
+
+func TestACheckIsBoundedByEveryRequestItMayMakeAtTheRequestTimeout(t *testing.T) {
+	t.Parallel()
+	srv := newFleet(t, http.HandlerFunc(ok))
+	// The caller allows far more than a check may take.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	const timeout = 2 * time.Second
+	c := New(Config{AllowPrivate: true, RequestTimeout: timeout})
+	var deadline time.Time
+	var has bool
+	c.started = func(ctx context.Context) { deadline, has = ctx.Deadline() }
+	before := time.Now()
+	res := c.Check(ctx, Target{URL: srv.URL, Kind: "http"})
+	after := time.Now()
+	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+	require.True(t, has, "the check has a deadline")
+	budget := time.Duration(MaxRequests) * timeout
+	assert.False(t, deadline.Before(before.Add(budget)), "deadline %s, budget %s from %s", deadline, budget, before)
+	assert.False(t, deadline.After(after.Add(budget)), "deadline %s, budget %s from %s", deadline, budget, after)
 }
 
 // A server that never answers (or stops halfway through its body) is an error, after the
