@@ -199,6 +199,17 @@ func TestStatusAndTheOpenJobsAuditAgreeOnWhatIsStale(t *testing.T) {
 	ctx := context.Background()
 	pool := newPool(t)
 	statustest.Seed(ctx, t, pool)
+	// The scenario's open jobs are 3, 4 and 40 minutes old, far from the window's end, where a
+	// rule written > on one side and >= on the other would still agree. Two more jobs sit at the
+	// edge: one requested exactly the window before now (stale, as the claim would close it) and
+	// one a millisecond later (only open).
+	plant := func(slug string, age time.Duration) int64 {
+		server := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug})
+		requested := statustest.Now.Add(-age)
+		return testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &requested})
+	}
+	atEdge := plant("hotel-at-the-edge", status.InFlight)
+	justInside := plant("india-just-inside", status.InFlight-time.Millisecond)
 
 	r, err := status.Read(ctx, pool, statustest.Now)
 	require.NoError(t, err)
@@ -213,5 +224,10 @@ func TestStatusAndTheOpenJobsAuditAgreeOnWhatIsStale(t *testing.T) {
 		fromAudit[j.JobID] = j.Stale
 	}
 	require.Equal(t, fromAudit, fromStatus, "the same open jobs, the same ones stale")
+	require.True(t, fromStatus[atEdge], "a job open for exactly the window is stale")
+	require.Contains(t, fromStatus, justInside)
+	require.False(t, fromStatus[justInside], "a job a millisecond inside the window is only open")
+	require.Equal(t, a.Stale(), r.StaleCount, "the stale count agrees with the audit too")
+	require.Equal(t, len(a.Jobs), r.OpenCount)
 	require.Equal(t, a.InFlight, status.InFlight)
 }
