@@ -34,7 +34,7 @@ SELECT count(*),
  WHERE j.finished_at IS NULL;
 
 -- name: StatusOpenJobs
--- The oldest open jobs first, at most $2, with their server and whether the server's next check
+-- The oldest open jobs first, at most $1, with their server and whether the server's next check
 -- already moved past the job's request (the probe made its first write, advance, and not the
 -- second, finish).
 SELECT j.id, j.server_id, s.slug, j.round_id, j.invocation, j.reason, j.requested_at,
