@@ -10,7 +10,7 @@ test: lint
 
 ## lint: what CI refuses: unformatted code, an untidy go.mod, vet findings, a bad goreleaser config
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet $(PKGS)
 	$(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1 check
@@ -19,9 +19,11 @@ lint:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout 60m $(PKGS)
 
-## fuzz: a short run of every fuzz target
+## fuzz: a short run of every fuzz target (go test fuzzes one target in one package at a time)
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/when
+	$(GO) test -run='^$$' -fuzz='^FuzzVerify$$' -fuzztime=30s ./probe/attest
 
 ## generate: nothing is generated yet; SQL is hand-written in queries/*.sql
 generate:
