@@ -229,3 +229,58 @@ func TestCheckSubjectCatchesARunStoredAgainstAnotherServer(t *testing.T) {
 	}
 	assert.ErrorIs(t, st.CheckJob(43), ErrWrongSubject, "another job's row is the wrong subject")
 }
+
+func TestCheckSubjectWantsOneSubjectAndThePredicatesOwnServer(t *testing.T) {
+	t.Parallel()
+	s := NewSigner(fixedKey(1))
+	env, err := s.Sign(sampleRun())
+	require.NoError(t, err)
+	const slug, url = "weather", "https://weather.example/mcp"
+
+	cases := []struct {
+		name   string
+		change func(st *Statement)
+	}{
+		{"a second subject makes it about more than the row's server", func(st *Statement) {
+			st.Subject = append(st.Subject, Subject{Name: "news", Digest: map[string]string{"sha256": URLDigest("https://news.example/mcp")}})
+		}},
+		{"no subject makes it about no server", func(st *Statement) { st.Subject = nil }},
+		{"a predicate naming another slug is about another server", func(st *Statement) { st.Predicate.Server.Slug = "news" }},
+		{"a predicate naming another endpoint is about another server", func(st *Statement) {
+			st.Predicate.Server.URL = "https://weather.example/v2/mcp"
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st, err := Verify(env, keysOf(s))
+			require.NoError(t, err)
+			require.NoError(t, st.CheckSubject(slug, url), "precondition: the statement as signed is about the row's server")
+			tc.change(st)
+			assert.ErrorIs(t, st.CheckSubject(slug, url), ErrWrongSubject)
+		})
+	}
+}
+
+func TestAKeyOfTheWrongLengthFailsAsABadSignatureNotAPanic(t *testing.T) {
+	t.Parallel()
+	s := NewSigner(fixedKey(1))
+	env, err := s.Sign(sampleRun())
+	require.NoError(t, err)
+	st, err := Verify(env, map[string]ed25519.PublicKey{s.KeyID(): {1, 2, 3}})
+	require.ErrorIs(t, err, ErrBadSignature)
+	assert.Nil(t, st)
+}
+
+func TestASignatureFromAnUnknownKeyBesidesAGoodOneIsIgnored(t *testing.T) {
+	t.Parallel()
+	s := NewSigner(fixedKey(1))
+	good, err := s.Sign(sampleRun())
+	require.NoError(t, err)
+	env := reencode(t, good, func(e *dsse.Envelope) {
+		e.Signatures = append(e.Signatures, dsse.Signature{KeyID: "x", Sig: "!!"})
+	})
+	st, err := Verify(env, keysOf(s))
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), st.Predicate.JobID)
+}
