@@ -10,7 +10,6 @@ import (
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/internal/when"
 )
 
 func newAuditCmd(f *factory) *cobra.Command {
@@ -64,14 +63,6 @@ func (r *auditRange) parse(now time.Time) (since, until time.Time, err error) {
 		}
 	}
 	return since, until, nil
-}
-
-func parseTimeFlag(name, value string, now time.Time) (time.Time, error) {
-	t, err := when.Parse(value, now)
-	if err != nil {
-		return time.Time{}, exit.UsageError(fmt.Errorf("--%s: %w", name, err))
-	}
-	return t, nil
 }
 
 // auditError names the flag behind a domain ParamError, so bad input reads like a bad flag.

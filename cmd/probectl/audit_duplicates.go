@@ -12,9 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/audit"
-	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/internal/when"
 )
 
 type auditDuplicatesOptions struct {
@@ -96,11 +94,8 @@ func (opts *auditDuplicatesOptions) params(now time.Time) (audit.DuplicatesParam
 	if p.Since, p.Until, err = opts.parse(now); err != nil {
 		return p, err
 	}
-	if p.Window, err = when.ParseDuration(opts.Window); err != nil {
-		return p, exit.UsageError(fmt.Errorf("--window: %w", err))
-	}
-	if p.Window <= 0 {
-		return p, exit.UsageError(fmt.Errorf("--window: must be positive, got %q", opts.Window))
+	if p.Window, err = positiveDuration("window", opts.Window); err != nil {
+		return p, err
 	}
 	for _, s := range opts.SplitAt {
 		t, err := parseTimeFlag("split-at", s, now)

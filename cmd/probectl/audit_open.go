@@ -11,9 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/audit"
-	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/internal/when"
 )
 
 type auditOpenOptions struct {
@@ -49,12 +47,9 @@ func runAuditOpen(ctx context.Context, opts *auditOpenOptions) error {
 	if err != nil {
 		return err
 	}
-	inFlight, err := when.ParseDuration(opts.InFlight)
+	inFlight, err := positiveDuration("in-flight", opts.InFlight)
 	if err != nil {
-		return exit.UsageError(fmt.Errorf("--in-flight: %w", err))
-	}
-	if inFlight <= 0 {
-		return exit.UsageError(fmt.Errorf("--in-flight: must be positive, got %q", opts.InFlight))
+		return err
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {

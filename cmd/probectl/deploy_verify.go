@@ -10,7 +10,6 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/internal/when"
 	"github.com/probectl/probectl/release"
 )
 
@@ -75,15 +74,13 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	if err != nil {
 		return err
 	}
+	// Checked here: the request reads a zero Rounds as the default.
 	if opts.Rounds < 1 {
 		return exit.UsageError(fmt.Errorf("--rounds %d: must be at least 1", opts.Rounds))
 	}
-	window, err := when.ParseDuration(opts.Window)
+	window, err := positiveDuration("window", opts.Window)
 	if err != nil {
-		return exit.UsageError(fmt.Errorf("--window: %w", err))
-	}
-	if window <= 0 {
-		return exit.UsageError(fmt.Errorf("--window: must be positive, got %q", opts.Window))
+		return err
 	}
 	req := release.VerifyRequest{ReleaseID: opts.ReleaseID, Rounds: opts.Rounds, Window: window,
 		Wait: release.WaitOptions{Timeout: opts.Wait, Tick: opts.tick, Progress: opts.progress}}

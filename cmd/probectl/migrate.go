@@ -11,8 +11,7 @@ import (
 )
 
 type migrateOptions struct {
-	f       *factory
-	migrate func(ctx context.Context) ([]queries.Migration, error)
+	f *factory
 }
 
 func newMigrateCmd(f *factory) *cobra.Command {
@@ -40,16 +39,11 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.migrate == nil {
-		opts.migrate = func(ctx context.Context) ([]queries.Migration, error) {
-			pool, err := f.RawPool(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return queries.Migrate(ctx, pool)
-		}
+	pool, err := f.RawPool(ctx)
+	if err != nil {
+		return err
 	}
-	applied, err := opts.migrate(ctx)
+	applied, err := queries.Migrate(ctx, pool)
 	if err != nil {
 		return err
 	}

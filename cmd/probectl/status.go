@@ -109,7 +109,7 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 				state += ", " + st.Warn.Render("advanced")
 				anyAdvanced = true
 			}
-			tbl.Row(j.JobID, j.Slug, statusOptional(j.RoundID), statusOptional(j.Invocation), statusTime(j.RequestedAt),
+			tbl.Row(j.JobID, j.Slug, orDash(j.RoundID), orDash(j.Invocation), statusTime(j.RequestedAt),
 				status.HumanDuration(j.Age), state)
 		}
 		p.table(tbl)
@@ -208,10 +208,3 @@ func (p *statusPrinter) table(t *render.Table) {
 }
 
 func statusTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-func statusOptional[T int | int64](v *T) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprint(*v)
-}
