@@ -9,12 +9,16 @@ var helpTopics = []struct{ name, short, long string }{
 		long: `probectl exits with:
 
   0  everything worked (a round that ran, even with failed checks; a clean audit)
-  1  a check or audit found a problem (deploy verify failed or was inconclusive,
-     audit --fail-on-found found unexplained duplicates)
-  2  bad usage or bad input: a bad flag (named), a bad import row (line named);
-     nothing was changed
+  1  a check or audit found a problem: deploy verify failed or was inconclusive;
+     with --fail-on-found, audit duplicates found unexplained pairs, audit rate
+     servers over the promise, audit open stale jobs (the report is printed first)
+  2  bad usage or bad input: a bad flag (named), a bad import row (line named),
+     a signing key that is not registered or is retired, a rollback that is not
+     approved; nothing was changed
   3  the work could not be done: database unreachable, schema behind
-     ('probectl migrate'), a claim or finish that failed`,
+     ('probectl migrate'), a claim, finish or signature that failed, a round
+     interrupted (Ctrl-C, SIGTERM), an active release of another version than
+     this probectl (run round)`,
 	},
 	{
 		name:  "environment",
