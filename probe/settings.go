@@ -79,6 +79,13 @@ func (s Settings) CheckBudget() time.Duration {
 	return time.Duration(check.MaxRequests) * s.RequestTimeout
 }
 
+// CheckConfig is the checker's configuration these settings ask for, so that every caller that
+// runs a round checks with the same timeout, body cap and address policy that the round records.
+func (s Settings) CheckConfig() check.Config {
+	return check.Config{RequestTimeout: s.RequestTimeout, MaxBodyBytes: s.MaxBodyBytes,
+		AllowPrivate: s.AllowPrivateTargets}
+}
+
 // JobWorstCase is how long a job may stay open in the worst case: a full check, the round's
 // budget and the finish's. It must fit the in-flight window, or another round could take a live
 // job for abandoned and claim its server again.

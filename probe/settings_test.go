@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -58,4 +59,11 @@ func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
 	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts)
 	require.False(t, sum.StoppedClaiming)
 	require.Zero(t, sum.AdvanceMisses)
+}
+
+func TestTheCheckerIsConfiguredAsTheRoundRecords(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	s.RequestTimeout, s.MaxBodyBytes, s.AllowPrivateTargets = 7*time.Second, 4096, true
+	require.Equal(t, check.Config{RequestTimeout: 7 * time.Second, MaxBodyBytes: 4096, AllowPrivate: true}, s.CheckConfig())
 }

@@ -168,10 +168,9 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	round := &probe.Round{
 		DB:       pool,
 		Settings: settings,
-		Checker: check.New(check.Config{RequestTimeout: settings.RequestTimeout,
-			MaxBodyBytes: settings.MaxBodyBytes, AllowPrivate: settings.AllowPrivateTargets}),
-		Signer: signer,
-		Log:    slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)),
+		Checker:  check.New(settings.CheckConfig()),
+		Signer:   signer,
+		Log:      slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)),
 	}
 	if f.IO.ErrTTY {
 		round.Progress = (&progressPrinter{w: f.IO.ErrOut}).report

@@ -43,10 +43,9 @@ func (e *env) round(ctx context.Context, prepare func(*probe.Round)) (*probe.Sum
 	r := &probe.Round{
 		DB:       e.pool,
 		Settings: s,
-		Checker: check.New(check.Config{RequestTimeout: s.RequestTimeout, MaxBodyBytes: s.MaxBodyBytes,
-			AllowPrivate: s.AllowPrivateTargets}),
-		Signer: e.signer,
-		Log:    e.log,
+		Checker:  check.New(s.CheckConfig()),
+		Signer:   e.signer,
+		Log:      e.log,
 	}
 	if prepare != nil {
 		prepare(r)

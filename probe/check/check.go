@@ -64,10 +64,6 @@ func New(cfg Config) *Checker {
 	return &Checker{cfg: cfg, allow: defaultPolicy(cfg.AllowPrivate)}
 }
 
-// Config returns the settings in force, defaults filled in (the round's lease check needs the
-// timeout).
-func (c *Checker) Config() Config { return c.cfg }
-
 // Check checks one server. It never panics and never returns an error: whatever happened is
 // the observation, with Outcome ok, failed (the server answered wrongly, or policy refused it)
 // or error (the check could not be made: DNS, connect, timeout).
