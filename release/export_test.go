@@ -5,5 +5,10 @@ package release
 // SetAfterLock makes the rollback call fn once it holds the lock and has read the active release.
 func SetAfterLock(req *RollbackRequest, fn func()) { req.afterLock = fn }
 
-// WithoutLock makes the rollback skip the releases lock, to show what the lock guards.
-func WithoutLock(req *RollbackRequest) { req.noLock = true }
+// WithoutLock makes the rollback skip both its locks (the releases lock and the active row's), to
+// show what they guard.
+func WithoutLock(req *RollbackRequest) { req.noAdvisoryLock, req.noRowLock = true, true }
+
+// WithoutAdvisoryLock makes the rollback skip the releases lock only, as a writer that does not
+// take it would: the active row's lock is what is left.
+func WithoutAdvisoryLock(req *RollbackRequest) { req.noAdvisoryLock = true }

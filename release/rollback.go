@@ -26,10 +26,12 @@ type RollbackRequest struct {
 	// Now, when set, stands in for the database's now().
 	Now *time.Time
 
-	// Test seams (set from export_test.go): afterLock runs once the lock is held and the active
-	// release read; noLock skips the lock, to show what it guards.
-	afterLock func()
-	noLock    bool
+	// Test seams (set from export_test.go): afterLock runs once the locks are held and the active
+	// release read; noAdvisoryLock skips the releases lock and noRowLock the active row's lock, to
+	// show what each guards.
+	afterLock      func()
+	noAdvisoryLock bool
+	noRowLock      bool
 }
 
 // RollbackPlan is what a rollback changes: which release is active now and which will be.
@@ -110,14 +112,16 @@ func Rollback(ctx context.Context, pool *pgxpool.Pool, req RollbackRequest) (*Ro
 	}
 	var plan *RollbackPlan
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
-		var active Release
-		var err error
-		if req.noLock {
-			active, err = queries.ActiveRelease(ctx, tx)
-		} else {
+		if !req.noAdvisoryLock {
 			if err := queries.LockReleases(ctx, tx); err != nil {
 				return err
 			}
+		}
+		var active Release
+		var err error
+		if req.noRowLock {
+			active, err = queries.ActiveRelease(ctx, tx)
+		} else {
 			active, err = queries.ActiveReleaseForUpdate(ctx, tx)
 		}
 		if err != nil {

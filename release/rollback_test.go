@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -304,6 +305,52 @@ func TestTwoRollbacksAtOnceApplyOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheActiveRowLockHoldsOffARollbackThatSkipsTheReleasesLock runs two rollbacks that skip the
+// releases lock, as a writer that forgot it would, and holds the first inside its transaction: the
+// lock on the active row alone must make the second wait. When the first commits, the row the
+// second waited on is no longer active, so the second finds no active release and changes
+// nothing: one rollback is recorded, and the first, which held the row, succeeds.
+func TestTheActiveRowLockHoldsOffARollbackThatSkipsTheReleasesLock(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	ctx := t.Context()
+	deployed(t, pool)
+
+	holding, proceed := make(chan struct{}), make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(proceed) })
+	t.Cleanup(letGo) // a failed assertion must not leave the first rollback's transaction open
+	first := release.RollbackRequest{Way: release.WayPrevious, Actor: "first"}
+	release.SetAfterLock(&first, func() { close(holding); <-proceed })
+	release.WithoutAdvisoryLock(&first)
+	second := release.RollbackRequest{Way: release.WayPrevious, Actor: "second"}
+	release.WithoutAdvisoryLock(&second)
+
+	firstDone := goRollback(ctx, pool, first)
+	<-holding
+	secondDone := goRollback(ctx, pool, second)
+	waitForLockWaiter(t, pool)
+	select {
+	case r := <-secondDone:
+		t.Fatalf("second rollback finished while the first held the active row: %+v", r)
+	default:
+	}
+	letGo()
+
+	f := <-firstDone
+	require.NoError(t, f.err)
+	require.False(t, f.plan.AlreadyDone)
+	s := <-secondDone
+	require.ErrorContains(t, s.err, "no release is active")
+
+	rollbacks := 0
+	for _, ev := range history(t, pool).Events {
+		if ev.Action != release.ActionDeploy {
+			rollbacks++
+		}
+	}
+	require.Equal(t, 1, rollbacks, "one rollback recorded")
 }
 
 type rollbackResult struct {
