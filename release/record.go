@@ -56,17 +56,12 @@ func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Record
 				return err
 			}
 		}
-		p := queries.InsertReleaseParams{
-			Version: req.Version, Fanout: req.Settings.Fanout, ClaimLimit: req.Settings.ClaimLimit,
-			Concurrency: req.Settings.Concurrency, MinSpacing: req.Settings.MinSpacing,
-			RequestTimeout: req.Settings.RequestTimeout, MaxDuration: req.Settings.MaxDuration,
-			FinishMode: req.Settings.Finish, WaysBack: waysStrings(req.WaysBack), Note: req.Note,
-			DeployedBy: req.Actor, Kind: KindDeploy, Active: true, Now: req.Now,
-		}
+		rel := withSettings(Release{Version: req.Version, WaysBack: waysStrings(req.WaysBack), Note: req.Note,
+			DeployedBy: req.Actor, Kind: KindDeploy}, req.Settings)
 		if out.Replaced != nil {
-			p.PreviousID = &out.Replaced.ID
+			rel.PreviousID = &out.Replaced.ID
 		}
-		id, err := queries.InsertRelease(ctx, tx, p)
+		id, err := queries.InsertRelease(ctx, tx, insertParams(rel, req.Now))
 		if err != nil {
 			return err
 		}

@@ -83,6 +83,26 @@ func SettingsOf(r Release) Settings {
 		MinSpacing: r.MinSpacing, RequestTimeout: r.RequestTimeout, MaxDuration: r.MaxDuration, Finish: r.FinishMode}
 }
 
+// withSettings returns r carrying the round settings s: the inverse of SettingsOf.
+func withSettings(r Release, s Settings) Release {
+	r.Fanout, r.ClaimLimit, r.Concurrency = s.Fanout, s.ClaimLimit, s.Concurrency
+	r.MinSpacing, r.RequestTimeout, r.MaxDuration = s.MinSpacing, s.RequestTimeout, s.MaxDuration
+	r.FinishMode = s.Finish
+	return r
+}
+
+// insertParams is the row that records r as a new active release, as of now (nil: the database's
+// now()). Record and the fanout-off rollback both insert through it, so a release's columns are
+// listed once.
+func insertParams(r Release, now *time.Time) queries.InsertReleaseParams {
+	return queries.InsertReleaseParams{
+		Version: r.Version, Fanout: r.Fanout, ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency,
+		MinSpacing: r.MinSpacing, RequestTimeout: r.RequestTimeout, MaxDuration: r.MaxDuration,
+		FinishMode: r.FinishMode, WaysBack: r.WaysBack, Note: r.Note, DeployedBy: r.DeployedBy,
+		Kind: r.Kind, PreviousID: r.PreviousID, DerivedFrom: r.DerivedFrom, Active: true, Now: now,
+	}
+}
+
 // Apply lays the release's settings over base (the probe's defaults or a round's settings): what
 // a round runs with before its own flags override anything.
 func (s Settings) Apply(base probe.Settings) probe.Settings {

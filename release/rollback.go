@@ -213,15 +213,12 @@ func planFrom(ctx context.Context, db queries.DBTX, req RollbackRequest, active 
 // fan-out, one check at a time. Its previous release is the one it derives from's, so that a
 // later --to-previous goes back to the version before, not to the fan-out that was switched off.
 func fanoutOffOf(r Release, actor string) Release {
-	s := SettingsOf(r).FanoutOff()
 	derived := r.ID
-	return Release{
-		Version: r.Version, Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency,
-		MinSpacing: s.MinSpacing, RequestTimeout: s.RequestTimeout, MaxDuration: s.MaxDuration,
-		FinishMode: s.Finish, WaysBack: r.WaysBack,
+	return withSettings(Release{
+		Version: r.Version, WaysBack: r.WaysBack,
 		Note: fmt.Sprintf("fan-out off: rollback of release #%d", r.ID), DeployedBy: actor,
 		Kind: KindFanoutOff, PreviousID: r.PreviousID, DerivedFrom: &derived,
-	}
+	}, SettingsOf(r).FanoutOff())
 }
 
 // apply writes the plan: deactivate From, activate (or insert) To, mark From rolled back, record
@@ -232,14 +229,7 @@ func apply(ctx context.Context, tx pgx.Tx, req RollbackRequest, plan *RollbackPl
 	}
 	toID := plan.To.ID
 	if plan.Way == WayFanoutOff {
-		to := plan.To
-		id, err := queries.InsertRelease(ctx, tx, queries.InsertReleaseParams{
-			Version: to.Version, Fanout: to.Fanout, ClaimLimit: to.ClaimLimit, Concurrency: to.Concurrency,
-			MinSpacing: to.MinSpacing, RequestTimeout: to.RequestTimeout, MaxDuration: to.MaxDuration,
-			FinishMode: to.FinishMode, WaysBack: to.WaysBack, Note: to.Note,
-			DeployedBy: to.DeployedBy, Kind: to.Kind, PreviousID: to.PreviousID, DerivedFrom: to.DerivedFrom,
-			Active: true, Now: req.Now,
-		})
+		id, err := queries.InsertRelease(ctx, tx, insertParams(plan.To, req.Now))
 		if err != nil {
 			return err
 		}
