@@ -35,14 +35,20 @@ type PlannedServer struct {
 	Why string
 }
 
-// Preview plans a round without claiming anything. now, when set, stands in for the clock.
+// Preview plans a round without claiming anything. It reads as of now when set (tests), else as
+// of the database's clock, read once, the one a claim judges due servers and spacing by.
 func Preview(ctx context.Context, db queries.DBTX, s Settings, now *time.Time) (*Plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	at := time.Now()
+	var at time.Time
 	if now != nil {
 		at = *now
+	} else {
+		var err error
+		if at, err = queries.StatusNow(ctx, db, nil); err != nil {
+			return nil, fmt.Errorf("preview round: %w", err)
+		}
 	}
 	servers, err := queries.ClaimPreview(ctx, db, s.MinSpacing, queries.InFlightWindow, &at)
 	if err != nil {

@@ -51,3 +51,21 @@ func TestADryRunNamesTheServersTheRoundThenClaims(t *testing.T) {
 	slices.Sort(claimed)
 	require.Equal(t, planned, claimed)
 }
+
+func TestADryRunReadsTheDatabasesClockOnceForTheWholePlan(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool, _ := testDB(t)
+	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
+	// In one transaction the database's now() stands still, so the plan must carry exactly it.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	dbNow, err := queries.StatusNow(ctx, tx, nil)
+	require.NoError(t, err)
+
+	plan, err := Preview(ctx, tx, settings(FinishTx), nil)
+	require.NoError(t, err)
+	require.Equal(t, dbNow.UTC(), plan.Now)
+	require.Equal(t, 1, plan.WouldClaim)
+}

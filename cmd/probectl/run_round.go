@@ -194,8 +194,13 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 	if settings, _, err = release.SettingsForRound(ctx, pool, opts.roundRequest(settings)); err != nil {
 		return err
 	}
-	now := f.Now()
-	plan, err := probe.Preview(ctx, pool, settings, &now)
+	// As of the database's clock, which the claim judges by, unless a test fixed the time.
+	var now *time.Time
+	if f.Clock != nil {
+		at := f.Clock()
+		now = &at
+	}
+	plan, err := probe.Preview(ctx, pool, settings, now)
 	if err != nil {
 		return err
 	}

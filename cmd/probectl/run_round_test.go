@@ -215,12 +215,22 @@ func TestRunRoundRefusesAKeyThatIsNotRegistered(t *testing.T) {
 	assert.Zero(t, counts.Jobs)
 }
 
-// runAt runs probectl with the factory's clock fixed at now (the dry run prints times).
+// runAt runs probectl with the time fixed at now, both this host's and the one reports are read
+// as of (the dry run prints times).
 func runAt(t *testing.T, now time.Time, args ...string) cliResult {
+	t.Helper()
+	return runWith(t, func(f *factory) {
+		f.Now = func() time.Time { return now }
+		f.Clock = f.Now
+	}, args...)
+}
+
+// runWith runs probectl with a factory that setup changed first.
+func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	t.Helper()
 	io, _, out, errOut := render.Test()
 	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
-	f.Now = func() time.Time { return now }
+	setup(f)
 	defer f.Close()
 	root := newRootCmd(f)
 	root.SetArgs(args)
@@ -263,6 +273,25 @@ func TestRunRoundDryRunExplainsEachDueServerAndClaimsNothing(t *testing.T) {
 	counts, err := queries.CountRound(ctx, pool, 1)
 	require.NoError(t, err)
 	assert.Zero(t, counts.Jobs, "a dry run claims nothing")
+}
+
+func TestRunRoundDryRunReadsAsOfTheDatabasesClockNotThisHosts(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
+	// This host's clock is years behind: judged by it, nothing would be due.
+	behind := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Now()
+	res := runWith(t, func(f *factory) { f.Now = func() time.Time { return behind } },
+		"--database-url", url, "run", "round", "--dry-run", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var plan struct {
+		Now        time.Time `json:"now"`
+		WouldClaim int       `json:"would_claim"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &plan), res.Stdout)
+	assert.Equal(t, 1, plan.WouldClaim, "the server due an hour ago by the database's clock")
+	assert.WithinDuration(t, before, plan.Now, time.Minute, "the plan is dated by the database's clock")
 }
 
 func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
