@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe"
@@ -225,7 +227,8 @@ func runAt(t *testing.T, now time.Time, args ...string) cliResult {
 	}, args...)
 }
 
-// runWith runs probectl with a factory that setup changed first.
+// runWith runs probectl with a factory that setup changed first. Errors map to exit codes as
+// Execute maps them.
 func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	t.Helper()
 	io, _, out, errOut := render.Test()
@@ -237,12 +240,14 @@ func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(context.Background())
-	code := 0
 	if err != nil {
-		fmt.Fprintf(errOut, "probectl: %s\n", err)
-		code = 1
+		err = classifyCobraError(err)
+		var silent *silentError
+		if !errors.As(err, &silent) {
+			fmt.Fprintf(errOut, "probectl: %s\n", err)
+		}
 	}
-	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: exit.Code(err)}
 }
 
 func TestRunRoundDryRunExplainsEachDueServerAndClaimsNothing(t *testing.T) {
