@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -35,7 +36,7 @@ func ShippedFunctionBodies() (map[string]string, error) {
 			return nil, err
 		}
 		if err := functionBodies(upSection(string(data)), out); err != nil {
-			return nil, fmt.Errorf("migration %s: %w", baseName(name), err)
+			return nil, fmt.Errorf("migration %s: %w", path.Base(name), err)
 		}
 	}
 	return out, nil

@@ -21,15 +21,10 @@ var ErrNoSuchKey = errors.New("no key registered under that id")
 // RegisterSigningKey records a public key that verifies runs. Registering the same key again does
 // nothing; a different key under the same id is ErrKeyIDTaken.
 func RegisterSigningKey(ctx context.Context, db DBTX, keyID string, pub ed25519.PublicKey) error {
-	return RegisterSigningKeyAt(ctx, db, keyID, pub, nil)
-}
-
-// RegisterSigningKeyAt is RegisterSigningKey with created_at fixed (tests), or now() when nil.
-func RegisterSigningKeyAt(ctx context.Context, db DBTX, keyID string, pub ed25519.PublicKey, now *time.Time) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return fmt.Errorf("register signing key %s: public key is %d bytes, want %d", keyID, len(pub), ed25519.PublicKeySize)
 	}
-	if _, err := db.Exec(ctx, SQL("RegisterSigningKey"), keyID, []byte(pub), now); err != nil {
+	if _, err := db.Exec(ctx, SQL("RegisterSigningKey"), keyID, []byte(pub)); err != nil {
 		return fmt.Errorf("register signing key %s: %w", keyID, err)
 	}
 	var stored []byte

@@ -2,7 +2,7 @@
 -- Registering the same key twice is a no-op (keys generate may be retried); a key id that is
 -- already taken by another public key is reported by the wrapper, never overwritten.
 INSERT INTO signing_keys (key_id, public_key, created_at)
-VALUES ($1, $2, coalesce($3::timestamptz, now()))
+VALUES ($1, $2, now())
 ON CONFLICT (key_id) DO NOTHING;
 
 -- name: SigningKeyPublic

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 	}
 	out := make([]Migration, 0, len(results))
 	for _, r := range results {
-		out = append(out, Migration{Version: r.Source.Version, Name: baseName(r.Source.Path),
+		out = append(out, Migration{Version: r.Source.Version, Name: path.Base(r.Source.Path),
 			Applied: true, AppliedAt: time.Now().UTC(), Duration: r.Duration.Seconds()})
 	}
 	if err != nil {
@@ -81,7 +82,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 	return out, nil
 }
 
-// MigrateURL migrates the database at url; it suits test templates and the demo.
+// MigrateURL migrates the database at url, as a test template's setup (dbtest.NewTemplate) wants.
 func MigrateURL(ctx context.Context, url string) error {
 	pool, err := Connect(ctx, url, "test", ConnectOptions{})
 	if err != nil {
@@ -105,7 +106,7 @@ func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]Migration, erro
 	}
 	out := make([]Migration, 0, len(st))
 	for _, s := range st {
-		m := Migration{Version: s.Source.Version, Name: baseName(s.Source.Path), Applied: s.State == goose.StateApplied}
+		m := Migration{Version: s.Source.Version, Name: path.Base(s.Source.Path), Applied: s.State == goose.StateApplied}
 		if m.Applied {
 			m.AppliedAt = s.AppliedAt.UTC()
 		}
@@ -146,7 +147,7 @@ func latestShipped() (int64, error) {
 	}
 	var latest int64
 	for _, n := range names {
-		base := baseName(n)
+		base := path.Base(n)
 		digits := base[:strings.IndexFunc(base, func(r rune) bool { return r < '0' || r > '9' })]
 		v, err := strconv.ParseInt(digits, 10, 64)
 		if err != nil {
@@ -155,15 +156,6 @@ func latestShipped() (int64, error) {
 		latest = max(latest, v)
 	}
 	return latest, nil
-}
-
-func baseName(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[i+1:]
-		}
-	}
-	return path
 }
 
 // ExitCode: a schema that is behind means the work could not be done.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"testing"
 
@@ -29,11 +30,11 @@ func TestMigrationsAreNeverEditedOnlyAdded(t *testing.T) {
 	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	require.NoError(t, err)
 	require.Len(t, names, len(pinned), "every migration is pinned, and every pinned one still ships")
-	for _, path := range names {
-		body, err := fs.ReadFile(migrationFiles, path)
+	for _, file := range names {
+		body, err := fs.ReadFile(migrationFiles, file)
 		require.NoError(t, err)
 		sum := sha256.Sum256(body)
-		name := baseName(path)
+		name := path.Base(file)
 		want, ok := pinned[name]
 		require.True(t, ok, "%s is not pinned: add its sha256 to testdata/migrations.sha256", name)
 		require.Equal(t, want, hex.EncodeToString(sum[:]),

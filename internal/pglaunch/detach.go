@@ -24,6 +24,3 @@ func (c *Cluster) PID() int {
 // Dir is the cluster's private temporary directory (data, socket, log): Stop deletes it, and
 // whoever stops a detached server by hand should too.
 func (c *Cluster) Dir() string { return c.root }
-
-// DataDir is the data directory, as pg_ctl -D wants it.
-func (c *Cluster) DataDir() string { return c.dataDir }
