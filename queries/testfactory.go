@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// The Factory* wrappers insert rows with every field chosen. They exist for tests and for the
-// demo's planted data; no probing path uses them.
+// The Factory* wrappers insert rows with every field chosen. They exist for tests (through
+// internal/testfactory); no probing path uses them.
 
 // FactoryServer is a servers row with every field chosen.
 type FactoryServer struct {

@@ -59,7 +59,7 @@ func Server(ctx context.Context, t testing.TB, db queries.DBTX, opts *ServerOpts
 }
 
 // RoundOpts chooses fields of a round; zero values: a manual round of version "test" started now,
-// fan-out 19, claim limit 5, concurrency 3, unfinished.
+// claim limit 5, concurrency 3, unfinished. Fanout is stored as given, so it is 0 unless set.
 type RoundOpts struct {
 	Trigger                         string
 	ReleaseID                       *int64
@@ -97,7 +97,8 @@ func Round(ctx context.Context, t testing.TB, db queries.DBTX, opts *RoundOpts) 
 }
 
 // JobOpts chooses fields of a job. ServerID is required. RequestedAt defaults to now; a job with
-// FinishedAt set and no Outcome gets outcome ok; Open leaves it unfinished.
+// FinishedAt set and no Outcome gets outcome ok; a job without FinishedAt is left open
+// (unfinished, with no outcome).
 type JobOpts struct {
 	ServerID    int64
 	RoundID     *int64
