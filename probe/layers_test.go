@@ -251,7 +251,7 @@ func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 			<-release
 		}}}
 	if !l.order {
-		r.writeOrder = incidentOrder
+		r.writeOrder = incidentOrder()
 	}
 	done := make(chan error, 1)
 	go func() {

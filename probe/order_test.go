@@ -18,17 +18,13 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// incidentOrder is the order of the incident: finish the job, then move the next check time. It
-// exists only in the tests.
-func incidentOrder(_ context.Context, _ queries.ClaimedJob, advance func() (bool, error),
-	finishJob func() (queries.FinishResult, error), between func()) (queries.FinishResult, error) {
-	fr, err := finishJob()
-	if err != nil {
-		return fr, err
-	}
-	between()
-	fr.Advanced, _ = advance()
-	return fr, nil
+// incidentOrder is the incident's order of writes (finish the job, then move the next check
+// time) exactly as ReplayIncident puts it back for the demo, so that the tests prove the order
+// the demo replays rather than a copy of it.
+func incidentOrder() writeOrder {
+	var r Round
+	ReplayIncident(&r, nil)
+	return r.writeOrder
 }
 
 // callRecorder is a pgx tracer that records, in order, which of the named queries a pool sent.
@@ -92,7 +88,7 @@ func TestAnAdvanceFirstFinishAdvancesBeforeItFinishesTheJob(t *testing.T) {
 
 func TestTheOrderTestFailsWithTheIncidentsOrder(t *testing.T) {
 	t.Parallel()
-	calls := finishCalls(t, incidentOrder)
+	calls := finishCalls(t, incidentOrder())
 	require.ErrorContains(t, advanceComesFirst(calls), "finished (call 1) before the next check time was advanced (call 2)")
 }
 
