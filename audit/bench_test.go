@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -74,15 +75,26 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		})
 		return n, err
 	}
-	countRows := func(tx pgx.Tx) (int64, error) { return queries.AuditCountJobs(ctx, tx, since, until) }
+	countJobs, orderedScanCount := benchSQL(b, "count_jobs.sql"), benchSQL(b, "ordered_scan_count.sql")
+	noParallelSQL := benchSQL(b, "no_parallel.sql")
+	// noParallel keeps the rest of the transaction from using parallel workers.
+	noParallel := func(ctx context.Context, db queries.DBTX) error {
+		_, err := db.Exec(ctx, noParallelSQL)
+		return err
+	}
+	countRows := func(tx pgx.Tx) (n int64, err error) {
+		err = tx.QueryRow(ctx, countJobs, since, until).Scan(&n)
+		return n, err
+	}
 	count := func() (int64, error) { return inTx(countRows) }
-	countSerial := func() (int64, error) { return inTx(countRows, queries.AuditBenchNoParallel) }
+	countSerial := func() (int64, error) { return inTx(countRows, noParallel) }
 	// The floor of any audit walking the jobs in (server, request) order: the audit's own scan,
 	// counted inside the database by one process, no row sent.
 	orderedScan := func() (int64, error) {
-		return inTx(func(tx pgx.Tx) (int64, error) {
-			return queries.AuditBenchOrderedScanCount(ctx, tx, since, until)
-		}, queries.AuditBenchNoParallel)
+		return inTx(func(tx pgx.Tx) (n int64, err error) {
+			err = tx.QueryRow(ctx, orderedScanCount, since, until).Scan(&n)
+			return n, err
+		}, noParallel)
 	}
 	// What delivering those rows costs: the audit's scan streamed to the client and dropped.
 	streamed := func() (int64, error) {
@@ -155,6 +167,15 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		b.Logf("heap, all of the jobs (%d):     peak %.1f KiB live above baseline, %.2f bytes allocated per job",
 			whole.jobs, float64(whole.peak)/(1<<10), whole.allocPerJob)
 	}
+}
+
+// benchSQL reads a query only the benchmark runs from testdata, so that it does not ship in the
+// queries package.
+func benchSQL(b *testing.B, name string) string {
+	b.Helper()
+	sql, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(b, err)
+	return string(sql)
 }
 
 func timed(b *testing.B, fn func() error) time.Duration {

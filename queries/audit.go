@@ -107,15 +107,6 @@ func AuditDuplicateCountWindow(ctx context.Context, db DBTX, since, until time.T
 	return jobs, pairs, nil
 }
 
-// AuditCountJobs counts the jobs requested in [since, until).
-func AuditCountJobs(ctx context.Context, db DBTX, since, until time.Time) (int64, error) {
-	var n int64
-	if err := db.QueryRow(ctx, SQL("AuditCountJobs"), since, until).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count jobs: %w", err)
-	}
-	return n, nil
-}
-
 // AuditRateRow is one server's rounds and requests over an audit window.
 type AuditRateRow struct {
 	ServerID      int64
@@ -239,23 +230,6 @@ func AuditBenchLoad(ctx context.Context, db DBTX, servers, perServer int, start 
 		if _, err := db.Exec(ctx, SQL(q)); err != nil {
 			return fmt.Errorf("vacuum: %w", err)
 		}
-	}
-	return nil
-}
-
-// AuditBenchOrderedScanCount counts the rows of the duplicate scan inside the database.
-func AuditBenchOrderedScanCount(ctx context.Context, db DBTX, since, until time.Time) (int64, error) {
-	var n int64
-	if err := db.QueryRow(ctx, SQL("AuditBenchOrderedScanCount"), since, until).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count the ordered scan: %w", err)
-	}
-	return n, nil
-}
-
-// AuditBenchNoParallel stops the rest of the transaction from using parallel workers.
-func AuditBenchNoParallel(ctx context.Context, db DBTX) error {
-	if _, err := db.Exec(ctx, SQL("AuditBenchNoParallel")); err != nil {
-		return fmt.Errorf("switch parallel query off: %w", err)
 	}
 	return nil
 }

@@ -75,13 +75,6 @@ SELECT count(*),
            AND requested_at <  $2::timestamptz) j
  WHERE requested_at >= $1::timestamptz;
 
--- name: AuditCountJobs
--- A plain count of the jobs requested in [$1, $2): the benchmark's yardstick.
-SELECT count(*)
-  FROM probe_jobs
- WHERE requested_at >= $1::timestamptz
-   AND requested_at <  $2::timestamptz;
-
 -- name: AuditRate
 -- Per server with a job requested in [$1, $2): its rounds (jobs), the explicit re-checks among
 -- them, the requests its runs made, the most one run made, and the scheduled rounds requested less
@@ -155,23 +148,6 @@ SELECT server_id, 'scheduled', at, at + interval '2 seconds', 'ok'
           FROM servers s
          WHERE s.id % $4::int = 0) j
  ORDER BY at;
-
--- name: AuditBenchOrderedScanCount
--- For the benchmark: the scan of AuditDuplicateScan, the same rows in the same order from the same
--- index, counted inside the database so that no row leaves it. Its time is the floor of any audit
--- that walks the jobs in (server, request) order; OFFSET 0 keeps the ordered scan from being
--- planned away.
-SELECT count(*)
-  FROM (SELECT server_id, requested_at
-          FROM probe_jobs
-         WHERE requested_at >= $1::timestamptz
-           AND requested_at <  $2::timestamptz
-         ORDER BY server_id, requested_at
-        OFFSET 0) j;
-
--- name: AuditBenchNoParallel
--- For the benchmark's second yardstick: a count(*) run by one process, as the audit's scan is.
-SET LOCAL max_parallel_workers_per_gather = 0;
 
 -- name: AuditBenchVacuumJobs
 -- Sets the visibility map (as autovacuum would have on a month of jobs) and the statistics.
