@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -134,7 +135,7 @@ type Kept struct {
 type UnexpectedError struct{ Problems []string }
 
 func (e *UnexpectedError) Error() string {
-	return fmt.Sprintf("the demo did not come out as it should: %s", joinProblems(e.Problems))
+	return fmt.Sprintf("the demo did not come out as it should: %s", strings.Join(e.Problems, "; "))
 }
 
 // ExitCode: a check found a problem.
@@ -295,24 +296,11 @@ func (e *env) record(ctx context.Context, s release.Settings, ways []release.Way
 	return rec, nil
 }
 
+// joinWays writes ways as --ways-back takes them: "previous,fanout-off".
 func joinWays(ways []release.Way) string {
-	s := ""
-	for i, w := range ways {
-		if i > 0 {
-			s += ","
-		}
-		s += string(w)
+	names := make([]string, 0, len(ways))
+	for _, w := range ways {
+		names = append(names, string(w))
 	}
-	return s
-}
-
-func joinProblems(p []string) string {
-	s := ""
-	for i, x := range p {
-		if i > 0 {
-			s += "; "
-		}
-		s += x
-	}
-	return s
+	return strings.Join(names, ",")
 }

@@ -77,7 +77,7 @@ func (e *env) demoOutcome() error {
 			problems = append(problems, fmt.Sprintf("round %d: %d jobs, %d runs, %d servers, %d open", s.RoundID, s.Jobs, s.Runs, s.Servers, s.OpenJobs))
 		}
 	}
-	if n := e.jobs(); n != e.opts.Servers {
+	if n := e.res.Jobs(); n != e.opts.Servers {
 		problems = append(problems, fmt.Sprintf("%d jobs for a fleet of %d servers", n, e.opts.Servers))
 	}
 	if v := e.res.Verify.Verdict; v != release.VerdictPass {
@@ -91,5 +91,3 @@ func (e *env) demoOutcome() error {
 	}
 	return nil
 }
-
-func (e *env) jobs() int { return e.res.Jobs() }
