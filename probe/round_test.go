@@ -36,7 +36,7 @@ func TestARoundClaimsUpToItsCapacityAndLeavesOneRunPerJob(t *testing.T) {
 	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
 		t.Run(finish, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := testDB(t)
+			pool := testDB(t)
 			dueServers(t, pool, 13)
 			s := settings(finish)
 			s.Fanout, s.ClaimLimit, s.Concurrency = 2, 4, 2 // capacity 12 of 13 due
@@ -74,7 +74,7 @@ func TestARoundClaimsUpToItsCapacityAndLeavesOneRunPerJob(t *testing.T) {
 
 func TestAnInvocationRunsAtMostConcurrencyChecksAtOnce(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 10)
 	s := settings(FinishTx)
 	s.Fanout, s.ClaimLimit, s.Concurrency = 0, 10, 3
@@ -83,13 +83,14 @@ func TestAnInvocationRunsAtMostConcurrencyChecksAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	running, most := 0, 0
 	full := make(chan struct{})
+	var fullOnce sync.Once // once the gate opens, three may run at once again
 	gate := make(chan struct{})
 	checker := &okChecker{during: func(ctx context.Context, _ check.Target) {
 		mu.Lock()
 		running++
 		most = max(most, running)
 		if running == 3 && most == 3 {
-			close(full)
+			fullOnce.Do(func() { close(full) })
 		}
 		mu.Unlock()
 		select {
@@ -146,7 +147,7 @@ func TestAnAdvanceThatMatchesNoRowFinishesTheJobAndSaysSo(t *testing.T) {
 	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
 		t.Run(finish, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := testDB(t)
+			pool := testDB(t)
 			dueServers(t, pool, 1)
 			// The server is paused while it is being checked.
 			checker := &okChecker{during: func(ctx context.Context, target check.Target) {
@@ -180,7 +181,7 @@ func (d *failingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 
 func TestAnAdvanceThatFailsTwiceStillFinishesTheJobAndStopsTheRoundClaiming(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 3)
 	db := &failingDB{DBTX: pool, fail: queries.SQL("AdvanceServer")}
 	s := settings(FinishAdvanceFirst)
@@ -207,7 +208,7 @@ func TestAFinishThatFailsLeavesTheJobOpenAndTheRoundSaysSo(t *testing.T) {
 	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
 		t.Run(finish, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := testDB(t)
+			pool := testDB(t)
 			dueServers(t, pool, 1)
 			// Nine requests break the promise; the database refuses to store such a run.
 			nine := &okChecker{}
@@ -230,7 +231,7 @@ func TestAFinishThatFailsLeavesTheJobOpenAndTheRoundSaysSo(t *testing.T) {
 
 func TestASignedRoundRefusesAKeyNobodyCouldVerify(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 1)
 	signer := newSigner(t, nil) // not registered
 	_, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
@@ -244,7 +245,7 @@ func TestASignedRoundRefusesAKeyNobodyCouldVerify(t *testing.T) {
 
 func TestASignedRoundRefusesARetiredKey(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 1)
 	signer := newSigner(t, pool)
 	_, err := queries.RetireSigningKey(t.Context(), pool, signer.KeyID(), nil)
@@ -271,7 +272,7 @@ func (f checkerFunc) Check(ctx context.Context, t check.Target) check.Result { r
 
 func TestACancelledRoundRecordsTheCheckItStoppedAsInterruptedAndExits3(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 3)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
@@ -307,7 +308,7 @@ func TestACancelledRoundRecordsTheCheckItStoppedAsInterruptedAndExits3(t *testin
 
 func TestARoundThatEndsOnItsOwnIsNotInterrupted(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 1)
 	// A check that fails on its own, with the round's context alive, keeps its outcome and text.
 	checker := checkerFunc(func(_ context.Context, _ check.Target) check.Result {
@@ -332,7 +333,7 @@ func (failingSigner) Sign(attest.Run) (json.RawMessage, error) {
 
 func TestARunWhoseSigningFailsIsStoredUnsignedAndTheRoundSaysSo(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 1)
 	signer := failingSigner{newSigner(t, pool)}
 	sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
