@@ -40,6 +40,8 @@ type Config struct {
 // so one server's check never reuses another's connection or budget.
 type Checker struct {
 	cfg Config
+	// version is the binary's module version, read once: the MCP client names itself with it.
+	version string
 	// allow, rootCAs and lookup are seams for tests: a policy that admits one loopback port, a
 	// pool that trusts an httptest certificate, a resolver with fixed answers. Production uses
 	// the SSRF policy, the system roots and the system resolver.
@@ -52,6 +54,7 @@ type Checker struct {
 
 // New returns a Checker with cfg's zero fields set to the defaults.
 func New(cfg Config) *Checker {
+	version := moduleVersion()
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
@@ -59,9 +62,9 @@ func New(cfg Config) *Checker {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.UserAgent == "" {
-		cfg.UserAgent = "probectl/" + moduleVersion() + " (+directory prober)"
+		cfg.UserAgent = "probectl/" + version + " (+directory prober)"
 	}
-	return &Checker{cfg: cfg, allow: defaultPolicy(cfg.AllowPrivate)}
+	return &Checker{cfg: cfg, version: version, allow: defaultPolicy(cfg.AllowPrivate)}
 }
 
 // Check checks one server. It never panics and never returns an error: whatever happened is

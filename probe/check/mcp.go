@@ -23,7 +23,7 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 		DisableStandaloneSSE: true, // a hanging GET stream is no part of a check
 		MaxEventSize:         int(c.cfg.MaxBodyBytes),
 	}
-	mc := mcp.NewClient(&mcp.Implementation{Name: "probectl", Version: moduleVersion()},
+	mc := mcp.NewClient(&mcp.Implementation{Name: "probectl", Version: c.version},
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := mc.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: mcpProtocolVersion})
 	if err != nil {
