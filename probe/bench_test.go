@@ -30,19 +30,7 @@ func BenchmarkTwentyClaimersOfFive(b *testing.B) {
 			}
 		}},
 		{"lock inside the reading statement, no unique index", true, func(b *testing.B) claimFunc {
-			q := testSQL(b, "claim_lock_inside_call.sql")
-			return func(ctx context.Context, db queries.DBTX, round int64) (int, error) {
-				rows, err := db.Query(ctx, q, round, 0, 5)
-				if err != nil {
-					return 0, err
-				}
-				defer rows.Close()
-				n := 0
-				for rows.Next() {
-					n++
-				}
-				return n, rows.Err()
-			}
+			return lockInsideClaim(b, 5)
 		}},
 	}
 	for _, v := range variants {

@@ -22,7 +22,7 @@ func (c *fakeClock) add(d time.Duration) { c.offset.Add(int64(d)) }
 
 func TestARoundClaimsNothingOnceItsTimeBudgetIsSpent(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 3)
 	s := settings(FinishTx)
 	s.Concurrency = 1
@@ -38,7 +38,7 @@ func TestARoundClaimsNothingOnceItsTimeBudgetIsSpent(t *testing.T) {
 
 func TestACheckMayNotOutliveItsBudgetWhateverTheRoundAllows(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 1)
 	s := settings(FinishTx)
 	// The round's own context allows far more than a check may take.
@@ -70,7 +70,7 @@ func TestAFinishThatFindsItsJobClosedAsAbandonedSaysSo(t *testing.T) {
 	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
 		t.Run(finish, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := testDB(t)
+			pool := testDB(t)
 			dueServers(t, pool, 1)
 			abandon := testSQL(t, "abandon_open_job.sql")
 			// Another round closes the job as abandoned while it is being checked.

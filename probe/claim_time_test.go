@@ -19,7 +19,7 @@ import (
 func TestAClaimIsDatedAfterTheFinishItSaw(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 
 	// The server whose finish lands in the incident's order: job finished, next check not moved.
 	due := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "finished-not-advanced"})

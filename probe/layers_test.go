@@ -60,11 +60,12 @@ func realClaim(l layers) claimFunc {
 }
 
 // lockInsideClaim calls the broken variant (testdata/claim_lock_inside.sql), which takes the same
-// lock inside its reading statement.
-func lockInsideClaim(t *testing.T) claimFunc {
+// lock inside its reading statement, to claim up to limit servers.
+func lockInsideClaim(t testing.TB, limit int) claimFunc {
+	t.Helper()
 	q := testSQL(t, "claim_lock_inside_call.sql")
 	return func(ctx context.Context, db queries.DBTX, round int64) (int, error) {
-		rows, err := db.Query(ctx, q, round, 0, 10)
+		rows, err := db.Query(ctx, q, round, 0, limit)
 		if err != nil {
 			return 0, err
 		}
@@ -165,12 +166,12 @@ func TestTheLockTakenInsideTheReadingStatementDoubleClaims(t *testing.T) {
 		{"the lock in its own statement before the read claims each server once",
 			func(*testing.T) claimFunc { return realClaim(lockOnly) }, 0},
 		{"the lock inside the reading statement claims every server twice",
-			lockInsideClaim, 3},
+			func(t *testing.T) claimFunc { return lockInsideClaim(t, 10) }, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := testDB(t)
+			pool := testDB(t)
 			lockOnly.prepare(t, pool)
 			_, err := pool.Exec(t.Context(), testSQL(t, "claim_lock_inside.sql"))
 			require.NoError(t, err)
@@ -209,7 +210,7 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 			var dup int
 			switch tc.race {
 			case "concurrent":
-				pool, _ := testDB(t)
+				pool := testDB(t)
 				tc.layers.prepare(t, pool)
 				dueServers(t, pool, 3)
 				dup = raceTwoClaims(t, pool, realClaim(tc.layers))
@@ -236,7 +237,7 @@ func describe(l layers) string {
 func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 	t.Helper()
 	ctx := t.Context()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	l.prepare(t, pool)
 	dueServers(t, pool, 1)
 	parked, release := make(chan struct{}), make(chan struct{})

@@ -45,14 +45,13 @@ func newPool(t testing.TB, url string, maxConns int32, tracer pgx.QueryTracer) *
 	return pool
 }
 
-// testDB is a fresh migrated database and a pool on it.
-func testDB(t testing.TB) (*pgxpool.Pool, string) {
+// testDB is a pool on a fresh migrated database.
+func testDB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := migrated.NewDB(t)
-	return newPool(t, url, 8, nil), url
+	return newPool(t, migrated.NewDB(t), 8, nil)
 }
 
-// layersOff switches layers off in a test database: dropIndex removes layer 4.
+// dropUniqueIndex switches layer 4 off in a test database: the unique index on open jobs.
 func dropUniqueIndex(t testing.TB, db queries.DBTX) {
 	t.Helper()
 	_, err := db.Exec(context.Background(), testSQL(t, "drop_unique_index.sql"))

@@ -14,7 +14,7 @@ import (
 func TestADryRunNamesTheServersTheRoundThenClaims(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	ago := func(d time.Duration) *time.Time { return testfactory.Ptr(time.Now().Add(-d)) }
 	for i := range 8 {
 		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(time.Duration(10-i) * time.Hour)})
@@ -55,7 +55,7 @@ func TestADryRunNamesTheServersTheRoundThenClaims(t *testing.T) {
 func TestADryRunReadsTheDatabasesClockOnceForTheWholePlan(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
 	// In one transaction the database's now() stands still, so the plan must carry exactly it.
 	tx, err := pool.Begin(ctx)

@@ -25,7 +25,7 @@ func TestTheIncidentReplayFinishesTheJobBeforeItAdvances(t *testing.T) {
 func TestUnderTheIncidentReplayAClaimInTheGapTakesTheServerAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 1)
 	s := settings(FinishAdvanceFirst)
 	s.MinSpacing, s.ClaimLimit = 0, 1

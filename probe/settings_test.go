@@ -42,7 +42,7 @@ func TestTheLeaseCheckCountsTheFinishInAJobsWorstCase(t *testing.T) {
 
 func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
 	t.Parallel()
-	pool, _ := testDB(t)
+	pool := testDB(t)
 	dueServers(t, pool, 1)
 	s := settings(FinishAdvanceFirst)
 	s.ClaimLimit = 1

@@ -8,7 +8,7 @@ import (
 
 // The cost of one check against a loopback server: what a round's concurrency buys.
 func BenchmarkCheckHTTP(b *testing.B) {
-	srv := newFleetB(b, http.HandlerFunc(ok))
+	srv := newFleet(b, http.HandlerFunc(ok))
 	c := New(Config{AllowPrivate: true})
 	target := Target{URL: srv.URL, Kind: "http"}
 	for b.Loop() {

@@ -71,5 +71,3 @@ func rpcs(res Result) []string {
 	}
 	return out
 }
-
-func newFleetB(b *testing.B, h http.Handler) *fleet { return newFleet(b, h) }
