@@ -32,11 +32,6 @@ const (
 	DuplicatesPeriod = 24 * time.Hour
 )
 
-// Beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
-type Beginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
-
 // Report is the state of the prober at one moment. It marshals to the documented JSON shape
 // (docs/status.md).
 type Report struct {
@@ -149,7 +144,7 @@ func (d Duplicates) Unexplained() int {
 // Read reads the report as of now, in one READ ONLY transaction on db. A zero now means the
 // database's clock (the transaction's now()), which is what a live page wants; tests pass a fixed
 // time.
-func Read(ctx context.Context, db Beginner, now time.Time) (*Report, error) {
+func Read(ctx context.Context, db audit.Beginner, now time.Time) (*Report, error) {
 	var r *Report
 	err := queries.InReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
 		var err error
