@@ -291,13 +291,7 @@ func TestTwoRollbacksAtOnceApplyOnce(t *testing.T) {
 				require.ErrorContains(t, f.err, "deactivate release: changed 0 rows")
 			}
 
-			rollbacks := 0
-			for _, ev := range history(t, pool).Events {
-				if ev.Action != release.ActionDeploy {
-					rollbacks++
-				}
-			}
-			require.Equal(t, 1, rollbacks, "one rollback recorded")
+			require.Equal(t, 1, rollbacksRecorded(t, pool), "one rollback recorded")
 			if locked {
 				s := <-secondDone
 				require.NoError(t, s.err)
@@ -344,13 +338,19 @@ func TestTheActiveRowLockHoldsOffARollbackThatSkipsTheReleasesLock(t *testing.T)
 	s := <-secondDone
 	require.ErrorContains(t, s.err, "no release is active")
 
-	rollbacks := 0
+	require.Equal(t, 1, rollbacksRecorded(t, pool), "one rollback recorded")
+}
+
+// rollbacksRecorded counts the release events that are not deploys.
+func rollbacksRecorded(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	n := 0
 	for _, ev := range history(t, pool).Events {
 		if ev.Action != release.ActionDeploy {
-			rollbacks++
+			n++
 		}
 	}
-	require.Equal(t, 1, rollbacks, "one rollback recorded")
+	return n
 }
 
 type rollbackResult struct {
