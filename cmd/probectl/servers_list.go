@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/directory"
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 )
 
@@ -38,6 +40,9 @@ func runServersList(ctx context.Context, opts *serversListOptions) error {
 	format, err := f.OutputFormat("table", "json")
 	if err != nil {
 		return err
+	}
+	if err := directory.CheckStatusFilter(opts.Status); err != nil {
+		return exit.UsageError(fmt.Errorf("--%w", err))
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {

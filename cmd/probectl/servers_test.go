@@ -33,6 +33,13 @@ func TestImportThenListShowsTheServersDueNow(t *testing.T) {
 
 	res = runCLI(t, "--database-url", url, "servers", "list", "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
+	// The keys the README documents, by name: decoding into serverJSON alone would follow a rename.
+	var shapes []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &shapes))
+	for _, s := range shapes {
+		require.ElementsMatch(t, []string{"id", "slug", "url", "kind", "plan", "check_interval_seconds", "status",
+			"maintainer_claimed_at", "next_check_at", "created_at"}, keysOf(s))
+	}
 	var got []serverJSON
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
 	require.Len(t, got, 2)

@@ -103,12 +103,19 @@ func Recheck(ctx context.Context, pool *pgxpool.Pool, slug string, now *time.Tim
 	return s, nil
 }
 
-// List returns the directory, optionally only one status.
-func List(ctx context.Context, pool *pgxpool.Pool, status string) ([]queries.Server, error) {
+// CheckStatusFilter says whether status can filter a listing: empty (every server) or a status.
+func CheckStatusFilter(status string) error {
 	switch status {
 	case "", "active", "paused", "delisted":
-	default:
-		return nil, &InvalidError{Err: fmt.Errorf("status %q: must be active, paused or delisted", status)}
+		return nil
+	}
+	return &InvalidError{Err: fmt.Errorf("status %q: must be active, paused or delisted", status)}
+}
+
+// List returns the directory, optionally only one status.
+func List(ctx context.Context, pool *pgxpool.Pool, status string) ([]queries.Server, error) {
+	if err := CheckStatusFilter(status); err != nil {
+		return nil, err
 	}
 	return queries.ListServers(ctx, pool, status)
 }
