@@ -117,6 +117,8 @@ type KeyRetirement struct {
 	RetiredAt time.Time
 	// Before is its retirement time before the call; nil: it was not retired.
 	Before *time.Time
+	// KeysLeft counts the other keys rounds may still sign with.
+	KeysLeft int
 }
 
 // Changed says whether the call retired the key or moved its retirement earlier.
@@ -132,7 +134,7 @@ func RetireSigningKey(ctx context.Context, db DBTX, keyID string, at *time.Time)
 	if at != nil && at.After(time.Now()) {
 		return r, fmt.Errorf("retire signing key %s: %w", keyID, ErrFutureRetirement)
 	}
-	err := db.QueryRow(ctx, SQL("RetireSigningKey"), keyID, at).Scan(&r.RetiredAt, &r.Before)
+	err := db.QueryRow(ctx, SQL("RetireSigningKey"), keyID, at).Scan(&r.RetiredAt, &r.Before, &r.KeysLeft)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("retire signing key %s: %w", keyID, ErrNoSuchKey)
 	}

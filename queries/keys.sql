@@ -23,7 +23,8 @@ SELECT key_id, algorithm, created_at, retired_at FROM signing_keys ORDER BY crea
 -- name: RetireSigningKey
 -- Retires key $1 from $2 on (now() when NULL). A retirement only ever moves earlier: a key retired
 -- already is moved to $2 when $2 is earlier (a leak found after a rotation), and is otherwise left
--- as it is. Returns the key's retirement time after the call and before it; no row: no such key.
+-- as it is. Returns the key's retirement time after the call and before it, and how many other
+-- keys rounds may still sign with; no row: no such key.
 WITH old AS (
     SELECT key_id, retired_at FROM signing_keys WHERE key_id = $1 FOR UPDATE
 ), moved AS (
@@ -34,5 +35,6 @@ WITH old AS (
        AND (old.retired_at IS NULL OR coalesce($2::timestamptz, now()) < old.retired_at)
     RETURNING k.retired_at
 )
-SELECT coalesce((SELECT retired_at FROM moved), old.retired_at), old.retired_at
+SELECT coalesce((SELECT retired_at FROM moved), old.retired_at), old.retired_at,
+       (SELECT count(*) FROM signing_keys WHERE retired_at IS NULL AND key_id <> $1)
   FROM old;

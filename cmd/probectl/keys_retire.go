@@ -90,10 +90,7 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	if err != nil {
 		return err
 	}
-	// The key is retired: a failure from here on is only a missing warning, not a failed command.
-	if left, err := queries.SigningKeys(ctx, pool); err != nil {
-		fmt.Fprintf(f.IO.ErrOut, "warning: could not count the keys left to sign with: %v\n", err)
-	} else if len(left) == 0 {
+	if r.KeysLeft == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "warning: no signing key is left that rounds may sign with; 'probectl keys generate' makes one")
 	}
 	if format == "json" {
