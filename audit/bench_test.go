@@ -3,7 +3,6 @@ package audit_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -54,7 +53,7 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 	b.Cleanup(pool.Close)
 
 	loadStart := time.Now()
-	require.NoError(b, queries.AuditBenchLoad(ctx, pool, servers, perServer, start, span, dupEvery))
+	loadMonth(b, ctx, pool, servers, perServer, start, span, dupEvery)
 	b.Logf("loaded %d servers x %d jobs over %s (+%d planted duplicates) in %s",
 		servers, perServer, span, servers/dupEvery, time.Since(loadStart).Round(time.Millisecond))
 
@@ -75,8 +74,8 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		})
 		return n, err
 	}
-	countJobs, orderedScanCount := benchSQL(b, "count_jobs.sql"), benchSQL(b, "ordered_scan_count.sql")
-	noParallelSQL := benchSQL(b, "no_parallel.sql")
+	countJobs, orderedScanCount := testSQL(b, "count_jobs.sql"), testSQL(b, "ordered_scan_count.sql")
+	noParallelSQL := testSQL(b, "no_parallel.sql")
 	// noParallel keeps the rest of the transaction from using parallel workers.
 	noParallel := func(ctx context.Context, db queries.DBTX) error {
 		_, err := db.Exec(ctx, noParallelSQL)
@@ -108,7 +107,7 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 	}
 	window := func() (int64, error) {
 		return inTx(func(tx pgx.Tx) (int64, error) {
-			_, pairs, err := queries.AuditDuplicateCountWindow(ctx, tx, since, until, audit.DefaultWindow)
+			_, pairs, err := windowCount(b, ctx, tx, since, until, audit.DefaultWindow)
 			return pairs, err
 		})
 	}
@@ -167,15 +166,6 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		b.Logf("heap, all of the jobs (%d):     peak %.1f KiB live above baseline, %.2f bytes allocated per job",
 			whole.jobs, float64(whole.peak)/(1<<10), whole.allocPerJob)
 	}
-}
-
-// benchSQL reads a query only the benchmark runs from testdata, so that it does not ship in the
-// queries package.
-func benchSQL(b *testing.B, name string) string {
-	b.Helper()
-	sql, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(b, err)
-	return string(sql)
 }
 
 func timed(b *testing.B, fn func() error) time.Duration {

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/audit"
-	"github.com/probectl/probectl/queries"
 )
 
 func TestDuplicateWindowEdges(t *testing.T) {
@@ -261,7 +260,7 @@ func TestTheStreamingScanAgreesWithTheWindowFunction(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	start := t0.Add(-24 * time.Hour)
-	require.NoError(t, queries.AuditBenchLoad(f.ctx, f.pool, 400, 12, start, 24*time.Hour, 7))
+	loadMonth(t, f.ctx, f.pool, 400, 12, start, 24*time.Hour, 7)
 	// Plant pairs at the edges of the window around the population's start, too.
 	edge := f.server("edge")
 	f.finished(edge, t0.Add(-10*time.Minute), time.Second, "")
@@ -273,7 +272,7 @@ func TestTheStreamingScanAgreesWithTheWindowFunction(t *testing.T) {
 	for _, since := range []time.Time{start, start.Add(7 * time.Hour), t0} {
 		r, err := audit.Duplicates(f.ctx, f.pool, audit.DuplicatesParams{Since: since, Until: t0.Add(time.Hour)})
 		require.NoError(t, err)
-		jobs, pairs, err := queries.AuditDuplicateCountWindow(f.ctx, f.pool, since, t0.Add(time.Hour), audit.DefaultWindow)
+		jobs, pairs, err := windowCount(t, f.ctx, f.pool, since, t0.Add(time.Hour), audit.DefaultWindow)
 		require.NoError(t, err)
 		require.Equal(t, jobs, r.Population.Jobs, "since %s", since)
 		require.Equal(t, pairs, int64(len(r.Pairs)), "since %s", since)

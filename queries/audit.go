@@ -97,16 +97,6 @@ func AuditDuplicatePairs(ctx context.Context, db DBTX, p AuditPairsParams, fn fu
 	return nil
 }
 
-// AuditDuplicateCountWindow counts, entirely in SQL with a window function, the jobs requested in
-// [since, until) and those requested less than window after their server's previous job.
-func AuditDuplicateCountWindow(ctx context.Context, db DBTX, since, until time.Time, window time.Duration) (jobs, pairs int64, err error) {
-	err = db.QueryRow(ctx, SQL("AuditDuplicateCountWindow"), since, until, window).Scan(&jobs, &pairs)
-	if err != nil {
-		return 0, 0, fmt.Errorf("count duplicates in sql: %w", err)
-	}
-	return jobs, pairs, nil
-}
-
 // AuditRateRow is one server's rounds and requests over an audit window.
 type AuditRateRow struct {
 	ServerID      int64
@@ -192,44 +182,3 @@ func copysignHalf(s float64) float64 {
 	return 0.5
 }
 
-// AuditBenchLoad fills a scratch database with the benchmark's data set: servers standard servers,
-// perServer jobs each over [start, start+span), and one duplicate for every dupEvery-th server.
-// Secondary indexes and foreign keys of probe_jobs are dropped for the load and built afterwards,
-// then both tables are vacuumed and analysed. Never point it at a database you care about.
-func AuditBenchLoad(ctx context.Context, db DBTX, servers, perServer int, start time.Time, span time.Duration, dupEvery int) error {
-	rows, err := db.Query(ctx, SQL("AuditBenchDeferred"))
-	if err != nil {
-		return fmt.Errorf("list probe_jobs indexes and keys: %w", err)
-	}
-	type deferred struct{ drop, create string }
-	objects, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deferred, error) {
-		var d deferred
-		err := row.Scan(&d.drop, &d.create)
-		return d, err
-	})
-	if err != nil {
-		return fmt.Errorf("list probe_jobs indexes and keys: %w", err)
-	}
-	for _, o := range objects {
-		if _, err := db.Exec(ctx, o.drop); err != nil {
-			return fmt.Errorf("%s: %w", o.drop, err)
-		}
-	}
-	if _, err := db.Exec(ctx, SQL("AuditBenchInsertServers"), servers, start); err != nil {
-		return fmt.Errorf("insert bench servers: %w", err)
-	}
-	if _, err := db.Exec(ctx, SQL("AuditBenchInsertJobs"), perServer, start, span, dupEvery); err != nil {
-		return fmt.Errorf("insert bench jobs: %w", err)
-	}
-	for _, o := range objects {
-		if _, err := db.Exec(ctx, o.create); err != nil {
-			return fmt.Errorf("%s: %w", o.create, err)
-		}
-	}
-	for _, q := range []string{"AuditBenchVacuumJobs", "AuditBenchVacuumServers"} {
-		if _, err := db.Exec(ctx, SQL(q)); err != nil {
-			return fmt.Errorf("vacuum: %w", err)
-		}
-	}
-	return nil
-}

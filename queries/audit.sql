@@ -1,8 +1,7 @@
 -- Read-only queries for package audit. Every Audit* query runs inside a READ ONLY transaction (on
 -- a primary or a hot standby, under a role with only SELECT on the tables): none may write, create
--- a temporary table or call a volatile function that writes. The AuditBench* blocks at the end are
--- the exception: they build the benchmark's data set in a scratch database and are never called
--- by an audit.
+-- a temporary table or call a volatile function that writes. (The benchmark's loader and the tests'
+-- window-function oracle live in audit/testdata: they do not ship.)
 
 -- name: AuditNow
 -- The transaction's start time: the default end of an audit's population and the clock open jobs
@@ -62,19 +61,6 @@ SELECT o.server_id, s.slug, o.first_id, o.id, o.first_requested_at, o.first_fini
    AND o.requested_at - o.first_requested_at < $5::interval
  ORDER BY o.requested_at, o.server_id, o.id;
 
--- name: AuditDuplicateCountWindow
--- The duplicate definition written as a window function, computed entirely in SQL: the jobs in
--- [$1, $2) and how many of them were requested less than $3 after the previous job of their
--- server. Tests use it as an independent oracle for the streaming scan; the benchmark times it.
-SELECT count(*),
-       count(*) FILTER (WHERE requested_at - prev_requested_at < $3::interval)
-  FROM (SELECT requested_at,
-               lag(requested_at) OVER (PARTITION BY server_id ORDER BY requested_at) AS prev_requested_at
-          FROM probe_jobs
-         WHERE requested_at >= $1::timestamptz - $3::interval
-           AND requested_at <  $2::timestamptz) j
- WHERE requested_at >= $1::timestamptz;
-
 -- name: AuditRate
 -- Per server with a job requested in [$1, $2): its rounds (jobs), the explicit re-checks among
 -- them, the requests its runs made, the most one run made, and the scheduled rounds requested less
@@ -113,45 +99,3 @@ SELECT j.id, j.server_id, s.slug, j.round_id, r.trigger, r.version, j.invocation
  WHERE j.finished_at IS NULL
  ORDER BY j.requested_at, j.id;
 
--- name: AuditBenchDeferred
--- The secondary indexes and foreign keys of probe_jobs, each as the statement that drops it and
--- the statement that builds it again: a bulk load is several times faster without them, and
--- building them afterwards is one sort each. Read from the catalog, so it follows the migrations.
-SELECT format('DROP INDEX %I', indexname), indexdef
-  FROM pg_indexes
- WHERE schemaname = current_schema() AND tablename = 'probe_jobs' AND indexname <> 'probe_jobs_pkey'
-UNION ALL
-SELECT format('ALTER TABLE probe_jobs DROP CONSTRAINT %I', conname),
-       format('ALTER TABLE probe_jobs ADD CONSTRAINT %I %s', conname, pg_get_constraintdef(oid))
-  FROM pg_constraint
- WHERE conrelid = 'probe_jobs'::regclass AND contype = 'f';
-
--- name: AuditBenchInsertServers
--- $1 servers on the standard plan, named bench-1, bench-2, ...
-INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at)
-SELECT 'bench-' || n, 'https://bench-' || n || '.example/', 'http', 'standard', interval '12 hours', $2::timestamptz
-  FROM generate_series(1, $1::int) n;
-
--- name: AuditBenchInsertJobs
--- $1 jobs per server spread evenly over [$2, $2 + $3), each server at its own offset, finished two
--- seconds after the request; every $4-th server also gets the incident's duplicate, requested
--- 0.168 s after its first job finished. Inserted in request order, as a live table fills.
-INSERT INTO probe_jobs (server_id, reason, requested_at, finished_at, outcome)
-SELECT server_id, 'scheduled', at, at + interval '2 seconds', 'ok'
-  FROM (SELECT s.id AS server_id,
-               $2::timestamptz + ($3::interval / $1::int) * (k + (hashint8(s.id) & 1048575)::float8 / 1048576) AS at
-          FROM servers s, generate_series(0, $1::int - 1) k
-        UNION ALL
-        SELECT s.id,
-               $2::timestamptz + ($3::interval / $1::int) * ((hashint8(s.id) & 1048575)::float8 / 1048576)
-                 + interval '2.168 seconds'
-          FROM servers s
-         WHERE s.id % $4::int = 0) j
- ORDER BY at;
-
--- name: AuditBenchVacuumJobs
--- Sets the visibility map (as autovacuum would have on a month of jobs) and the statistics.
-VACUUM (ANALYZE) probe_jobs;
-
--- name: AuditBenchVacuumServers
-VACUUM (ANALYZE) servers;

@@ -1,0 +1,2 @@
+-- Statistics for the servers, as autovacuum would have them.
+VACUUM (ANALYZE) servers;
