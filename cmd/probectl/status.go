@@ -133,8 +133,8 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 			"FAILURES", "OPEN", "DURATION")
 		for _, rd := range r.RecentRounds {
 			duration := "running"
-			if rd.Duration != nil {
-				duration = status.HumanDuration(*rd.Duration)
+			if d := rd.Duration(); d != nil {
+				duration = status.HumanDuration(*d)
 			}
 			servers := fmt.Sprint(rd.Servers)
 			if rd.Servers < rd.Jobs {

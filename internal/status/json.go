@@ -140,7 +140,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs}
 		if rd.FinishedAt != nil {
 			fin := rd.FinishedAt.UTC()
-			d := audit.Seconds(*rd.Duration)
+			d := audit.Seconds(*rd.Duration())
 			rj.FinishedAt, rj.DurationSeconds = &fin, &d
 		}
 		out.RecentRounds = append(out.RecentRounds, rj)

@@ -107,14 +107,22 @@ type Round struct {
 	Version                         string
 	Fanout, ClaimLimit, Concurrency int
 	StartedAt                       time.Time
-	// FinishedAt and Duration are nil while the round runs (or if it died).
+	// FinishedAt is nil while the round runs (or if it died).
 	FinishedAt          *time.Time
-	Duration            *time.Duration
 	Jobs, Runs, Servers int
 	// Failures are jobs whose check failed or errored.
 	Failures  int
 	Abandoned int
 	OpenJobs  int
+}
+
+// Duration is how long the round took; nil while it runs (or if it died).
+func (r Round) Duration() *time.Duration {
+	if r.FinishedAt == nil {
+		return nil
+	}
+	d := r.FinishedAt.Sub(r.StartedAt)
+	return &d
 }
 
 // Duplicates summarises the duplicate-claim audit over the last DuplicatesPeriod.
@@ -247,8 +255,7 @@ func rounds(ctx context.Context, tx pgx.Tx) ([]Round, error) {
 			Abandoned: r.Abandoned, OpenJobs: r.OpenJobs}
 		if r.FinishedAt != nil {
 			fin := r.FinishedAt.UTC()
-			d := fin.Sub(r.StartedAt)
-			round.FinishedAt, round.Duration = &fin, &d
+			round.FinishedAt = &fin
 		}
 		out = append(out, round)
 	}

@@ -120,11 +120,11 @@ func TestReadShowsEverySectionOfTheScenario(t *testing.T) {
 		running, finished, stale := r.RecentRounds[0], r.RecentRounds[1], r.RecentRounds[2]
 		require.Equal(t, sc.RunningRound, running.ID)
 		require.Nil(t, running.FinishedAt)
-		require.Nil(t, running.Duration)
+		require.Nil(t, running.Duration())
 		require.Equal(t, 2, running.OpenJobs)
 
 		require.Equal(t, sc.FinishedRound, finished.ID)
-		require.Equal(t, 43*time.Second, *finished.Duration)
+		require.Equal(t, 43*time.Second, *finished.Duration())
 		require.Equal(t, [5]int{4, 4, 3, 1, 0}, [5]int{finished.Jobs, finished.Runs, finished.Servers, finished.Failures, finished.OpenJobs})
 
 		require.Equal(t, sc.StaleRound, stale.ID)

@@ -103,9 +103,9 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		rv := roundView{ID: strconv.FormatInt(rd.ID, 10), Started: timestamp(rd.StartedAt),
 			StartedISO: rd.StartedAt.UTC().Format(time.RFC3339Nano), Trigger: translate(l.Triggers, rd.Trigger),
 			Version: rd.Version, Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
-			OpenJobs: rd.OpenJobs, Running: rd.Duration == nil}
-		if rd.Duration != nil {
-			rv.Duration = l.duration(*rd.Duration)
+			OpenJobs: rd.OpenJobs, Running: rd.FinishedAt == nil}
+		if d := rd.Duration(); d != nil {
+			rv.Duration = l.duration(*d)
 		}
 		// Fewer servers than jobs is what the incident's rounds looked like: a server claimed twice.
 		rv.Short = rd.Servers < rd.Jobs
