@@ -1,5 +1,6 @@
 -- What `probectl status` and the status page read: a few small aggregates, all taken in one READ
--- ONLY transaction by internal/status. $1 is the time the report is "as of" (NULL: now()).
+-- ONLY transaction by internal/status. Where a query takes the time the report is "as of", it is
+-- $1 (StatusNow resolves NULL to now()); the others say what their parameters are.
 
 -- name: StatusNow
 -- The report's time: the one given, or the transaction's now().
