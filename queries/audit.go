@@ -181,4 +181,3 @@ func copysignHalf(s float64) float64 {
 	}
 	return 0.5
 }
-
