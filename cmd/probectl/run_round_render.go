@@ -90,9 +90,10 @@ type roundJSON struct {
 	Settings            roundSettingsJSON  `json:"settings"`
 	Overrides           []release.Override `json:"overrides"`
 	PerInvocation       []invocationJSON   `json:"per_invocation"`
+	Failures            []roundFailureJSON `json:"failures"`
 }
 
-func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override) error {
+func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override, failures []queries.Run) error {
 	if format == "json" {
 		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
 			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
@@ -101,7 +102,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
 			Overrides:     append([]release.Override{}, overrides...),
-			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation))}
+			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures)}
 		if s.KeyID != "" {
 			out.KeyID = &s.KeyID
 		}
@@ -146,7 +147,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	if s.JobsClosedElsewhere > 0 {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%d job(s) had been closed as abandoned before their finish; their runs are stored", s.JobsClosedElsewhere)))
 	}
-	return nil
+	return writeRoundFailures(w, s.RoundID, failures)
 }
 
 // planServerJSON is one due server in the JSON of 'run round --dry-run'.

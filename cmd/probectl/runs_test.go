@@ -236,3 +236,35 @@ func readFile(t *testing.T, path string) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+func TestTheRoundSummaryEndsWithTenFailuresAndWhereToFindTheRest(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	t.Cleanup(srv.Close)
+	for i := range 12 {
+		testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{Slug: fmt.Sprintf("down-%02d", i),
+			URL: fmt.Sprintf("%s/%d", srv.URL, i), NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
+	}
+	testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{Slug: "refused", URL: srv.URL,
+		NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
+	res := runCLI(t, "--database-url", url, "run", "round", "--unsigned", "--allow-private-targets", "--fanout", "0",
+		"--claim-limit", "12")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	out := lines(res.Stdout)
+	assert.Equal(t, "and 2 more (probectl runs list --round 1 --outcome failed,error)", out[len(out)-1])
+	assert.Equal(t, strings.Fields("SERVER OUTCOME RUN WHY"), strings.Fields(out[len(out)-12]))
+	assert.Equal(t, []string{"down-00", "failed"}, strings.Fields(out[len(out)-11])[:2])
+	assert.Contains(t, out[len(out)-11], "HTTP 404")
+
+	// Without --allow-private-targets, the guard refuses the loopback server: JSON lists it.
+	res = runCLI(t, "--database-url", url, "run", "round", "--unsigned", "--fanout", "0", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got struct {
+		Failures []roundFailureJSON `json:"failures"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got), res.Stdout)
+	require.Len(t, got.Failures, 1)
+	assert.Equal(t, "refused", got.Failures[0].Server)
+	assert.Contains(t, *got.Failures[0].Error, "loopback")
+}

@@ -8,6 +8,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
@@ -131,4 +133,16 @@ func ExportKey(ctx context.Context, db queries.DBTX, keyID string) ([]byte, erro
 		return nil, fmt.Errorf("export key %s: %w", keyID, err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}
+
+// RoundFailures returns the runs of a round that failed or erred, by server slug; a round claims
+// at most its capacity, so max (its job count) bounds them.
+func RoundFailures(ctx context.Context, db queries.DBTX, roundID int64, max int) ([]queries.Run, error) {
+	id := roundID
+	runs, err := queries.ListRuns(ctx, db, queries.RunFilter{RoundID: &id, Outcomes: []string{"failed", "error"}, Limit: max + 1})
+	if err != nil {
+		return nil, fmt.Errorf("read the failures of round %d: %w", roundID, err)
+	}
+	slices.SortStableFunc(runs, func(a, b queries.Run) int { return strings.Compare(a.Server, b.Server) })
+	return runs, nil
 }
