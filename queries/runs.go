@@ -67,7 +67,7 @@ func ListRuns(ctx context.Context, db DBTX, f RunFilter) ([]Run, error) {
 // RunDetail is a run with its result, its envelope and what verifying the envelope needs.
 type RunDetail struct {
 	Run
-	EndpointURL string `db:"endpoint_url"`
+	EndpointURL string  `db:"endpoint_url"`
 	JobOutcome  *string `db:"job_outcome"`
 	// JobFinishedAt is when the job finished by the database's clock (nil: still open).
 	JobFinishedAt *time.Time      `db:"job_finished_at"`

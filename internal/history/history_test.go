@@ -39,7 +39,9 @@ func run(t *testing.T, db queries.DBTX, server int64, ago, took time.Duration, r
 		FinishedAt: &finished, Result: data})
 }
 
-func ok() map[string]any { return map[string]any{"outcome": "ok", "summary": "HTTP 200", "requests": []any{}} }
+func ok() map[string]any {
+	return map[string]any{"outcome": "ok", "summary": "HTTP 200", "requests": []any{}}
+}
 
 func TestUptimeLeavesOutRunsAtProbectlsFaultAndLatencyIsOfOkChecks(t *testing.T) {
 	t.Parallel()
