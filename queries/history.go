@@ -122,3 +122,18 @@ func optionalRow[T any](ctx context.Context, db DBTX, name string, args ...any) 
 	}
 	return &v, nil
 }
+
+// ServerEndpoints returns the endpoint URLs of the servers with those ids, by id.
+func ServerEndpoints(ctx context.Context, db DBTX, ids []int64) (map[int64]string, error) {
+	rows, err := db.Query(ctx, SQL("ServerEndpoints"), ids)
+	if err != nil {
+		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	out := make(map[int64]string, len(ids))
+	var id int64
+	var url string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &url}, func() error { out[id] = url; return nil }); err != nil {
+		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	return out, nil
+}

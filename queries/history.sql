@@ -91,3 +91,6 @@ WITH old AS (
     RETURNING id
 )
 SELECT old.status AS status_from, EXISTS (SELECT 1 FROM log) AS changed FROM old;
+
+-- name: ServerEndpoints
+SELECT s.id, s.endpoint_url FROM servers AS s WHERE s.id = ANY ($1::bigint[]);

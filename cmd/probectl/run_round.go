@@ -208,7 +208,7 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 		at := f.Clock()
 		now = &at
 	}
-	plan, err := probe.Preview(ctx, pool, settings, now)
+	plan, err := probe.PreviewGuarded(ctx, pool, settings, now, check.New(settings.CheckConfig()))
 	if err != nil {
 		return err
 	}

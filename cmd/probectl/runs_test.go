@@ -268,3 +268,28 @@ func TestTheRoundSummaryEndsWithTenFailuresAndWhereToFindTheRest(t *testing.T) {
 	assert.Equal(t, "refused", got.Failures[0].Server)
 	assert.Contains(t, *got.Failures[0].Error, "loopback")
 }
+
+func TestTheDryRunFlagsDueServersTheSSRFGuardWillRefuse(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	loopbackFleet(t, pool, 2)
+
+	res := runCLI(t, "--database-url", url, "run", "round", "--dry-run", "--fanout", "0")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "2 claimable server(s) the SSRF guard will refuse: their checks fail without a request (a test fleet on a private network: --allow-private-targets)")
+	assert.Regexp(t, `fleet-0\s.*due; the SSRF guard will refuse it: refused: 127\.0\.0\.1 is a loopback address`, res.Stdout)
+
+	res = runCLI(t, "--database-url", url, "run", "round", "--dry-run", "--fanout", "0", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var plan planJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &plan))
+	assert.Equal(t, 2, plan.SSRFRefused)
+	require.NotNil(t, plan.Servers[0].SSRFRefused)
+	assert.Contains(t, *plan.Servers[0].SSRFRefused, "loopback")
+
+	res = runCLI(t, "--database-url", url, "run", "round", "--dry-run", "--fanout", "0", "--allow-private-targets", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &plan))
+	assert.Zero(t, plan.SSRFRefused)
+	assert.Nil(t, plan.Servers[0].SSRFRefused)
+}
