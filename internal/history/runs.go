@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
@@ -128,11 +129,11 @@ func ExportKey(ctx context.Context, db queries.DBTX, keyID string) ([]byte, erro
 	if !ok {
 		return nil, fmt.Errorf("export key %s: %w", keyID, queries.ErrNoSuchKey)
 	}
-	der, err := x509.MarshalPKIXPublicKey(k.Public)
+	data, err := pkixPEM(k.Public)
 	if err != nil {
 		return nil, fmt.Errorf("export key %s: %w", keyID, err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+	return data, nil
 }
 
 // RoundFailures returns the runs of a round that failed or erred, by server slug; a round claims
@@ -145,4 +146,50 @@ func RoundFailures(ctx context.Context, db queries.DBTX, roundID int64, max int)
 	}
 	slices.SortStableFunc(runs, func(a, b queries.Run) int { return strings.Compare(a.Server, b.Server) })
 	return runs, nil
+}
+
+// PublicKey is a registered key as third parties fetch it: PKIX PEM, with its retirement.
+type PublicKey struct {
+	KeyID     string     `json:"key_id"`
+	Algorithm string     `json:"algorithm"`
+	CreatedAt time.Time  `json:"created_at"`
+	RetiredAt *time.Time `json:"retired_at"`
+	PEM       string     `json:"public_key_pem"`
+}
+
+// PublicKeys returns every registered key, retired ones included (they still verify the runs
+// they signed before), oldest first.
+func PublicKeys(ctx context.Context, db queries.DBTX) ([]PublicKey, error) {
+	list, err := queries.ListSigningKeys(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := queries.VerificationKeys(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PublicKey, 0, len(list))
+	for _, k := range list {
+		data, err := pkixPEM(keys[k.KeyID].Public)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", k.KeyID, err)
+		}
+		var retired *time.Time
+		if k.RetiredAt != nil {
+			t := k.RetiredAt.UTC()
+			retired = &t
+		}
+		out = append(out, PublicKey{KeyID: k.KeyID, Algorithm: k.Algorithm, CreatedAt: k.CreatedAt.UTC(), RetiredAt: retired,
+			PEM: string(data)})
+	}
+	return out, nil
+}
+
+// pkixPEM writes a public key as a PKIX "BEGIN PUBLIC KEY" PEM block.
+func pkixPEM(pub ed25519.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }

@@ -80,6 +80,7 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /status.json", h.json)
 	mux.HandleFunc("GET /metrics", h.metrics)
 	mux.HandleFunc("GET /healthz", h.healthz)
+	h.routeServers(mux)
 	return h.logged(secured(mux))
 }
 

@@ -39,7 +39,122 @@ SELECT r.id, r.job_id, j.round_id, r.server_id, s.slug AS server, s.kind,
   JOIN probe_jobs AS j ON j.id = r.job_id
   JOIN servers AS s ON s.id = r.server_id;
 
+-- The directory view (/servers) reads one row per server, never its runs: a rollup kept current
+-- by a trigger on probe_runs, so every finish (this binary's, the previous one's, a replayed
+-- spool) maintains it and no writer has to know. Runs at probectl's fault are left out, as from
+-- uptime. server_run_days holds the counts by UTC day the 30-day uptime is summed from.
+CREATE TABLE server_run_days (
+    server_id bigint  NOT NULL REFERENCES servers (id),
+    day       date    NOT NULL,
+    ok        integer NOT NULL,
+    counted   integer NOT NULL,
+    PRIMARY KEY (server_id, day)
+);
+
+CREATE TABLE server_rollups (
+    server_id      bigint      PRIMARY KEY REFERENCES servers (id),
+    last_run_id    bigint      NOT NULL,
+    last_run_at    timestamptz NOT NULL,
+    last_outcome   text        NOT NULL,
+    -- when the current streak of runs that are not ok began; NULL while the last run is ok
+    failing_since  timestamptz,
+    -- runs ok over runs counted, over the 30 UTC days up to the last run
+    uptime_30d     double precision,
+    -- the certificate expiry the newest run that saw one saw
+    cert_not_after timestamptz
+);
+
+CREATE INDEX server_rollups_outcome_idx ON server_rollups (last_outcome, server_id);
+CREATE INDEX server_rollups_uptime_idx ON server_rollups (uptime_30d, server_id);
+CREATE INDEX server_rollups_cert_idx ON server_rollups (cert_not_after) WHERE cert_not_after IS NOT NULL;
+CREATE INDEX server_rollups_failing_idx ON server_rollups (failing_since) WHERE failing_since IS NOT NULL;
+
+-- +goose StatementBegin
+CREATE FUNCTION probe_runs_rollup() RETURNS trigger
+LANGUAGE plpgsql
+AS $probe$
+DECLARE
+    v_outcome text := coalesce(NEW.result->>'outcome', '');
+    v_day     date := (NEW.started_at AT TIME ZONE 'UTC')::date;
+    v_fault   boolean;
+    v_cert    timestamptz;
+BEGIN
+    -- A late run is inserted after its job was closed as abandoned; a run on time, before its job
+    -- is finished. So the job's outcome here is 'abandoned' exactly for late runs.
+    SELECT NEW.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+           OR NEW.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+           OR j.outcome IS NOT DISTINCT FROM 'abandoned'
+      INTO v_fault
+      FROM probe_jobs AS j
+     WHERE j.id = NEW.job_id;
+    IF v_fault THEN
+        RETURN NULL;
+    END IF;
+
+    INSERT INTO server_run_days AS d (server_id, day, ok, counted)
+    VALUES (NEW.server_id, v_day, (v_outcome = 'ok')::int, 1)
+    ON CONFLICT (server_id, day) DO UPDATE
+       SET ok = d.ok + EXCLUDED.ok, counted = d.counted + 1;
+
+    v_cert := (jsonb_path_query_first(NEW.result, '$.requests[*].tls.cert_not_after') #>> '{}')::timestamptz;
+    INSERT INTO server_rollups AS r (server_id, last_run_id, last_run_at, last_outcome, failing_since, cert_not_after)
+    VALUES (NEW.server_id, NEW.id, NEW.started_at, v_outcome,
+            CASE WHEN v_outcome = 'ok' THEN NULL ELSE NEW.started_at END, v_cert)
+    ON CONFLICT (server_id) DO UPDATE
+       SET last_run_id    = EXCLUDED.last_run_id,
+           last_run_at    = EXCLUDED.last_run_at,
+           last_outcome   = EXCLUDED.last_outcome,
+           failing_since  = CASE WHEN EXCLUDED.last_outcome = 'ok' THEN NULL
+                                 ELSE coalesce(r.failing_since, EXCLUDED.last_run_at) END,
+           cert_not_after = coalesce(EXCLUDED.cert_not_after, r.cert_not_after)
+     -- a run stored out of order (a replayed spool) counts in its day but does not replace a newer one
+     WHERE r.last_run_at <= EXCLUDED.last_run_at;
+
+    UPDATE server_rollups AS r
+       SET uptime_30d = (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0)
+                           FROM server_run_days AS d
+                          WHERE d.server_id = NEW.server_id
+                            AND d.day > (r.last_run_at AT TIME ZONE 'UTC')::date - 30)
+     WHERE r.server_id = NEW.server_id;
+    RETURN NULL;
+END
+$probe$;
+-- +goose StatementEnd
+
+CREATE TRIGGER probe_runs_rollup AFTER INSERT ON probe_runs
+    FOR EACH ROW EXECUTE FUNCTION probe_runs_rollup();
+
+-- The runs stored before this migration, in the order they were made.
+INSERT INTO server_run_days (server_id, day, ok, counted)
+SELECT f.server_id, (f.started_at AT TIME ZONE 'UTC')::date, count(*) FILTER (WHERE f.outcome = 'ok'), count(*)
+  FROM run_facts AS f
+ WHERE NOT f.probectl_fault
+ GROUP BY 1, 2;
+
+INSERT INTO server_rollups (server_id, last_run_id, last_run_at, last_outcome, failing_since, uptime_30d, cert_not_after)
+SELECT l.server_id, l.id, l.started_at, l.outcome,
+       CASE WHEN l.outcome = 'ok' THEN NULL ELSE
+            coalesce((SELECT min(f.started_at) FROM run_facts AS f
+                       WHERE f.server_id = l.server_id AND NOT f.probectl_fault
+                         AND f.started_at > coalesce((SELECT max(o.started_at) FROM run_facts AS o
+                                                       WHERE o.server_id = l.server_id AND NOT o.probectl_fault
+                                                         AND o.outcome = 'ok'), '-infinity')), l.started_at) END,
+       (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0) FROM server_run_days AS d
+         WHERE d.server_id = l.server_id AND d.day > (l.started_at AT TIME ZONE 'UTC')::date - 30),
+       (SELECT (jsonb_path_query_first(r.result, '$.requests[*].tls.cert_not_after') #>> '{}')::timestamptz
+          FROM probe_runs AS r
+         WHERE r.server_id = l.server_id AND jsonb_path_exists(r.result, '$.requests[*].tls.cert_not_after')
+         ORDER BY r.started_at DESC LIMIT 1)
+  FROM (SELECT DISTINCT ON (f.server_id) f.server_id, f.id, f.started_at, f.outcome
+          FROM run_facts AS f
+         WHERE NOT f.probectl_fault
+         ORDER BY f.server_id, f.started_at DESC, f.id DESC) AS l;
+
 -- +goose Down
+DROP TRIGGER probe_runs_rollup ON probe_runs;
+DROP FUNCTION probe_runs_rollup();
+DROP TABLE server_rollups;
+DROP TABLE server_run_days;
 DROP VIEW run_facts;
 DROP INDEX probe_runs_started_idx;
 DROP TABLE server_status_changes;
