@@ -120,3 +120,19 @@ func collect[T any](ctx context.Context, db DBTX, name string, args ...any) ([]T
 	}
 	return out, nil
 }
+
+// RunTotal is the count and duration histogram of the runs of one kind and outcome.
+type RunTotal struct {
+	Kind       string    `db:"kind"`
+	Outcome    string    `db:"outcome"`
+	Runs       int64     `db:"runs"`
+	SecondsSum float64   `db:"seconds_sum"`
+	Bounds     []float64 `db:"bounds"`
+	// Buckets[i] counts the runs that took at most Bounds[i] seconds.
+	Buckets []int64 `db:"buckets"`
+}
+
+// RunTotals returns every run ever stored, by kind and outcome (run_totals, kept by a trigger).
+func RunTotals(ctx context.Context, db DBTX) ([]RunTotal, error) {
+	return collect[RunTotal](ctx, db, "RunTotals")
+}

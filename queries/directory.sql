@@ -65,3 +65,16 @@ SELECT f.started_at, f.outcome, extract(epoch FROM f.finished_at - f.started_at)
    AND f.started_at <= $2::timestamptz
    AND NOT f.probectl_fault
  ORDER BY f.started_at, f.id;
+
+-- name: RunTotals
+-- Runs by kind and outcome over every shard, with the histogram bounds and cumulative counts.
+SELECT t.kind, t.outcome, sum(t.runs)::bigint AS runs, sum(t.seconds_sum) AS seconds_sum,
+       run_totals_bounds() AS bounds,
+       ARRAY(SELECT sum(x.n)::bigint
+               FROM run_totals AS t2
+              CROSS JOIN LATERAL unnest(t2.buckets) WITH ORDINALITY AS x(n, i)
+              WHERE t2.kind = t.kind AND t2.outcome = t.outcome
+              GROUP BY x.i ORDER BY x.i) AS buckets
+  FROM run_totals AS t
+ GROUP BY t.kind, t.outcome
+ ORDER BY t.kind, t.outcome;

@@ -176,3 +176,25 @@ func between(t *testing.T, s, from, to string) string {
 }
 
 var _ = fmt.Sprint
+
+func TestMetricsCountRunsByKindAndOutcomeWithALatencyHistogramAndNoServerLabel(t *testing.T) {
+	t.Parallel()
+	h := historyHandler(t)
+	res := get(t, h, "/metrics")
+	require.Equal(t, http.StatusOK, res.Code, res.Body)
+	for _, line := range []string{
+		`probectl_runs_total{kind="mcp",outcome="ok"} 5`,
+		`probectl_runs_total{kind="mcp",outcome="failed"} 1`,
+		`probectl_runs_total{kind="http",outcome="ok"} 1`,
+		`probectl_check_duration_seconds_bucket{kind="mcp",le="0.1"} 1`,
+		`probectl_check_duration_seconds_bucket{kind="mcp",le="0.25"} 5`,
+		`probectl_check_duration_seconds_bucket{kind="mcp",le="2.5"} 6`,
+		`probectl_check_duration_seconds_bucket{kind="mcp",le="+Inf"} 6`,
+		`probectl_check_duration_seconds_count{kind="mcp"} 6`,
+		"# TYPE probectl_check_duration_seconds histogram",
+	} {
+		assert.Contains(t, res.Body, line+"\n")
+	}
+	assert.NotContains(t, res.Body, "weather", "no label names a server")
+	parseMetrics(t, res.Body)
+}

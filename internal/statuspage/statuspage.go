@@ -155,8 +155,15 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "could not read the database", http.StatusServiceUnavailable)
 		return
 	}
+	totals, err := h.readRunTotals(r.Context())
+	if err != nil {
+		h.log.Error("read run totals for metrics", "err", err)
+		http.Error(w, "could not read the database", http.StatusServiceUnavailable)
+		return
+	}
 	var buf bytes.Buffer
 	writeMetrics(&buf, rep, took)
+	writeRunMetrics(&buf, totals)
 	w.Header().Set("Content-Type", MetricsContentType)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -69,6 +69,27 @@ CREATE INDEX server_rollups_uptime_idx ON server_rollups (uptime_30d, server_id)
 CREATE INDEX server_rollups_cert_idx ON server_rollups (cert_not_after) WHERE cert_not_after IS NOT NULL;
 CREATE INDEX server_rollups_failing_idx ON server_rollups (failing_since) WHERE failing_since IS NOT NULL;
 
+-- /metrics: runs by kind and outcome and a histogram of their durations, every run counted
+-- (those at probectl's fault too: the metrics are about the prober as well). No label per server;
+-- 16 shards per kind and outcome (server id mod 16) so concurrent finishes seldom wait on one row.
+-- buckets[i] counts the runs that took at most run_totals_bounds()[i] seconds (cumulative, as
+-- Prometheus' le buckets are).
+CREATE TABLE run_totals (
+    kind        text             NOT NULL,
+    outcome     text             NOT NULL,
+    shard       smallint         NOT NULL,
+    runs        bigint           NOT NULL,
+    seconds_sum double precision NOT NULL,
+    buckets     bigint[]         NOT NULL,
+    PRIMARY KEY (kind, outcome, shard)
+);
+
+-- +goose StatementBegin
+CREATE FUNCTION run_totals_bounds() RETURNS double precision[]
+LANGUAGE sql IMMUTABLE
+AS $probe$ SELECT ARRAY[0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]::double precision[] $probe$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION probe_runs_rollup() RETURNS trigger
 LANGUAGE plpgsql
@@ -78,7 +99,18 @@ DECLARE
     v_day     date := (NEW.started_at AT TIME ZONE 'UTC')::date;
     v_fault   boolean;
     v_cert    timestamptz;
+    v_secs    double precision := greatest(extract(epoch FROM NEW.finished_at - NEW.started_at), 0);
 BEGIN
+    INSERT INTO run_totals AS t (kind, outcome, shard, runs, seconds_sum, buckets)
+    SELECT s.kind, v_outcome, (NEW.server_id % 16)::smallint, 1, v_secs,
+           ARRAY(SELECT (v_secs <= b)::int::bigint FROM unnest(run_totals_bounds()) WITH ORDINALITY AS u(b, i) ORDER BY i)
+      FROM servers AS s
+     WHERE s.id = NEW.server_id
+    ON CONFLICT (kind, outcome, shard) DO UPDATE
+       SET runs        = t.runs + 1,
+           seconds_sum = t.seconds_sum + EXCLUDED.seconds_sum,
+           buckets     = ARRAY(SELECT a + b FROM unnest(t.buckets, EXCLUDED.buckets) WITH ORDINALITY AS u(a, b, i) ORDER BY i);
+
     -- A late run is inserted after its job was closed as abandoned; a run on time, before its job
     -- is finished. So the job's outcome here is 'abandoned' exactly for late runs.
     SELECT NEW.result->>'fault' IS NOT DISTINCT FROM 'probectl'
@@ -150,9 +182,28 @@ SELECT l.server_id, l.id, l.started_at, l.outcome,
          WHERE NOT f.probectl_fault
          ORDER BY f.server_id, f.started_at DESC, f.id DESC) AS l;
 
+-- The runs stored before this migration: every run, in its kind, outcome and shard.
+INSERT INTO run_totals (kind, outcome, shard, runs, seconds_sum, buckets)
+WITH g AS (
+    SELECT s.kind, coalesce(r.result->>'outcome', '') AS outcome, (r.server_id % 16)::smallint AS shard,
+           greatest(extract(epoch FROM r.finished_at - r.started_at), 0) AS secs
+      FROM probe_runs AS r
+      JOIN servers AS s ON s.id = r.server_id
+), c AS (
+    SELECT g.kind, g.outcome, g.shard, u.i, count(*) FILTER (WHERE g.secs <= u.b) AS n
+      FROM g CROSS JOIN unnest(run_totals_bounds()) WITH ORDINALITY AS u(b, i)
+     GROUP BY 1, 2, 3, 4
+)
+SELECT t.kind, t.outcome, t.shard, t.runs, t.seconds_sum, b.buckets
+  FROM (SELECT g.kind, g.outcome, g.shard, count(*) AS runs, sum(g.secs) AS seconds_sum FROM g GROUP BY 1, 2, 3) AS t
+  JOIN (SELECT c.kind, c.outcome, c.shard, array_agg(c.n ORDER BY c.i) AS buckets FROM c GROUP BY 1, 2, 3) AS b
+ USING (kind, outcome, shard);
+
 -- +goose Down
 DROP TRIGGER probe_runs_rollup ON probe_runs;
 DROP FUNCTION probe_runs_rollup();
+DROP FUNCTION run_totals_bounds();
+DROP TABLE run_totals;
 DROP TABLE server_rollups;
 DROP TABLE server_run_days;
 DROP VIEW run_facts;
