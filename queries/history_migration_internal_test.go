@@ -105,6 +105,13 @@ func TestTheRollupIsBackfilledByTheMigrationAndKeptByTheTrigger(t *testing.T) {
 	ra = read(a)
 	assert.Equal(t, "failed", ra.LastOutcome)
 	assert.InDelta(t, 3.0/6, *ra.Uptime, 1e-9)
+	// A late run (its job closed as abandoned first) and one interrupted by probectl say nothing
+	// about the server.
+	run(a, day.Add(3*time.Hour), 50*time.Millisecond, "abandoned", `{"outcome":"ok"}`)
+	run(a, day.Add(4*time.Hour), 50*time.Millisecond, "error", `{"outcome":"error","summary":"interrupted"}`)
+	ra = read(a)
+	assert.Equal(t, "failed", ra.LastOutcome)
+	assert.InDelta(t, 3.0/6, *ra.Uptime, 1e-9)
 }
 
 // optionalRowSQL reads one row of a query written in a test, by name.
