@@ -80,6 +80,16 @@ func ReadDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at ti
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	var d *Directory
+	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
+		d, err = readDirectory(ctx, db, q, at)
+		return err
+	})
+	return d, err
+}
+
+func readDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at time.Time) (*Directory, error) {
 	var now *time.Time
 	if !at.IsZero() {
 		now = &at
@@ -115,7 +125,17 @@ type ServerHistory struct {
 // ReadServerHistory reads a server's page as of now (the database's clock when nil).
 // queries.ErrNoServer: no such slug.
 func ReadServerHistory(ctx context.Context, db queries.DBTX, slug string, now *time.Time) (*ServerHistory, error) {
-	v, err := ShowServer(ctx, db, slug, now)
+	var h *ServerHistory
+	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
+		h, err = readServerHistory(ctx, db, slug, now)
+		return err
+	})
+	return h, err
+}
+
+func readServerHistory(ctx context.Context, db queries.DBTX, slug string, now *time.Time) (*ServerHistory, error) {
+	v, err := showServer(ctx, db, slug, now)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,13 @@ func ListRuns(ctx context.Context, db queries.DBTX, f queries.RunFilter) ([]quer
 	if f.Limit <= 0 || f.Limit > MaxListLimit {
 		return nil, fmt.Errorf("list runs: limit %d is outside 1..%d", f.Limit, MaxListLimit)
 	}
-	return queries.ListRuns(ctx, db, f)
+	var runs []queries.Run
+	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
+		runs, err = queries.ListRuns(ctx, db, f)
+		return err
+	})
+	return runs, err
 }
 
 // RunView is one run and whether its envelope verifies against the registered keys.
@@ -43,6 +49,16 @@ type RunView struct {
 // ShowRun reads one run (queries.ErrNoRun when there is none) and verifies its envelope the way
 // deploy verify does.
 func ShowRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
+	var v RunView
+	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
+		v, err = showRun(ctx, db, id)
+		return err
+	})
+	return v, err
+}
+
+func showRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
 	d, err := queries.GetRun(ctx, db, id)
 	if err != nil {
 		return RunView{}, err
@@ -140,7 +156,7 @@ func ExportKey(ctx context.Context, db queries.DBTX, keyID string) ([]byte, erro
 // at most its capacity, so max (its job count) bounds them.
 func RoundFailures(ctx context.Context, db queries.DBTX, roundID int64, max int) ([]queries.Run, error) {
 	id := roundID
-	runs, err := queries.ListRuns(ctx, db, queries.RunFilter{RoundID: &id, Outcomes: []string{"failed", "error"}, Limit: max + 1})
+	runs, err := ListRuns(ctx, db, queries.RunFilter{RoundID: &id, Outcomes: []string{"failed", "error"}, Limit: min(max+1, MaxListLimit)})
 	if err != nil {
 		return nil, fmt.Errorf("read the failures of round %d: %w", roundID, err)
 	}

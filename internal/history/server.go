@@ -49,6 +49,16 @@ type NextCheck struct {
 // ShowServer reads one server's view as of now (the database's clock when nil).
 // queries.ErrNoServer: no such slug.
 func ShowServer(ctx context.Context, db queries.DBTX, slug string, now *time.Time) (*ServerView, error) {
+	var v *ServerView
+	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
+		v, err = showServer(ctx, db, slug, now)
+		return err
+	})
+	return v, err
+}
+
+func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Time) (*ServerView, error) {
 	s, err := queries.GetServerBySlug(ctx, db, slug)
 	if err != nil {
 		return nil, err
