@@ -103,8 +103,7 @@ func writeRunShow(w io.Writer, v history.RunView) error {
 	if v.ProbectlFault {
 		why += " (at probectl's fault: not counted against the server)"
 	}
-	kv := render.NewTable(w, "", "")
-	kv.Row("run", fmt.Sprintf("%d (job %d, round %s)", v.ID, v.JobID, idText(v.RoundID)))
+	kv := render.NewTable(w, "RUN", fmt.Sprintf("%d (job %d, round %s)", v.ID, v.JobID, idText(v.RoundID)))
 	kv.Row("server", fmt.Sprintf("%s (%s) %s", v.Server, v.Kind, check.RedactURL(v.EndpointURL)))
 	kv.Row("outcome", why)
 	kv.Row("started", v.StartedAt.UTC().Format(time.RFC3339Nano))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -292,4 +293,19 @@ func TestTheDryRunFlagsDueServersTheSSRFGuardWillRefuse(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &plan))
 	assert.Zero(t, plan.SSRFRefused)
 	assert.Nil(t, plan.Servers[0].SSRFRefused)
+}
+
+func TestEveryHistoryCommandHasHelpWithExamples(t *testing.T) {
+	t.Parallel()
+	io, _, _, _ := render.Test()
+	root := newRootCmd(newFactory(io, func(string) string { return "" }, buildInfo{}))
+	for _, path := range [][]string{{"runs"}, {"runs", "list"}, {"runs", "show"}, {"runs", "verify"}, {"keys", "export"},
+		{"servers", "show"}, {"servers", "pause"}, {"servers", "resume"}, {"servers", "delist"}} {
+		cmd, _, err := root.Find(path)
+		require.NoError(t, err, path)
+		require.Equal(t, path[len(path)-1], cmd.Name(), path)
+		assert.NotEmpty(t, cmd.Short, path)
+		assert.NotEmpty(t, cmd.Long, path)
+		assert.Contains(t, cmd.Example, "probectl "+strings.Join(path, " "), path)
+	}
 }

@@ -143,8 +143,7 @@ func runServersShow(ctx context.Context, opts *serversShowOptions) error {
 
 func writeServerShow(w io.Writer, v *history.ServerView) error {
 	s := v.Server
-	kv := render.NewTable(w, "", "")
-	kv.Row("server", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, s.CheckInterval))
+	kv := render.NewTable(w, "SERVER", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, s.CheckInterval))
 	kv.Row("url", s.EndpointURL)
 	status := s.Status
 	if c := v.StatusChange; c != nil {
