@@ -2,32 +2,18 @@ package statuspage_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-
-	"github.com/probectl/probectl/internal/statuspage"
 )
 
 // serveHistory runs the real server over the history scenario and returns its base URL.
 func serveHistory(t *testing.T) string {
 	t.Helper()
-	pool := newPool(t)
-	seedHistory(t, pool)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	h := statuspage.Handler(statuspage.Options{DB: pool, Now: func() time.Time { return historyNow }})
-	go func() { done <- statuspage.Serve(ctx, ln, h, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	return "http://" + ln.Addr().String()
+	return serveSeeded(t, func(pool *pgxpool.Pool) { seedHistory(t, pool) }, historyNow)
 }
 
 // seenServer is what a person sees on a server's page.
