@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -100,6 +101,9 @@ func runRunsList(ctx context.Context, opts *runsListOptions) error {
 		return err
 	}
 	runs, err := history.ListRuns(ctx, pool, rf)
+	if errors.Is(err, queries.ErrNoServer) {
+		return exit.UsageError(fmt.Errorf("--server %q: no such server; 'probectl servers list' shows them", opts.Server))
+	}
 	if err != nil {
 		return err
 	}

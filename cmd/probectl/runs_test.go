@@ -82,6 +82,10 @@ func TestRunsListJSONHasTheDocumentedShapeAndFilters(t *testing.T) {
 	assert.Equal(t, strings.Fields("ID SERVER OUTCOME STARTED DURATION ROUND WHY"), strings.Fields(out[0]))
 	assert.Equal(t, []string{"up-1", "ok"}, strings.Fields(out[1])[1:3])
 
+	res = runCLI(t, "--database-url", url, "runs", "list", "--server", "nope")
+	assert.Equal(t, 2, res.Code)
+	assert.Contains(t, res.Stderr, `--server "nope": no such server`)
+
 	res = runCLI(t, "--database-url", url, "runs", "list", "--outcome", "ok", "-o", "csv")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	out = lines(res.Stdout)

@@ -23,13 +23,20 @@ var Outcomes = []string{"ok", "failed", "error"}
 // MaxListLimit bounds how many runs one list returns.
 const MaxListLimit = 10000
 
-// ListRuns returns the runs that match, newest first.
+// ListRuns returns the runs that match, newest first; queries.ErrNoServer when f.Server names no
+// server.
 func ListRuns(ctx context.Context, db queries.DBTX, f queries.RunFilter) ([]queries.Run, error) {
 	if f.Limit <= 0 || f.Limit > MaxListLimit {
 		return nil, fmt.Errorf("list runs: limit %d is outside 1..%d", f.Limit, MaxListLimit)
 	}
 	var runs []queries.Run
 	err := read(ctx, db, func(db queries.DBTX) error {
+		if f.Server != "" {
+			// An unknown slug is a mistake to report, not a server without runs.
+			if _, err := queries.GetServerBySlug(ctx, db, f.Server); err != nil {
+				return err
+			}
+		}
 		var err error
 		runs, err = queries.ListRuns(ctx, db, f)
 		return err
