@@ -24,6 +24,8 @@ type Plan struct {
 	// NotDue counts active servers whose next check time is still ahead; NextDueAt is the soonest.
 	NotDue    int
 	NextDueAt *time.Time
+	// Refused counts the claimable servers the SSRF guard will refuse (PreviewGuarded).
+	Refused int
 }
 
 // PlannedServer is one due server and what the round would do with it.
@@ -33,6 +35,9 @@ type PlannedServer struct {
 	WouldClaim bool
 	// Why explains the state in a few words.
 	Why string
+	// Refused is why the SSRF guard will refuse to check it ("" when it will not, or when that
+	// was not judged): see PreviewGuarded.
+	Refused string
 }
 
 // Preview plans a round without claiming anything. It reads as of now when set (tests), else as

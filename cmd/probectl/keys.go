@@ -29,6 +29,7 @@ Key ids read "ed25519:" and the first 16 hex digits of the SHA-256 of the public
 		newKeysGenerateCmd(f),
 		newKeysListCmd(f),
 		newKeysRetireCmd(f),
+		newKeysExportCmd(f),
 	)
 	return cmd
 }

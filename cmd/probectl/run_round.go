@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/history"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
@@ -179,7 +180,14 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if sum == nil {
 		return err
 	}
-	if rerr := renderRoundSummary(f, format, sum, overrides); rerr != nil {
+	// The failures are read back from the stored runs, after the round (even a stopped one).
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	failures, ferr := history.RoundFailures(fctx, pool, sum.RoundID, sum.Jobs)
+	fcancel()
+	if ferr != nil {
+		round.Log.Error("could not read the round's failures back", "round", sum.RoundID, "err", ferr)
+	}
+	if rerr := renderRoundSummary(f, format, sum, overrides, failures); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return err
@@ -200,7 +208,7 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 		at := f.Clock()
 		now = &at
 	}
-	plan, err := probe.Preview(ctx, pool, settings, now)
+	plan, err := probe.PreviewGuarded(ctx, pool, settings, now, check.New(settings.CheckConfig()))
 	if err != nil {
 		return err
 	}

@@ -90,9 +90,10 @@ type roundJSON struct {
 	Settings            roundSettingsJSON  `json:"settings"`
 	Overrides           []release.Override `json:"overrides"`
 	PerInvocation       []invocationJSON   `json:"per_invocation"`
+	Failures            []roundFailureJSON `json:"failures"`
 }
 
-func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override) error {
+func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override, failures []queries.Run) error {
 	if format == "json" {
 		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
 			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
@@ -101,7 +102,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
 			Overrides:     append([]release.Override{}, overrides...),
-			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation))}
+			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures)}
 		if s.KeyID != "" {
 			out.KeyID = &s.KeyID
 		}
@@ -146,7 +147,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	if s.JobsClosedElsewhere > 0 {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%d job(s) had been closed as abandoned before their finish; their runs are stored", s.JobsClosedElsewhere)))
 	}
-	return nil
+	return writeRoundFailures(w, s.RoundID, failures)
 }
 
 // planServerJSON is one due server in the JSON of 'run round --dry-run'.
@@ -161,33 +162,35 @@ type planServerJSON struct {
 	ClaimableAt     *time.Time `json:"claimable_at"`
 	WouldClaim      bool       `json:"would_claim"`
 	Why             string     `json:"why"`
+	SSRFRefused     *string    `json:"ssrf_refused"`
 }
 
 // planJSON is the documented JSON shape of 'run round --dry-run -o json'.
 type planJSON struct {
-	DryRun     bool              `json:"dry_run"`
-	Now        time.Time         `json:"now"`
-	Capacity   int               `json:"capacity"`
-	Due        int               `json:"due"`
-	Claimable  int               `json:"claimable"`
-	WouldClaim int               `json:"would_claim"`
-	Skipped    map[string]int    `json:"skipped"`
-	NotDue     int               `json:"not_due"`
-	NextDueAt  *time.Time        `json:"next_due_at"`
-	Settings   roundSettingsJSON `json:"settings"`
-	Servers    []planServerJSON  `json:"servers"`
+	DryRun      bool              `json:"dry_run"`
+	Now         time.Time         `json:"now"`
+	Capacity    int               `json:"capacity"`
+	Due         int               `json:"due"`
+	Claimable   int               `json:"claimable"`
+	WouldClaim  int               `json:"would_claim"`
+	Skipped     map[string]int    `json:"skipped"`
+	NotDue      int               `json:"not_due"`
+	NextDueAt   *time.Time        `json:"next_due_at"`
+	SSRFRefused int               `json:"ssrf_refused"`
+	Settings    roundSettingsJSON `json:"settings"`
+	Servers     []planServerJSON  `json:"servers"`
 }
 
 func renderPlan(f *factory, format string, p *probe.Plan) error {
 	if format == "json" {
 		out := planJSON{DryRun: true, Now: p.Now.UTC(), Capacity: p.Capacity, Due: len(p.Servers),
 			Claimable: p.Claimable, WouldClaim: p.WouldClaim, Skipped: p.Skipped, NotDue: p.NotDue,
-			NextDueAt: utcPtr(p.NextDueAt), Settings: toRoundSettingsJSON(p.Settings),
+			NextDueAt: utcPtr(p.NextDueAt), SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
 			Servers: make([]planServerJSON, 0, len(p.Servers))}
 		for _, s := range p.Servers {
 			out.Servers = append(out.Servers, planServerJSON{ServerID: s.ServerID, Slug: s.Slug, Status: s.Status,
 				State: s.State, Reason: s.Reason, NextCheckAt: s.NextCheckAt.UTC(), LastRequestedAt: utcPtr(s.LastRequestedAt),
-				ClaimableAt: utcPtr(s.ClaimableAt), WouldClaim: s.WouldClaim, Why: s.Why})
+				ClaimableAt: utcPtr(s.ClaimableAt), WouldClaim: s.WouldClaim, Why: s.Why, SSRFRefused: nonEmpty(s.Refused)})
 		}
 		return render.JSON(f.IO.Out, out)
 	}
@@ -199,6 +202,13 @@ func renderPlan(f *factory, format string, p *probe.Plan) error {
 		fmt.Fprintf(w, "; skipped %s", skipped)
 	}
 	fmt.Fprintln(w)
+	if p.Refused > 0 {
+		hint := ""
+		if !p.Settings.AllowPrivateTargets {
+			hint = " (a test fleet on a private network: --allow-private-targets)"
+		}
+		fmt.Fprintf(w, "%d claimable server(s) the SSRF guard will refuse: their checks fail without a request%s\n", p.Refused, hint)
+	}
 	next := "none"
 	if p.NextDueAt != nil {
 		next = "next at " + p.NextDueAt.UTC().Format(time.RFC3339)
@@ -237,4 +247,12 @@ func skippedText(skipped map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%d %s", skipped[k], strings.ReplaceAll(k, "_", " ")))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// nonEmpty is nil for "", else a pointer to s (a JSON null for nothing to say).
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

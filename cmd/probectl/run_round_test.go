@@ -113,16 +113,17 @@ func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 	for _, key := range []string{"round_id", "started_at", "finished_at", "duration_seconds", "invocations", "jobs",
 		"runs", "servers", "ok", "failed", "errors", "abandoned", "open_jobs", "runs_unsigned", "key_id",
 		"stopped_claiming", "interrupted", "advance_misses", "jobs_closed_elsewhere", "problems", "settings", "overrides",
-		"per_invocation"} {
+		"per_invocation", "failures"} {
 		assert.Contains(t, got, key)
 	}
-	assert.Len(t, got, 23, "a new key is a change of the documented shape")
+	assert.Len(t, got, 24, "a new key is a change of the documented shape")
 	for key, want := range map[string]any{"invocations": 2.0, "jobs": 4.0, "runs": 4.0, "servers": 4.0, "ok": 4.0,
 		"failed": 0.0, "errors": 0.0, "open_jobs": 0.0, "runs_unsigned": 4.0, "key_id": nil, "stopped_claiming": false,
 		"interrupted": false} {
 		assert.Equal(t, want, got[key], key)
 	}
 	assert.Equal(t, []any{}, got["problems"])
+	assert.Equal(t, []any{}, got["failures"])
 	_, err := time.Parse(time.RFC3339, got["started_at"].(string))
 	assert.NoError(t, err)
 	assert.Equal(t, map[string]any{"fanout": 2.0 - 1, "claim_limit": 2.0, "concurrency": 3.0, "min_spacing_seconds": 600.0,

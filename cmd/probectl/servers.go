@@ -17,14 +17,18 @@ server, list them, or record a maintainer's claim so that a server is checked ag
 		Example: `  probectl servers import servers.csv
   probectl servers add --slug weather --url https://weather.example/mcp --kind mcp
   probectl servers list -o json
-  probectl servers recheck weather`,
+  probectl servers recheck weather
+  probectl servers show weather
+  probectl servers pause weather --reason "maintainer asked"`,
 	}
 	cmd.AddCommand(
 		newServersImportCmd(f),
 		newServersAddCmd(f),
 		newServersListCmd(f),
 		newServersRecheckCmd(f),
+		newServersShowCmd(f),
 	)
+	cmd.AddCommand(newServersStatusCmds(f)...)
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/status/statustest"
@@ -66,13 +67,20 @@ func browser(t *testing.T) context.Context {
 // the statustest scenario, seen at its Now, and returns its base URL.
 func servePage(t *testing.T) string {
 	t.Helper()
+	return serveSeeded(t, func(pool *pgxpool.Pool) { statustest.Seed(context.Background(), t, pool) }, statustest.Now)
+}
+
+// serveSeeded runs the real server on a loopback port over a database seed fills, seen at now,
+// and returns its base URL.
+func serveSeeded(t *testing.T, seed func(*pgxpool.Pool), now time.Time) string {
+	t.Helper()
 	pool := newPool(t)
-	statustest.Seed(context.Background(), t, pool)
+	seed(pool)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	h := statuspage.Handler(statuspage.Options{DB: pool, Now: func() time.Time { return statustest.Now }})
+	h := statuspage.Handler(statuspage.Options{DB: pool, Now: func() time.Time { return now }})
 	go func() { done <- statuspage.Serve(ctx, ln, h, nil) }()
 	t.Cleanup(func() {
 		cancel()

@@ -191,14 +191,20 @@ func parseMetrics(t *testing.T, text string) map[string]float64 {
 		case strings.HasPrefix(line, "# TYPE "):
 			f := strings.Fields(strings.TrimPrefix(line, "# TYPE "))
 			require.Len(t, f, 2, line)
-			require.Contains(t, []string{"gauge", "counter"}, f[1], line)
+			require.Contains(t, []string{"gauge", "counter", "histogram"}, f[1], line)
 			require.NotContains(t, typed, f[0], "one TYPE per family")
 			typed[f[0]] = f[1]
 		default:
 			m := sampleLine.FindStringSubmatch(line)
 			require.NotNil(t, m, "not a sample line: %q", line)
-			require.Contains(t, typed, m[1], "TYPE comes before the samples of %s", m[1])
-			if typed[m[1]] == "counter" {
+			family := m[1]
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if base, ok := strings.CutSuffix(m[1], suffix); ok && typed[base] == "histogram" {
+					family = base
+				}
+			}
+			require.Contains(t, typed, family, "TYPE comes before the samples of %s", m[1])
+			if typed[family] == "counter" {
 				require.True(t, strings.HasSuffix(m[1], "_total"), "a counter ends in _total: %s", m[1])
 			}
 			v, err := strconv.ParseFloat(m[3], 64)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/status"
 )
 
@@ -80,6 +79,7 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /status.json", h.json)
 	mux.HandleFunc("GET /metrics", h.metrics)
 	mux.HandleFunc("GET /healthz", h.healthz)
+	h.routeServers(mux)
 	return h.logged(secured(mux))
 }
 
@@ -127,23 +127,12 @@ func (h *handler) page(l, other *lang) http.HandlerFunc {
 
 func (h *handler) json(w http.ResponseWriter, r *http.Request) {
 	rep, _, err := h.read(r.Context())
-	var buf bytes.Buffer
-	code := http.StatusOK
 	if err != nil {
 		h.log.Error("read status for json", "err", err)
-		code = http.StatusServiceUnavailable
-		err = render.JSON(&buf, map[string]string{"error": "could not read the database"})
-	} else {
-		err = render.JSON(&buf, rep)
-	}
-	if err != nil {
-		h.log.Error("write status json", "err", err)
-		http.Error(w, "could not write json", http.StatusInternalServerError)
+		h.writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "could not read the database"})
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	h.writeJSON(w, http.StatusOK, rep)
 }
 
 func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
@@ -154,8 +143,15 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "could not read the database", http.StatusServiceUnavailable)
 		return
 	}
+	totals, err := h.readRunTotals(r.Context())
+	if err != nil {
+		h.log.Error("read run totals for metrics", "err", err)
+		http.Error(w, "could not read the database", http.StatusServiceUnavailable)
+		return
+	}
 	var buf bytes.Buffer
 	writeMetrics(&buf, rep, took)
+	writeRunMetrics(&buf, totals)
 	w.Header().Set("Content-Type", MetricsContentType)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/history"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+type runsShowOptions struct {
+	f        *factory
+	ID       int64
+	Envelope bool
+}
+
+func newRunsShowCmd(f *factory) *cobra.Command {
+	opts := &runsShowOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one run whole, and whether its envelope verifies",
+		Long: `Show everything one run observed: each request (method, URL, status, latency, bytes, TLS), the
+MCP details, the outcome and the error, and whether its DSSE envelope verifies against the
+registered keys (signed by a key not yet retired when its job finished, about its own job and
+server), as deploy verify checks it.
+
+-o json adds the result as stored and envelope_verified (null when the run has no envelope).
+--envelope prints the envelope alone, as JSON, for a third party to check with
+'probectl runs verify' and the key from 'probectl keys export'.`,
+		Example: `  probectl runs show 1234
+  probectl runs show 1234 -o json | jq .result.requests
+  probectl runs show 1234 --envelope > run-1234.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id < 1 {
+				return exit.UsageError(fmt.Errorf("run id: want a positive number, got %q", args[0]))
+			}
+			opts.ID = id
+			return runRunsShow(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Envelope, "envelope", false, "print the run's DSSE envelope alone, as JSON")
+	return cmd
+}
+
+// runShowJSON is the documented JSON shape of 'runs show'.
+type runShowJSON struct {
+	runJSON
+	URL              string          `json:"url"`
+	Result           json.RawMessage `json:"result"`
+	EnvelopeVerified *bool           `json:"envelope_verified"`
+	EnvelopeError    string          `json:"envelope_error,omitempty"`
+}
+
+func runRunsShow(ctx context.Context, opts *runsShowOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	v, err := history.ShowRun(ctx, pool, opts.ID)
+	if errors.Is(err, queries.ErrNoRun) {
+		return exit.UsageError(fmt.Errorf("no run %d; 'probectl runs list' shows the runs", opts.ID))
+	}
+	if err != nil {
+		return err
+	}
+	if opts.Envelope {
+		if len(v.Envelope) == 0 {
+			return exit.FoundError(fmt.Errorf("run %d has no envelope: it was stored unsigned", opts.ID))
+		}
+		return render.JSON(f.IO.Out, v.Envelope)
+	}
+	if format == "json" {
+		return render.JSON(f.IO.Out, runShowJSON{runJSON: toRunJSON(v.Run), URL: check.RedactURL(v.EndpointURL),
+			Result: v.Result, EnvelopeVerified: v.Verified, EnvelopeError: v.VerifyError})
+	}
+	return writeRunShow(f.IO.Out, v)
+}
+
+func writeRunShow(w io.Writer, v history.RunView) error {
+	var res check.Result
+	_ = json.Unmarshal(v.Result, &res) // a result a newer release wrote still shows what this one knows
+	why := v.Outcome
+	if m := runWhy(v.Run); m != "" {
+		why += ": " + m
+	}
+	if v.ProbectlFault {
+		why += " (at probectl's fault: not counted against the server)"
+	}
+	kv := render.NewTable(w, "RUN", fmt.Sprintf("%d (job %d, round %s)", v.ID, v.JobID, idText(v.RoundID)))
+	kv.Row("server", fmt.Sprintf("%s (%s) %s", v.Server, v.Kind, check.RedactURL(v.EndpointURL)))
+	kv.Row("outcome", why)
+	kv.Row("started", v.StartedAt.UTC().Format(time.RFC3339Nano))
+	kv.Row("duration", seconds(v.Duration()))
+	if res.ServerName != "" || res.Tools != nil {
+		tools := "-"
+		if res.Tools != nil {
+			tools = strconv.Itoa(*res.Tools)
+			if res.ToolsTruncated {
+				tools += " (at least: tools/list had more pages)"
+			}
+		}
+		kv.Row("mcp", fmt.Sprintf("server %s, tools %s", dash(res.ServerName), tools))
+	}
+	kv.Row("envelope", envelopeText(v))
+	if err := kv.Render(); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "\nrequests (%d)\n", v.Requests); err != nil {
+		return err
+	}
+	tbl := render.NewTable(w, "#", "METHOD", "URL", "RPC", "STATUS", "LATENCY", "BYTES", "TLS", "ERROR")
+	for i, r := range res.Requests {
+		status, tlsText := "-", "-"
+		if r.Status != 0 {
+			status = strconv.Itoa(r.Status)
+		}
+		if r.TLS != nil {
+			tlsText = fmt.Sprintf("%s, cert until %s", r.TLS.Version, r.TLS.CertNotAfter.UTC().Format(time.DateOnly))
+		}
+		tbl.Row(i+1, r.Method, r.URL, dash(r.RPC), status, seconds(time.Duration(r.LatencySeconds*float64(time.Second))),
+			r.Bytes, tlsText, dash(r.Error))
+	}
+	return tbl.Render()
+}
+
+func envelopeText(v history.RunView) string {
+	switch {
+	case v.Verified == nil:
+		return "missing: the run was stored unsigned"
+	case *v.Verified:
+		return "verified against the registered keys (key " + derefOr(v.KeyID, "?") + ")"
+	}
+	return "DOES NOT VERIFY: " + v.VerifyError
+}
+
+func derefOr(s *string, def string) string {
+	if s == nil {
+		return def
+	}
+	return *s
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/history"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/check"
+)
+
+type runsVerifyOptions struct {
+	f         *factory
+	File      string
+	PublicKey string
+}
+
+func newRunsVerifyCmd(f *factory) *cobra.Command {
+	opts := &runsVerifyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "verify FILE --public-key FILE",
+		Short: "Verify an exported run envelope offline, with the public key alone",
+		Long: `Verify a run's DSSE envelope (as 'probectl runs show ID --envelope' prints it) against one
+ed25519 public key in a PKIX "BEGIN PUBLIC KEY" PEM file (as 'probectl keys export KEY_ID'
+prints it). It reads the two files and nothing else: it never connects to a database, even when
+one is configured, so a third party can run it.
+
+Exit status: 0 the envelope verifies, 1 it does not (the reason is printed), 2 an input cannot be
+read (not a PEM public key, not a DSSE envelope).`,
+		Example: `  probectl runs show 1234 --envelope > run-1234.json
+  probectl keys export ed25519:3f9a0c1d2b4e5f60 > probectl.pub
+  probectl runs verify run-1234.json --public-key probectl.pub
+  probectl runs verify run-1234.json --public-key probectl.pub -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			return runRunsVerify(opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.PublicKey, "public-key", "", "PEM file of the ed25519 public key (required)")
+	return cmd
+}
+
+// runVerifyJSON is the documented JSON shape of 'runs verify'.
+type runVerifyJSON struct {
+	Valid   bool    `json:"valid"`
+	KeyID   string  `json:"key_id"`
+	Error   *string `json:"error"`
+	JobID   *int64  `json:"job_id"`
+	RoundID *int64  `json:"round_id"`
+	Server  *string `json:"server"`
+	Outcome *string `json:"outcome"`
+}
+
+// maxEnvelopeBytes bounds the envelope file: a run holds at most 8 requests, so a real one is a
+// few kilobytes.
+const maxEnvelopeBytes = 4 << 20
+
+func runRunsVerify(opts *runsVerifyOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	if opts.PublicKey == "" {
+		return exit.UsageError(errors.New("--public-key: required (probectl keys export KEY_ID writes one)"))
+	}
+	pemData, err := readBounded(opts.PublicKey, 64<<10)
+	if err != nil {
+		return exit.UsageError(fmt.Errorf("--public-key: %w", err))
+	}
+	env, err := readBounded(opts.File, maxEnvelopeBytes)
+	if err != nil {
+		return exit.UsageError(fmt.Errorf("envelope file: %w", err))
+	}
+	st, keyID, err := history.VerifyExported(env, pemData)
+	var bad *history.BadInputError
+	if errors.As(err, &bad) {
+		return exit.UsageError(fmt.Errorf("%s: %w", opts.File, err))
+	}
+	out := runVerifyJSON{Valid: err == nil, KeyID: keyID}
+	if err != nil {
+		msg := err.Error()
+		out.Error = &msg
+	} else {
+		p := st.Predicate
+		out.JobID, out.RoundID, out.Server, out.Outcome = &p.JobID, &p.RoundID, &p.Server.Slug, &p.Result.Outcome
+	}
+	if format == "json" {
+		if werr := render.JSON(f.IO.Out, out); werr != nil {
+			return werr
+		}
+	} else if err != nil {
+		if _, werr := fmt.Fprintf(f.IO.Out, "INVALID: %s does not verify with key %s: %v\n", opts.File, keyID, err); werr != nil {
+			return werr
+		}
+	} else {
+		p := st.Predicate
+		if _, werr := fmt.Fprintf(f.IO.Out, "VALID: signed by %s: job %d of round %d checked %s (%s): %s\n",
+			keyID, p.JobID, p.RoundID, p.Server.Slug, check.RedactURL(p.Server.URL), p.Result.Outcome); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		return &silentError{code: exit.Found}
+	}
+	return nil
+}
+
+// readBounded reads a file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is more than the %d bytes a valid input can be", path, limit)
+	}
+	return data, nil
+}

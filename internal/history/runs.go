@@ -1,0 +1,218 @@
+package history
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/release"
+)
+
+// Outcomes a run can have, the values `runs list --outcome` takes.
+var Outcomes = []string{"ok", "failed", "error"}
+
+// MaxListLimit bounds how many runs one list returns.
+const MaxListLimit = 10000
+
+// ListRuns returns the runs that match, newest first; queries.ErrNoServer when f.Server names no
+// server.
+func ListRuns(ctx context.Context, db queries.DBTX, f queries.RunFilter) ([]queries.Run, error) {
+	if f.Limit <= 0 || f.Limit > MaxListLimit {
+		return nil, fmt.Errorf("list runs: limit %d is outside 1..%d", f.Limit, MaxListLimit)
+	}
+	var runs []queries.Run
+	err := read(ctx, db, func(db queries.DBTX) error {
+		if f.Server != "" {
+			// An unknown slug is a mistake to report, not a server without runs.
+			if _, err := queries.GetServerBySlug(ctx, db, f.Server); err != nil {
+				return err
+			}
+		}
+		var err error
+		runs, err = queries.ListRuns(ctx, db, f)
+		return err
+	})
+	return runs, err
+}
+
+// RunView is one run and whether its envelope verifies against the registered keys.
+type RunView struct {
+	queries.RunDetail
+	// Verified is nil when the run has no envelope.
+	Verified *bool
+	// VerifyError says why the envelope does not verify ("" when it does or there is none).
+	VerifyError string
+}
+
+// ShowRun reads one run (queries.ErrNoRun when there is none) and verifies its envelope the way
+// deploy verify does.
+func ShowRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
+	var v RunView
+	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
+		v, err = showRun(ctx, db, id)
+		return err
+	})
+	return v, err
+}
+
+func showRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
+	d, err := queries.GetRun(ctx, db, id)
+	if err != nil {
+		return RunView{}, err
+	}
+	v := RunView{RunDetail: d}
+	if len(d.Envelope) == 0 {
+		return v, nil
+	}
+	keys, err := queries.VerificationKeys(ctx, db)
+	if err != nil {
+		return RunView{}, err
+	}
+	finished := d.FinishedAt
+	if d.JobFinishedAt != nil {
+		finished = *d.JobFinishedAt
+	}
+	err = release.VerifyRun(queries.SignedRun{JobID: d.JobID, RunID: d.ID, ServerID: d.ServerID, Slug: d.Server,
+		URL: d.EndpointURL, FinishedAt: finished, Envelope: d.Envelope}, keys)
+	ok := err == nil
+	v.Verified = &ok
+	if err != nil {
+		v.VerifyError = err.Error()
+	}
+	return v, nil
+}
+
+// BadInputError says an input of an offline verification is not what it should be (not a public
+// key, not an envelope): the run was not judged.
+type BadInputError struct{ Err error }
+
+func (e *BadInputError) Error() string { return e.Err.Error() }
+func (e *BadInputError) Unwrap() error { return e.Err }
+
+// VerifyExported checks an exported envelope against one PKIX PEM public key, offline: it reads
+// nothing but its arguments. It returns the signed statement when the envelope verifies; an
+// error wrapping a *BadInputError when an input cannot be read; any other error: the envelope
+// does not verify.
+func VerifyExported(envelope, publicKeyPEM []byte) (*attest.Statement, string, error) {
+	pub, err := ParsePublicKey(publicKeyPEM)
+	if err != nil {
+		return nil, "", &BadInputError{Err: err}
+	}
+	var probe struct {
+		PayloadType *string           `json:"payloadType"`
+		Payload     *string           `json:"payload"`
+		Signatures  []json.RawMessage `json:"signatures"`
+	}
+	if err := json.Unmarshal(envelope, &probe); err != nil {
+		return nil, "", &BadInputError{Err: fmt.Errorf("envelope is not JSON: %w", err)}
+	}
+	if probe.PayloadType == nil || probe.Payload == nil {
+		return nil, "", &BadInputError{Err: errors.New("envelope is not a DSSE envelope: it has no payloadType or payload")}
+	}
+	id := attest.KeyID(pub)
+	st, err := attest.Verify(envelope, map[string]ed25519.PublicKey{id: pub})
+	return st, id, err
+}
+
+// ParsePublicKey reads an ed25519 public key from a PKIX "BEGIN PUBLIC KEY" PEM block.
+func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "PUBLIC KEY" {
+		return nil, errors.New("public key: not a PEM \"PUBLIC KEY\" block (probectl keys export KEY_ID writes one)")
+	}
+	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	pub, ok := key.(ed25519.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("public key: a %T, want ed25519", key)
+	}
+	return pub, nil
+}
+
+// ExportKey returns a registered public key as a PKIX PEM block (queries.ErrNoSuchKey when no key
+// has that id).
+func ExportKey(ctx context.Context, db queries.DBTX, keyID string) ([]byte, error) {
+	keys, err := queries.VerificationKeys(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	k, ok := keys[keyID]
+	if !ok {
+		return nil, fmt.Errorf("export key %s: %w", keyID, queries.ErrNoSuchKey)
+	}
+	data, err := pkixPEM(k.Public)
+	if err != nil {
+		return nil, fmt.Errorf("export key %s: %w", keyID, err)
+	}
+	return data, nil
+}
+
+// RoundFailures returns the runs of a round that failed or erred, by server slug; a round claims
+// at most its capacity, so max (its job count) bounds them.
+func RoundFailures(ctx context.Context, db queries.DBTX, roundID int64, max int) ([]queries.Run, error) {
+	id := roundID
+	runs, err := ListRuns(ctx, db, queries.RunFilter{RoundID: &id, Outcomes: []string{"failed", "error"}, Limit: min(max+1, MaxListLimit)})
+	if err != nil {
+		return nil, fmt.Errorf("read the failures of round %d: %w", roundID, err)
+	}
+	slices.SortStableFunc(runs, func(a, b queries.Run) int { return strings.Compare(a.Server, b.Server) })
+	return runs, nil
+}
+
+// PublicKey is a registered key as third parties fetch it: PKIX PEM, with its retirement.
+type PublicKey struct {
+	KeyID     string     `json:"key_id"`
+	Algorithm string     `json:"algorithm"`
+	CreatedAt time.Time  `json:"created_at"`
+	RetiredAt *time.Time `json:"retired_at"`
+	PEM       string     `json:"public_key_pem"`
+}
+
+// PublicKeys returns every registered key, retired ones included (they still verify the runs
+// they signed before), oldest first.
+func PublicKeys(ctx context.Context, db queries.DBTX) ([]PublicKey, error) {
+	list, err := queries.ListSigningKeys(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := queries.VerificationKeys(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PublicKey, 0, len(list))
+	for _, k := range list {
+		data, err := pkixPEM(keys[k.KeyID].Public)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", k.KeyID, err)
+		}
+		var retired *time.Time
+		if k.RetiredAt != nil {
+			t := k.RetiredAt.UTC()
+			retired = &t
+		}
+		out = append(out, PublicKey{KeyID: k.KeyID, Algorithm: k.Algorithm, CreatedAt: k.CreatedAt.UTC(), RetiredAt: retired,
+			PEM: string(data)})
+	}
+	return out, nil
+}
+
+// pkixPEM writes a public key as a PKIX "BEGIN PUBLIC KEY" PEM block.
+func pkixPEM(pub ed25519.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}

@@ -1,0 +1,147 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// LastRuns is how many of a server's runs ServerView carries.
+const LastRuns = 10
+
+// ServerView is what a maintainer asks about one server, as of At.
+type ServerView struct {
+	At     time.Time
+	Server queries.Server
+	// StatusChange is the last recorded pause, resume or delisting (nil: never changed).
+	StatusChange *queries.StatusChange
+	Next         NextCheck
+	// Uptime over 24 h, 7 d and 30 d: runs ok over runs not at probectl's fault; nil: none.
+	Uptime24h, Uptime7d, Uptime30d *float64
+	// LatencyP50 and LatencyP95 are of its ok checks over 30 days; nil: none.
+	LatencyP50, LatencyP95 *time.Duration
+	Cert                   *queries.ServerCert
+	Tools                  *queries.ServerTools
+	LastRuns               []queries.Run
+}
+
+// CertDaysLeft is how many whole days the certificate has left at At (negative: expired).
+func (v ServerView) CertDaysLeft() *int {
+	if v.Cert == nil {
+		return nil
+	}
+	d := int(math.Floor(v.Cert.CertNotAfter.Sub(v.At).Hours() / 24))
+	return &d
+}
+
+// NextCheck says when a server will next be claimed, and why then.
+type NextCheck struct {
+	// State: due, spacing, open_job, scheduled, paused or delisted.
+	State string
+	// At is when it becomes claimable; nil when it never will as it stands (paused, delisted).
+	At  *time.Time
+	Why string
+}
+
+// ShowServer reads one server's view as of now (the database's clock when nil).
+// queries.ErrNoServer: no such slug.
+func ShowServer(ctx context.Context, db queries.DBTX, slug string, now *time.Time) (*ServerView, error) {
+	var v *ServerView
+	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
+		v, err = showServer(ctx, db, slug, now)
+		return err
+	})
+	return v, err
+}
+
+func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Time) (*ServerView, error) {
+	s, err := queries.GetServerBySlug(ctx, db, slug)
+	if err != nil {
+		return nil, err
+	}
+	at, err := queries.StatusNow(ctx, db, now)
+	if err != nil {
+		return nil, err
+	}
+	v := &ServerView{At: at.UTC(), Server: s}
+	if v.StatusChange, err = queries.LastStatusChange(ctx, db, s.ID); err != nil {
+		return nil, err
+	}
+	sched, err := queries.GetServerSchedule(ctx, db, s.ID, at)
+	if err != nil {
+		return nil, err
+	}
+	v.Next = nextCheck(s, sched, v.StatusChange, at)
+	fig, err := queries.GetServerFigures(ctx, db, s.ID, at)
+	if err != nil {
+		return nil, err
+	}
+	v.Uptime24h, v.Uptime7d, v.Uptime30d = ratio(fig.OK24h, fig.Counted24h), ratio(fig.OK7d, fig.Counted7d), ratio(fig.OK30d, fig.Counted30d)
+	v.LatencyP50, v.LatencyP95 = secondsPtr(fig.P50Seconds), secondsPtr(fig.P95Seconds)
+	if v.Cert, err = queries.GetServerCert(ctx, db, s.ID, at); err != nil {
+		return nil, err
+	}
+	if v.Tools, err = queries.GetServerTools(ctx, db, s.ID); err != nil {
+		return nil, err
+	}
+	if v.LastRuns, err = queries.ListRuns(ctx, db, queries.RunFilter{Server: slug, Limit: LastRuns}); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ratio is ok/counted, or nil when nothing counted. A run at probectl's fault is neither.
+func ratio(ok, counted int64) *float64 {
+	if counted == 0 {
+		return nil
+	}
+	r := float64(min(ok, counted)) / float64(counted)
+	return &r
+}
+
+func secondsPtr(s *float64) *time.Duration {
+	if s == nil {
+		return nil
+	}
+	d := time.Duration(*s * float64(time.Second))
+	return &d
+}
+
+// nextCheck mirrors the claim's rules (queries/migrations/00002_claim.sql, probe_claim) for one
+// server: status, open job, due time and spacing guard.
+func nextCheck(s queries.Server, sched queries.ServerSchedule, change *queries.StatusChange, at time.Time) NextCheck {
+	if s.Status != "active" {
+		why := s.Status + ": never claimed until 'probectl servers resume " + s.Slug + "'"
+		if change != nil && change.StatusTo == s.Status {
+			why = fmt.Sprintf("%s by %s at %s (%s): never claimed until 'probectl servers resume %s'", s.Status,
+				change.ChangedBy, change.ChangedAt.UTC().Format(time.RFC3339), change.Reason, s.Slug)
+		}
+		return NextCheck{State: s.Status, Why: why}
+	}
+	if sched.OpenJobID != nil {
+		closes := sched.OpenRequestedAt.Add(queries.InFlightWindow)
+		return NextCheck{State: "open_job", At: &closes, Why: fmt.Sprintf("job %d has been in flight since %s: its finish schedules the next check; "+
+			"if it never finishes it is closed as abandoned at %s", *sched.OpenJobID,
+			sched.OpenRequestedAt.UTC().Format(time.RFC3339), closes.UTC().Format(time.RFC3339))}
+	}
+	due := s.NextCheckAt
+	if due.After(at) {
+		return NextCheck{State: "scheduled", At: &due, Why: fmt.Sprintf("every %s (%s plan) after its last check", s.CheckInterval, s.Plan)}
+	}
+	recheck := s.MaintainerClaimedAt != nil && (sched.LastRequestedAt == nil || sched.LastRequestedAt.Before(*s.MaintainerClaimedAt))
+	spacing := time.Duration(sched.MinSpacingSeconds * float64(time.Second))
+	if !recheck && sched.LastRequestedAt != nil && sched.LastRequestedAt.After(at.Add(-spacing)) {
+		from := sched.LastRequestedAt.Add(spacing)
+		return NextCheck{State: "spacing", At: &from, Why: fmt.Sprintf("due, held by the spacing guard: its last job was requested at %s, less than %s before",
+			sched.LastRequestedAt.UTC().Format(time.RFC3339), spacing)}
+	}
+	why := "due now: the next round claims it"
+	if recheck {
+		why = "due now: a maintainer asked for a re-check (passes the spacing guard)"
+	}
+	return NextCheck{State: "due", At: &due, Why: why}
+}

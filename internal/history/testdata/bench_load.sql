@@ -1,0 +1,32 @@
+-- The benchmark's data: servers (statement 1: $1 of them from $2), runs (statement 2: $1 per server,
+-- spread over the 30 days from $2), every 20th run
+-- failed, MCP servers listing tools, every run carrying a request with its certificate. Loaded
+-- before migration 00007, so that the migration's backfill is what fills the rollup.
+INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at, created_at)
+SELECT format('s-%s', lpad(i::text, 7, '0')), format('https://s-%s.example/mcp', i),
+       CASE WHEN i % 2 = 0 THEN 'mcp' ELSE 'http' END, 'standard', interval '12 hours',
+       $2::timestamptz + interval '31 days', $2::timestamptz
+  FROM generate_series(1, $1::int) AS i;
+
+INSERT INTO probe_jobs (server_id, reason, requested_at, finished_at, outcome, error)
+SELECT s.id, 'scheduled', x.t, x.t + interval '1 second',
+       CASE WHEN (s.id + k) % 20 = 0 THEN 'failed' ELSE 'ok' END,
+       CASE WHEN (s.id + k) % 20 = 0 THEN 'HTTP 404 Not Found' END
+  FROM servers AS s
+ CROSS JOIN generate_series(0, $1::int - 1) AS k
+ CROSS JOIN LATERAL (SELECT $2::timestamptz + make_interval(secs => k * (2592000.0 / $1::int) + (s.id % 600)) AS t) AS x;
+
+INSERT INTO probe_runs (job_id, server_id, started_at, finished_at, requests, result)
+SELECT j.id, j.server_id, j.requested_at, j.requested_at + make_interval(secs => 0.1 + (j.id % 50) / 100.0), 2,
+       jsonb_strip_nulls(jsonb_build_object(
+           'outcome', j.outcome,
+           'summary', CASE WHEN j.outcome = 'ok' THEN 'HTTP 200' ELSE 'HTTP 404' END,
+           'error', j.error,
+           'tools', CASE WHEN j.server_id % 2 = 0 THEN 5 + (j.id % 3 = 0)::int END,
+           'requests', jsonb_build_array(jsonb_build_object(
+               'method', 'POST', 'url', 'https://s.example/mcp', 'status', 200, 'latency_seconds', 0.1,
+               'bytes', 512, 'started_at', j.requested_at,
+               'tls', jsonb_build_object('version', 'TLS 1.3', 'subject', 'CN=s.example', 'issuer', 'CN=Example CA',
+                                         'cert_not_after', '2027-01-01T00:00:00Z'))),
+           'started_at', j.requested_at, 'finished_at', j.requested_at + interval '1 second'))
+  FROM probe_jobs AS j;

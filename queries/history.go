@@ -1,0 +1,139 @@
+package queries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ServerFigures are a server's run counts and latency over the 30 days before a moment.
+type ServerFigures struct {
+	OK24h      int64    `db:"ok_24h"`
+	Counted24h int64    `db:"counted_24h"`
+	OK7d       int64    `db:"ok_7d"`
+	Counted7d  int64    `db:"counted_7d"`
+	OK30d      int64    `db:"ok_30d"`
+	Counted30d int64    `db:"counted_30d"`
+	P50Seconds *float64 `db:"p50_seconds"`
+	P95Seconds *float64 `db:"p95_seconds"`
+}
+
+// GetServerFigures reads a server's figures as of at.
+func GetServerFigures(ctx context.Context, db DBTX, serverID int64, at time.Time) (ServerFigures, error) {
+	rows, err := db.Query(ctx, SQL("ServerFigures"), serverID, at)
+	if err != nil {
+		return ServerFigures{}, fmt.Errorf("read server figures: %w", err)
+	}
+	f, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ServerFigures])
+	if err != nil {
+		return ServerFigures{}, fmt.Errorf("read server figures: %w", err)
+	}
+	return f, nil
+}
+
+// ServerCert is the certificate a server's newest run within 30 days saw.
+type ServerCert struct {
+	SeenAt       time.Time `db:"seen_at"`
+	CertNotAfter time.Time `db:"cert_not_after"`
+}
+
+// GetServerCert returns the certificate last seen, or nil when no run of the 30 days before at saw
+// one.
+func GetServerCert(ctx context.Context, db DBTX, serverID int64, at time.Time) (*ServerCert, error) {
+	return optionalRow[ServerCert](ctx, db, "ServerCert", serverID, at)
+}
+
+// ServerTools is the tool count a server's newest run listed and since when it has been so.
+type ServerTools struct {
+	Count     int       `db:"count"`
+	ChangedAt time.Time `db:"changed_at"`
+}
+
+// GetServerTools returns the tool count, or nil when no run listed tools.
+func GetServerTools(ctx context.Context, db DBTX, serverID int64) (*ServerTools, error) {
+	return optionalRow[ServerTools](ctx, db, "ServerTools", serverID)
+}
+
+// ServerSchedule is what decides a server's next claim.
+type ServerSchedule struct {
+	OpenJobID         *int64     `db:"open_job_id"`
+	OpenRequestedAt   *time.Time `db:"open_requested_at"`
+	LastRequestedAt   *time.Time `db:"last_requested_at"`
+	MinSpacingSeconds float64    `db:"min_spacing_seconds"`
+}
+
+// GetServerSchedule reads a server's open job (within the in-flight window), its last job and the
+// spacing guard in force, as of at.
+func GetServerSchedule(ctx context.Context, db DBTX, serverID int64, at time.Time) (ServerSchedule, error) {
+	rows, err := db.Query(ctx, SQL("ServerSchedule"), serverID, at, InFlightWindow.Seconds())
+	if err != nil {
+		return ServerSchedule{}, fmt.Errorf("read server schedule: %w", err)
+	}
+	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ServerSchedule])
+	if err != nil {
+		return ServerSchedule{}, fmt.Errorf("read server schedule: %w", err)
+	}
+	return s, nil
+}
+
+// StatusChange is one recorded change of a server's status: who and why.
+type StatusChange struct {
+	StatusFrom string    `db:"status_from"`
+	StatusTo   string    `db:"status_to"`
+	Reason     string    `db:"reason"`
+	ChangedBy  string    `db:"changed_by"`
+	ChangedAt  time.Time `db:"changed_at"`
+}
+
+// LastStatusChange returns a server's latest recorded status change, or nil when none was.
+func LastStatusChange(ctx context.Context, db DBTX, serverID int64) (*StatusChange, error) {
+	return optionalRow[StatusChange](ctx, db, "ServerLastStatusChange", serverID)
+}
+
+// ChangeServerStatus sets a server's status and records who and why (a server made active again
+// is due at once, at now when set). It returns the status before; changed is false when the
+// server already had that status (nothing written). ErrNoServer: no such slug.
+func ChangeServerStatus(ctx context.Context, db DBTX, slug, status, reason, actor string, now *time.Time) (from string, changed bool, err error) {
+	err = db.QueryRow(ctx, SQL("ChangeServerStatus"), slug, status, reason, actor, now).Scan(&from, &changed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, fmt.Errorf("server %s: %w", slug, ErrNoServer)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("change status of server %s: %w", slug, err)
+	}
+	return from, changed, nil
+}
+
+// optionalRow runs a named query that returns at most one row, collected by name; nil: no row.
+func optionalRow[T any](ctx context.Context, db DBTX, name string, args ...any) (*T, error) {
+	rows, err := db.Query(ctx, SQL(name), args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &v, nil
+}
+
+// ServerEndpoints returns the endpoint URLs of the servers with those ids, by id.
+func ServerEndpoints(ctx context.Context, db DBTX, ids []int64) (map[int64]string, error) {
+	rows, err := db.Query(ctx, SQL("ServerEndpoints"), ids)
+	if err != nil {
+		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	out := make(map[int64]string, len(ids))
+	var id int64
+	var url string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &url}, func() error { out[id] = url; return nil }); err != nil {
+		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,96 @@
+-- name: ServerFigures
+-- A server's uptime and latency as of $2, from its runs of the 30 days before (run_facts:
+-- migrations/00007_history.sql). Uptime over a window: runs ok over runs not at probectl's own
+-- fault (NULL when there is none). Latency: the duration of its ok checks over 30 days.
+WITH w AS (
+    SELECT f.outcome, f.probectl_fault, f.started_at,
+           extract(epoch FROM f.finished_at - f.started_at)::float8 AS secs
+      FROM run_facts AS f
+     WHERE f.server_id = $1
+       AND f.started_at >  $2::timestamptz - interval '30 days'
+       AND f.started_at <= $2::timestamptz
+)
+SELECT count(*) FILTER (WHERE outcome = 'ok' AND started_at > $2::timestamptz - interval '24 hours') AS ok_24h,
+       count(*) FILTER (WHERE NOT probectl_fault AND started_at > $2::timestamptz - interval '24 hours') AS counted_24h,
+       count(*) FILTER (WHERE outcome = 'ok' AND started_at > $2::timestamptz - interval '7 days') AS ok_7d,
+       count(*) FILTER (WHERE NOT probectl_fault AND started_at > $2::timestamptz - interval '7 days') AS counted_7d,
+       count(*) FILTER (WHERE outcome = 'ok') AS ok_30d,
+       count(*) FILTER (WHERE NOT probectl_fault) AS counted_30d,
+       percentile_cont(0.5)  WITHIN GROUP (ORDER BY secs) FILTER (WHERE outcome = 'ok') AS p50_seconds,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY secs) FILTER (WHERE outcome = 'ok') AS p95_seconds
+  FROM w;
+
+-- name: ServerCert
+-- The certificate the server's newest run within 30 days before $2 saw (no row: none seen).
+SELECT r.started_at AS seen_at,
+       (jsonb_path_query_first(r.result, '$.requests[*].tls.cert_not_after') #>> '{}')::timestamptz AS cert_not_after
+  FROM probe_runs AS r
+ WHERE r.server_id = $1
+   AND r.started_at >  $2::timestamptz - interval '30 days'
+   AND r.started_at <= $2::timestamptz
+   AND jsonb_path_exists(r.result, '$.requests[*].tls.cert_not_after')
+ ORDER BY r.started_at DESC
+ LIMIT 1;
+
+-- name: ServerTools
+-- The tool count of the server's newest run that listed tools, and since when it has been that
+-- count: the first run after the last one that listed another count (no row: never listed).
+WITH t AS (
+    SELECT r.started_at, (r.result->>'tools')::int AS n
+      FROM probe_runs AS r
+     WHERE r.server_id = $1 AND r.result ? 'tools'
+     ORDER BY r.started_at DESC
+     LIMIT 1
+), other AS (
+    SELECT max(r.started_at) AS at
+      FROM probe_runs AS r, t
+     WHERE r.server_id = $1 AND r.result ? 'tools' AND (r.result->>'tools')::int <> t.n
+)
+SELECT t.n AS count,
+       (SELECT min(r.started_at) FROM probe_runs AS r, other
+         WHERE r.server_id = $1 AND r.result ? 'tools'
+           AND r.started_at > coalesce(other.at, '-infinity')) AS changed_at
+  FROM t;
+
+-- name: ServerSchedule
+-- What decides a server's next claim, as of $2: its open job, its last job, and the spacing guard
+-- of the active release (10 minutes without one, as a round's default).
+SELECT (SELECT o.id FROM probe_jobs AS o
+         WHERE o.server_id = $1 AND o.finished_at IS NULL
+           AND o.requested_at > $2::timestamptz - make_interval(secs => $3::float8)) AS open_job_id,
+       (SELECT o.requested_at FROM probe_jobs AS o
+         WHERE o.server_id = $1 AND o.finished_at IS NULL
+           AND o.requested_at > $2::timestamptz - make_interval(secs => $3::float8)) AS open_requested_at,
+       (SELECT max(l.requested_at) FROM probe_jobs AS l WHERE l.server_id = $1) AS last_requested_at,
+       coalesce((SELECT extract(epoch FROM r.min_spacing)::float8 FROM releases AS r WHERE r.active), 600) AS min_spacing_seconds;
+
+-- name: ServerLastStatusChange
+SELECT c.status_from, c.status_to, c.reason, c.changed_by, c.changed_at
+  FROM server_status_changes AS c
+ WHERE c.server_id = $1
+ ORDER BY c.changed_at DESC, c.id DESC
+ LIMIT 1;
+
+-- name: ChangeServerStatus
+-- Sets a server's status and records who changed it and why, in one statement; a server made
+-- active again is due at once ($5). No row: no server has slug $1. changed: the status was not
+-- already $2 (nothing is written then).
+WITH old AS (
+    SELECT s.id, s.status FROM servers AS s WHERE s.slug = $1 FOR UPDATE
+), upd AS (
+    UPDATE servers AS s
+       SET status = $2,
+           next_check_at = CASE WHEN $2 = 'active' THEN coalesce($5::timestamptz, now()) ELSE s.next_check_at END
+      FROM old
+     WHERE s.id = old.id AND old.status <> $2
+    RETURNING s.id
+), log AS (
+    INSERT INTO server_status_changes (server_id, status_from, status_to, reason, changed_by, changed_at)
+    SELECT old.id, old.status, $2, $3, $4, coalesce($5::timestamptz, now())
+      FROM old JOIN upd ON upd.id = old.id
+    RETURNING id
+)
+SELECT old.status AS status_from, EXISTS (SELECT 1 FROM log) AS changed FROM old;
+
+-- name: ServerEndpoints
+SELECT s.id, s.endpoint_url FROM servers AS s WHERE s.id = ANY ($1::bigint[]);

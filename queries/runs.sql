@@ -1,0 +1,24 @@
+-- name: ListRuns
+-- Runs newest first (run_facts: migrations/00007_history.sql). Every filter is optional (NULL:
+-- any): $1 server slug, $2 round id, $3 the run's own outcomes, $4 started at or after; $5 at
+-- most this many rows.
+SELECT f.*
+  FROM run_facts AS f
+ WHERE ($1::text IS NULL OR f.server_id = (SELECT x.id FROM servers AS x WHERE x.slug = $1))
+   AND ($2::bigint IS NULL OR f.round_id = $2)
+   AND ($3::text[] IS NULL OR f.outcome = ANY ($3::text[]))
+   AND ($4::timestamptz IS NULL OR f.started_at >= $4)
+ ORDER BY f.started_at DESC, f.id DESC
+ LIMIT $5;
+
+-- name: GetRun
+-- One run with what showing and verifying it needs: its server's endpoint as it is now, its job's
+-- outcome and finish (by the database's clock, as a key's retirement is), the result and the
+-- envelope.
+SELECT f.*, s.endpoint_url, j.outcome AS job_outcome, j.finished_at AS job_finished_at,
+       r.result, r.envelope
+  FROM run_facts AS f
+  JOIN probe_runs AS r ON r.id = f.id
+  JOIN probe_jobs AS j ON j.id = f.job_id
+  JOIN servers AS s ON s.id = f.server_id
+ WHERE f.id = $1;
