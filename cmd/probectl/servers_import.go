@@ -24,11 +24,12 @@ func newServersImportCmd(f *factory) *cobra.Command {
 		Use:   "import FILE",
 		Short: "Import servers from a CSV or JSON-lines file (all or nothing)",
 		Long: `Import servers from FILE ('-' reads standard input): CSV with a header row naming the
-columns slug, url, kind and plan (plan may be left out), or JSON lines, one object per line
-with the same fields.
+columns slug, url, kind, plan and transport (plan and transport may be left out), or JSON lines,
+one object per line with the same fields.
 
-  kind   mcp (initialize + tools/list over streamable HTTP) or http (a GET)
-  plan   standard (checked every 12h, the default) or frequent (every 15m)
+  kind       mcp (initialize + tools/list over MCP) or http (a GET)
+  plan       standard (checked every 12h, the default) or frequent (every 15m)
+  transport  mcp only: streamable-http (the default) or sse
 
 Servers are upserted by slug, in one transaction: a bad row (a bad URL, an unknown kind or plan,
 a slug that appears twice in the file) is reported with its line number, nothing is imported,

@@ -1,0 +1,36 @@
+-- +goose Up
+-- MCP checks as they are (see README, "MCP checks"): a server's transport, and the tool
+-- definitions its checks saw, stored once per fingerprint.
+--
+-- servers.transport is NULL for http servers and for mcp servers added by a binary that predates
+-- this column; a NULL mcp transport is read as 'streamable-http', the default, so the previous
+-- binary keeps inserting and claiming servers unchanged (it never names the column).
+ALTER TABLE servers
+    ADD COLUMN transport text CHECK (transport IN ('streamable-http', 'sse'));
+
+-- The transport a check uses: the server's, 'streamable-http' for an mcp server without one, NULL
+-- for an http server.
+CREATE FUNCTION server_transport(p_kind text, p_transport text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN p_kind = 'mcp' THEN coalesce(p_transport, 'streamable-http') END $$;
+
+-- One row per distinct tool definition ever seen: the SHA-256 (hex) of its RFC 8785 canonical
+-- JSON, and that JSON. Runs keep only names and fingerprints; the text lives here, once.
+CREATE TABLE tool_definitions (
+    fingerprint   text        PRIMARY KEY CHECK (fingerprint ~ '^[0-9a-f]{64}$'),
+    definition    jsonb       NOT NULL,
+    first_seen_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per distinct tool list: its fingerprint and [{"name", "fingerprint"}] sorted by name.
+CREATE TABLE tool_lists (
+    fingerprint   text        PRIMARY KEY CHECK (fingerprint ~ '^[0-9a-f]{64}$'),
+    tools         jsonb       NOT NULL,
+    first_seen_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- +goose Down
+DROP TABLE tool_lists;
+DROP TABLE tool_definitions;
+DROP FUNCTION server_transport(text, text);
+ALTER TABLE servers DROP COLUMN transport;
