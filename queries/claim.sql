@@ -4,7 +4,7 @@
 -- The server's transport is read beside the claim, in the same statement (probe_claim returns
 -- what its first version did, so the previous binary keeps working).
 SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.claimed_next_check_at, c.reason, c.requested_at,
-       coalesce(server_transport(c.kind, s.transport), '') AS transport
+       s.transport
   FROM probe_claim(p_round_id    => $1,
                    p_invocation  => $2,
                    p_limit       => $3,

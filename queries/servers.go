@@ -104,8 +104,22 @@ func scanServer(row pgx.CollectableRow) (Server, error) {
 	var secs float64
 	err := row.Scan(&s.ID, &s.Slug, &s.EndpointURL, &s.Kind, &s.Plan, &secs, &s.Status,
 		&s.MaintainerClaimedAt, &s.NextCheckAt, &s.CreatedAt, &s.Transport)
+	s.Transport = Transport(s.Kind, s.Transport)
 	s.CheckInterval = time.Duration(secs * float64(time.Second))
 	return s, err
+}
+
+// Transport is the transport a server is checked over: its own, streamable-http for an mcp
+// server stored without one (by a binary older than the column), nil for an http server.
+func Transport(kind string, stored *string) *string {
+	if kind != "mcp" {
+		return nil
+	}
+	if stored == nil {
+		def := "streamable-http"
+		return &def
+	}
+	return stored
 }
 
 func nullIfEmpty(s string) *string {

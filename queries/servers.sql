@@ -14,14 +14,14 @@ RETURNING id, (xmax = 0) AS inserted;
 
 -- name: ListServers
 SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-       status, maintainer_claimed_at, next_check_at, created_at, server_transport(kind, transport) AS transport
+       status, maintainer_claimed_at, next_check_at, created_at, transport
   FROM servers
  WHERE ($1::text IS NULL OR status = $1)
  ORDER BY slug;
 
 -- name: GetServerBySlug
 SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-       status, maintainer_claimed_at, next_check_at, created_at, server_transport(kind, transport) AS transport
+       status, maintainer_claimed_at, next_check_at, created_at, transport
   FROM servers
  WHERE slug = $1;
 
@@ -33,7 +33,7 @@ UPDATE servers
        next_check_at         = coalesce($2::timestamptz, now())
  WHERE slug = $1
 RETURNING id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-          status, maintainer_claimed_at, next_check_at, created_at, server_transport(kind, transport) AS transport;
+          status, maintainer_claimed_at, next_check_at, created_at, transport;
 
 -- name: SetServerStatus
 UPDATE servers SET status = $2 WHERE slug = $1 RETURNING id;

@@ -3,16 +3,11 @@
 -- definitions its checks saw, stored once per fingerprint.
 --
 -- servers.transport is NULL for http servers and for mcp servers added by a binary that predates
--- this column; a NULL mcp transport is read as 'streamable-http', the default, so the previous
--- binary keeps inserting and claiming servers unchanged (it never names the column).
+-- this column; a NULL mcp transport is read as 'streamable-http', the default (queries.Transport),
+-- so the previous binary keeps inserting and claiming servers unchanged (it never names the
+-- column).
 ALTER TABLE servers
     ADD COLUMN transport text CHECK (transport IN ('streamable-http', 'sse'));
-
--- The transport a check uses: the server's, 'streamable-http' for an mcp server without one, NULL
--- for an http server.
-CREATE FUNCTION server_transport(p_kind text, p_transport text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT CASE WHEN p_kind = 'mcp' THEN coalesce(p_transport, 'streamable-http') END $$;
 
 -- One row per distinct tool definition ever seen: the SHA-256 (hex) of its RFC 8785 canonical
 -- JSON, and that JSON. Runs keep only names and fingerprints; the text lives here, once.
@@ -32,5 +27,4 @@ CREATE TABLE tool_lists (
 -- +goose Down
 DROP TABLE tool_lists;
 DROP TABLE tool_definitions;
-DROP FUNCTION server_transport(text, text);
 ALTER TABLE servers DROP COLUMN transport;
