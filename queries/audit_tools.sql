@@ -9,7 +9,7 @@ WITH comparable AS (
            coalesce(r.result->'tool_fingerprints', '[]'::jsonb)    AS tools,
            r.result->>'server_version'                              AS version
       FROM probe_runs r
-     WHERE r.result ? 'tools_fingerprint'
+     WHERE jsonb_typeof(r.result->'tools_fingerprint') = 'string'
        AND NOT coalesce((r.result->>'tools_truncated')::boolean, false)
        AND r.finished_at < $2::timestamptz
        AND ($3::text IS NULL OR r.server_id = (SELECT id FROM servers WHERE slug = $3))
@@ -36,7 +36,7 @@ SELECT s.slug AS server, o.prev_id AS from_run, o.id AS to_run, o.finished_at AS
 -- What the tool audit compared: servers and runs with a complete tool list in [$1, $2).
 SELECT count(DISTINCT r.server_id) AS servers, count(*) AS runs
   FROM probe_runs r
- WHERE r.result ? 'tools_fingerprint'
+ WHERE jsonb_typeof(r.result->'tools_fingerprint') = 'string'
    AND NOT coalesce((r.result->>'tools_truncated')::boolean, false)
    AND r.finished_at >= $1::timestamptz AND r.finished_at < $2::timestamptz
    AND ($3::text IS NULL OR r.server_id = (SELECT id FROM servers WHERE slug = $3));
