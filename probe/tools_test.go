@@ -42,7 +42,9 @@ func newToolServer(t *testing.T, tools int, sse bool) *toolServer {
 		for i := range n {
 			srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), Description: ts.desc.Load().(string),
 				InputSchema: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
 		}
 		return srv
 	}
