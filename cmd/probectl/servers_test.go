@@ -163,3 +163,32 @@ func TestAddAndRecheckMakeTheServerDueWithAMaintainerClaim(t *testing.T) {
 	require.Equal(t, 2, res.Code)
 	require.Contains(t, res.Stderr, `server "nobody": no server with that slug`)
 }
+
+func TestImportFromTheMCPRegistryWritesAllOrNothing(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	fixture := "../../internal/directory/testdata/mcp-registry/servers.json"
+
+	res := runCLI(t, "--database-url", url, "servers", "import", "--format", "mcp-registry", fixture, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.JSONEq(t, `{"inserted": 27, "updated": 0,
+		"skipped": {"deleted": 2, "older_version": 5, "packages_only": 8, "templated_url": 2}}`, res.Stdout)
+	require.Equal(t, 27, countServers(t, url))
+
+	res = runCLI(t, "--database-url", url, "servers", "import", "--format", "mcp-registry", fixture)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "imported 27 server(s): 0 new, 27 updated; skipped 2 deleted, 5 older version(s), "+
+		"8 with packages only, 2 templated URL(s)\n", res.Stdout, "slugs are stable across imports")
+
+	bad := writeFile(t, "bad.json", `{"servers":[
+		{"server":{"name":"io.github.new/fine","remotes":[{"type":"sse","url":"https://fine.example/sse"}]}},
+		{"server":{"name":"io.github.new/broken","remotes":[{"type":"streamable-http","url":"ftp://broken.example/"}]}}]}`)
+	res = runCLI(t, "--database-url", url, "servers", "import", "--format", "mcp-registry", bad)
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, `entry 1 ("io.github.new/broken"): remotes[0]: url`)
+	require.Equal(t, 27, countServers(t, url), "nothing written")
+
+	res = runCLI(t, "--database-url", url, "servers", "import", "--format", "yaml", bad)
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, "--format")
+}
