@@ -32,7 +32,7 @@ func TestThePreviousBinarysServersReadAsTheDefaultTransport(t *testing.T) {
 		var id int64
 		var inserted bool
 		require.NoError(t, pool.QueryRow(t.Context(), previousUpsertServer, s.slug, "https://"+s.slug+".example/",
-			s.kind, "standard", (12 * time.Hour).Seconds(), due).Scan(&id, &inserted))
+			s.kind, "standard", (12*time.Hour).Seconds(), due).Scan(&id, &inserted))
 		require.True(t, inserted)
 	}
 	sse := testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{Slug: "new-sse", Kind: "mcp", NextCheckAt: &due})
