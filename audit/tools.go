@@ -74,32 +74,13 @@ func (r ToolsReport) Flagged() int {
 
 // Tools runs the tool-drift audit in its own READ ONLY, REPEATABLE READ transaction.
 func Tools(ctx context.Context, db Beginner, p ToolsParams) (*ToolsReport, error) {
-	var r *ToolsReport
-	err := inReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
-		var err error
-		r, err = ToolsTx(ctx, tx, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return readOnly(ctx, db, func(tx pgx.Tx) (*ToolsReport, error) { return ToolsTx(ctx, tx, p) })
 }
 
 // ToolsTx runs the tool-drift audit inside the caller's READ ONLY transaction.
 func ToolsTx(ctx context.Context, tx pgx.Tx, p ToolsParams) (*ToolsReport, error) {
-	if err := enter(ctx, tx); err != nil {
-		return nil, err
-	}
-	if p.Since.IsZero() {
-		return nil, &ParamError{Param: "since", Msg: "is required"}
-	}
-	until, err := resolveUntil(ctx, tx, p.Until)
+	since, until, err := enterWindow(ctx, tx, p.Since, p.Until)
 	if err != nil {
-		return nil, err
-	}
-	since := p.Since.UTC()
-	if _, err := checkRange(since, until, nil); err != nil {
 		return nil, err
 	}
 	pop, err := queries.AuditToolPopulation(ctx, tx, since, until, p.Server)
