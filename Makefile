@@ -22,6 +22,7 @@ bench:
 ## fuzz: a short run of every fuzz target (go test fuzzes one target in one package at a time)
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzParseRegistry$$' -fuzztime=30s ./internal/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/when
 	$(GO) test -run='^$$' -fuzz='^FuzzVerify$$' -fuzztime=30s ./probe/attest
 

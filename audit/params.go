@@ -80,3 +80,34 @@ func checkRange(since, until time.Time, splitAt []time.Time) ([]time.Time, error
 	slices.SortFunc(split, time.Time.Compare)
 	return slices.CompactFunc(split, time.Time.Equal), nil
 }
+
+// enterWindow starts an audit over [since, until) in tx (see enter): since is required, a zero
+// until is the database's now(), and since must be before until. It returns both in UTC.
+func enterWindow(ctx context.Context, tx pgx.Tx, since, until time.Time) (time.Time, time.Time, error) {
+	if err := enter(ctx, tx); err != nil {
+		return since, until, err
+	}
+	if since.IsZero() {
+		return since, until, &ParamError{Param: "since", Msg: "is required"}
+	}
+	until, err := resolveUntil(ctx, tx, until)
+	if err != nil {
+		return since, until, err
+	}
+	since = since.UTC()
+	if _, err := checkRange(since, until, nil); err != nil {
+		return since, until, err
+	}
+	return since, until, nil
+}
+
+// readOnly runs one audit in its own READ ONLY, REPEATABLE READ transaction.
+func readOnly[T any](ctx context.Context, db Beginner, audit func(pgx.Tx) (T, error)) (T, error) {
+	var r T
+	err := inReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		r, err = audit(tx)
+		return err
+	})
+	return r, err
+}

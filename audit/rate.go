@@ -63,34 +63,15 @@ type RateReport struct {
 
 // Rate runs the request-rate audit in its own READ ONLY, REPEATABLE READ transaction.
 func Rate(ctx context.Context, db Beginner, p RateParams) (*RateReport, error) {
-	var r *RateReport
-	err := inReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
-		var err error
-		r, err = RateTx(ctx, tx, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return readOnly(ctx, db, func(tx pgx.Tx) (*RateReport, error) { return RateTx(ctx, tx, p) })
 }
 
 // RateTx runs the request-rate audit inside the caller's READ ONLY transaction. Every server's
 // row streams past; only those over the promise are kept. It sets the audits' planner settings
 // for the rest of tx (see DuplicatesTx).
 func RateTx(ctx context.Context, tx pgx.Tx, p RateParams) (*RateReport, error) {
-	if err := enter(ctx, tx); err != nil {
-		return nil, err
-	}
-	if p.Since.IsZero() {
-		return nil, &ParamError{Param: "since", Msg: "is required"}
-	}
-	until, err := resolveUntil(ctx, tx, p.Until)
+	since, until, err := enterWindow(ctx, tx, p.Since, p.Until)
 	if err != nil {
-		return nil, err
-	}
-	since := p.Since.UTC()
-	if _, err := checkRange(since, until, nil); err != nil {
 		return nil, err
 	}
 	r := &RateReport{Since: since, Until: until, Over: []RateServer{}}

@@ -124,4 +124,6 @@ func TestEveryAuditRunsUnderARoleWithOnlySelect(t *testing.T) {
 	open, err := audit.Open(f.ctx, reader, audit.OpenParams{Now: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	require.Len(t, open.Jobs, 1)
+	_, err = audit.Tools(f.ctx, reader, audit.ToolsParams{Since: t0.Add(-time.Hour), Until: t0.Add(time.Hour)})
+	require.NoError(t, err)
 }

@@ -17,7 +17,7 @@ import (
 // hears about the latter.
 func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob) {
 	s := r.Settings
-	target := check.Target{ServerID: job.ServerID, Slug: job.Slug, URL: job.URL, Kind: job.Kind}
+	target := check.Target{ServerID: job.ServerID, Slug: job.Slug, URL: job.URL, Kind: job.Kind, Transport: job.Transport}
 	// The check may not outlive its budget, whatever the checker does: the lease depends on it.
 	cctx, cancel := context.WithTimeout(ctx, s.CheckBudget())
 	res := normalise(r.Checker.Check(cctx, target))
@@ -57,6 +57,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	all, each := r.finishBudgets()
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), all)
 	defer wcancel()
+	r.storeTools(wctx, each, st, job, res)
 	var fr queries.FinishResult
 	if s.Finish == FinishAdvanceFirst {
 		fr, err = r.finishAdvanceFirst(wctx, each, st, job, p)

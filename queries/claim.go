@@ -45,6 +45,7 @@ type ClaimedJob struct {
 	ClaimedNextCheckAt time.Time
 	Reason             string // scheduled | maintainer_claim
 	RequestedAt        time.Time
+	Transport          string // an mcp server's transport (see Transport); "" for http
 }
 
 // Claim calls probe_claim: it closes jobs past the in-flight window and claims up to p.Limit due
@@ -62,7 +63,11 @@ func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedJob, error) {
 		var j ClaimedJob
-		err := row.Scan(&j.JobID, &j.ServerID, &j.Slug, &j.URL, &j.Kind, &j.ClaimedNextCheckAt, &j.Reason, &j.RequestedAt)
+		var transport *string
+		err := row.Scan(&j.JobID, &j.ServerID, &j.Slug, &j.URL, &j.Kind, &j.ClaimedNextCheckAt, &j.Reason, &j.RequestedAt, &transport)
+		if t := Transport(j.Kind, transport); t != nil {
+			j.Transport = *t
+		}
 		return j, err
 	})
 	if err != nil {

@@ -1,14 +1,18 @@
 -- name: Claim
 -- One claim: see probe_claim in migrations/00002_claim.sql. Run it outside any transaction of the
 -- caller's, so the advisory lock is released as soon as the claim commits.
-SELECT job_id, server_id, slug, endpoint_url, kind, claimed_next_check_at, reason, requested_at
+-- The server's transport is read beside the claim, in the same statement (probe_claim returns
+-- what its first version did, so the previous binary keeps working).
+SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.claimed_next_check_at, c.reason, c.requested_at,
+       s.transport
   FROM probe_claim(p_round_id    => $1,
                    p_invocation  => $2,
                    p_limit       => $3,
                    p_min_spacing => make_interval(secs => $4::float8),
                    p_in_flight   => make_interval(secs => $5::float8),
                    p_now         => $6::timestamptz,
-                   p_skip_lock   => $7::boolean);
+                   p_skip_lock   => $7::boolean) AS c
+  LEFT JOIN servers AS s ON s.id = c.server_id;
 
 -- name: ClaimPreview
 -- What probe_claim would decide for each server whose next check time has passed, read-only and

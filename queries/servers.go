@@ -21,6 +21,8 @@ type Server struct {
 	MaintainerClaimedAt *time.Time
 	NextCheckAt         time.Time
 	CreatedAt           time.Time
+	// Transport is an mcp server's transport (streamable-http or sse); nil for an http server.
+	Transport *string
 }
 
 // UpsertServerParams are the fields an import or `servers add` sets.
@@ -30,6 +32,8 @@ type UpsertServerParams struct {
 	Kind          string
 	Plan          string
 	CheckInterval time.Duration
+	// Transport: an mcp server's transport; "" stores none (http servers).
+	Transport string
 	// Now, when set, stands in for now() (tests fix the clock with it).
 	Now *time.Time
 }
@@ -37,7 +41,7 @@ type UpsertServerParams struct {
 // UpsertServer inserts a server or updates the one with the same slug, and says which it did.
 func UpsertServer(ctx context.Context, db DBTX, p UpsertServerParams) (id int64, inserted bool, err error) {
 	err = db.QueryRow(ctx, SQL("UpsertServer"), p.Slug, p.EndpointURL, p.Kind, p.Plan,
-		p.CheckInterval.Seconds(), p.Now).Scan(&id, &inserted)
+		p.CheckInterval.Seconds(), p.Now, nullIfEmpty(p.Transport)).Scan(&id, &inserted)
 	if err != nil {
 		return 0, false, fmt.Errorf("upsert server %s: %w", p.Slug, err)
 	}
@@ -99,7 +103,28 @@ func scanServer(row pgx.CollectableRow) (Server, error) {
 	var s Server
 	var secs float64
 	err := row.Scan(&s.ID, &s.Slug, &s.EndpointURL, &s.Kind, &s.Plan, &secs, &s.Status,
-		&s.MaintainerClaimedAt, &s.NextCheckAt, &s.CreatedAt)
+		&s.MaintainerClaimedAt, &s.NextCheckAt, &s.CreatedAt, &s.Transport)
+	s.Transport = Transport(s.Kind, s.Transport)
 	s.CheckInterval = time.Duration(secs * float64(time.Second))
 	return s, err
+}
+
+// Transport is the transport a server is checked over: its own, streamable-http for an mcp
+// server stored without one (by a binary older than the column), nil for an http server.
+func Transport(kind string, stored *string) *string {
+	if kind != "mcp" {
+		return nil
+	}
+	if stored == nil {
+		def := "streamable-http"
+		return &def
+	}
+	return stored
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

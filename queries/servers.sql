@@ -1,26 +1,27 @@
 -- name: UpsertServer
 -- A new server is due at once; an existing one keeps its next check time (a plan change takes
 -- effect when it is next advanced).
-INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at, created_at)
+INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at, created_at, transport)
 VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8),
-        coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()))
+        coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()), $7::text)
 ON CONFLICT (slug) DO UPDATE
    SET endpoint_url   = EXCLUDED.endpoint_url,
        kind           = EXCLUDED.kind,
        plan           = EXCLUDED.plan,
-       check_interval = EXCLUDED.check_interval
+       check_interval = EXCLUDED.check_interval,
+       transport      = EXCLUDED.transport
 RETURNING id, (xmax = 0) AS inserted;
 
 -- name: ListServers
 SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-       status, maintainer_claimed_at, next_check_at, created_at
+       status, maintainer_claimed_at, next_check_at, created_at, transport
   FROM servers
  WHERE ($1::text IS NULL OR status = $1)
  ORDER BY slug;
 
 -- name: GetServerBySlug
 SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-       status, maintainer_claimed_at, next_check_at, created_at
+       status, maintainer_claimed_at, next_check_at, created_at, transport
   FROM servers
  WHERE slug = $1;
 
@@ -32,7 +33,7 @@ UPDATE servers
        next_check_at         = coalesce($2::timestamptz, now())
  WHERE slug = $1
 RETURNING id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-          status, maintainer_claimed_at, next_check_at, created_at;
+          status, maintainer_claimed_at, next_check_at, created_at, transport;
 
 -- name: SetServerStatus
 UPDATE servers SET status = $2 WHERE slug = $1 RETURNING id;

@@ -15,7 +15,7 @@ import (
 func newAuditCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit <command>",
-		Short: "Read-only audits: duplicate claims, the request-rate promise, open jobs",
+		Short: "Read-only audits: duplicate claims, the request-rate promise, open jobs, tool changes",
 		Long: `Answer from the database alone, without changing it, what incident responders ask: did any
 server get checked twice, when, how close, and was it explained; did any operator get more than
 one round of at most 8 requests per check interval; which jobs are still open, and which of those
@@ -28,12 +28,14 @@ a duration back from now (90m, 24h, 7d).`,
   probectl audit duplicates --since 2026-09-30T20:53:00Z --split-at 2026-10-07T20:53:00Z \
       --split-at 2026-10-07T22:13:24Z --until 2026-10-08T13:15:31Z
   probectl audit rate --since 7d --fail-on-found
-  probectl audit open -o json`,
+  probectl audit open -o json
+  probectl audit tools --since 7d --diff`,
 	}
 	cmd.AddCommand(
 		newAuditDuplicatesCmd(f),
 		newAuditRateCmd(f),
 		newAuditOpenCmd(f),
+		newAuditToolsCmd(f),
 	)
 	return cmd
 }

@@ -47,6 +47,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newVersionCmd(f),
 		newMigrateCmd(f),
 		newServersCmd(f),
+		newCheckCmd(f),
 		newDeployCmd(f),
 		newRollbackCmd(f),
 		newKeysCmd(f),

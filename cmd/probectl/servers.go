@@ -38,6 +38,7 @@ type serverJSON struct {
 	Slug                 string     `json:"slug"`
 	URL                  string     `json:"url"`
 	Kind                 string     `json:"kind"`
+	Transport            *string    `json:"transport"` // mcp: streamable-http or sse; null for http
 	Plan                 string     `json:"plan"`
 	CheckIntervalSeconds float64    `json:"check_interval_seconds"`
 	Status               string     `json:"status"`
@@ -51,6 +52,7 @@ func toServerJSON(s queries.Server) serverJSON {
 		ID: s.ID, Slug: s.Slug, URL: s.EndpointURL, Kind: s.Kind, Plan: s.Plan,
 		CheckIntervalSeconds: s.CheckInterval.Seconds(), Status: s.Status,
 		MaintainerClaimedAt: utcPtr(s.MaintainerClaimedAt), NextCheckAt: s.NextCheckAt.UTC(), CreatedAt: s.CreatedAt.UTC(),
+		Transport: s.Transport,
 	}
 }
 

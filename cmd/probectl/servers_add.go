@@ -18,11 +18,14 @@ type serversAddOptions struct {
 func newServersAddCmd(f *factory) *cobra.Command {
 	opts := &serversAddOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "add --slug SLUG --url URL --kind mcp|http [--plan standard|frequent]",
+		Use:   "add --slug SLUG --url URL --kind mcp|http [--plan standard|frequent] [--transport streamable-http|sse]",
 		Short: "Add one server (or update the one with that slug)",
 		Long: `Add one server to the directory, or update the server with the same slug. A new server is
-due at once.`,
+due at once. An mcp server's --transport is streamable-http unless given (a streamable-http
+server that answers initialize with 400, 404 or 405 is tried over SSE too); sse is for servers
+that speak only the HTTP+SSE transport of protocol 2024-11-05.`,
 		Example: `  probectl servers add --slug weather --url https://weather.example/mcp --kind mcp
+  probectl servers add --slug legacy --url https://legacy.example/sse --kind mcp --transport sse
   probectl servers add --slug status --url https://status.example/health --kind http --plan frequent`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,6 +36,7 @@ due at once.`,
 	cmd.Flags().StringVar(&opts.Entry.URL, "url", "", "endpoint URL (http or https)")
 	cmd.Flags().StringVar(&opts.Entry.Kind, "kind", "", "mcp or http")
 	cmd.Flags().StringVar(&opts.Entry.Plan, "plan", "standard", "standard (every 12h) or frequent (every 15m)")
+	cmd.Flags().StringVar(&opts.Entry.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
 	for _, name := range []string{"slug", "url", "kind"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

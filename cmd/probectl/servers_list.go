@@ -59,9 +59,13 @@ func runServersList(ctx context.Context, opts *serversListOptions) error {
 		}
 		return render.JSON(f.IO.Out, out)
 	}
-	tbl := render.NewTable(f.IO.Out, "SLUG", "KIND", "PLAN", "STATUS", "NEXT CHECK", "URL")
+	tbl := render.NewTable(f.IO.Out, "SLUG", "KIND", "TRANSPORT", "PLAN", "STATUS", "NEXT CHECK", "URL")
 	for _, s := range servers {
-		tbl.Row(s.Slug, s.Kind, s.Plan, s.Status, s.NextCheckAt.UTC().Format(time.RFC3339), s.EndpointURL)
+		transport := "-"
+		if s.Transport != nil {
+			transport = *s.Transport
+		}
+		tbl.Row(s.Slug, s.Kind, transport, s.Plan, s.Status, s.NextCheckAt.UTC().Format(time.RFC3339), s.EndpointURL)
 	}
 	return tbl.Render()
 }

@@ -37,7 +37,7 @@ func TestImportThenListShowsTheServersDueNow(t *testing.T) {
 	var shapes []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &shapes))
 	for _, s := range shapes {
-		require.ElementsMatch(t, []string{"id", "slug", "url", "kind", "plan", "check_interval_seconds", "status",
+		require.ElementsMatch(t, []string{"id", "slug", "url", "kind", "transport", "plan", "check_interval_seconds", "status",
 			"maintainer_claimed_at", "next_check_at", "created_at"}, keysOf(s))
 	}
 	var got []serverJSON
@@ -46,12 +46,30 @@ func TestImportThenListShowsTheServersDueNow(t *testing.T) {
 	require.Equal(t, "status-page", got[0].Slug)
 	require.Equal(t, "frequent", got[0].Plan)
 	require.Equal(t, 900.0, got[0].CheckIntervalSeconds)
+	require.Nil(t, got[0].Transport, "an http server has no transport")
+	require.Equal(t, "streamable-http", *got[1].Transport, "an mcp server's default")
 	require.Equal(t, "weather", got[1].Slug)
 	require.Equal(t, 43200.0, got[1].CheckIntervalSeconds)
 	for _, s := range got {
 		require.Equal(t, "active", s.Status)
 		require.WithinRange(t, s.NextCheckAt, before, time.Now().Add(time.Second), "a new server is due at once")
 	}
+}
+
+func TestAddTakesAnMCPServersTransport(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "servers", "add", "--slug", "legacy", "--url", "https://legacy.example/sse",
+		"--kind", "mcp", "--transport", "sse", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got serverJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	require.Equal(t, "sse", *got.Transport)
+
+	res = runCLI(t, "--database-url", url, "servers", "add", "--slug", "web", "--url", "https://web.example/",
+		"--kind", "http", "--transport", "sse")
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, "--transport")
 }
 
 func TestImportReadsJSONLinesFromStdinAndUpsertsBySlug(t *testing.T) {
@@ -144,4 +162,33 @@ func TestAddAndRecheckMakeTheServerDueWithAMaintainerClaim(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "servers", "recheck", "nobody")
 	require.Equal(t, 2, res.Code)
 	require.Contains(t, res.Stderr, `server "nobody": no server with that slug`)
+}
+
+func TestImportFromTheMCPRegistryWritesAllOrNothing(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	fixture := "../../internal/directory/testdata/mcp-registry/servers.json"
+
+	res := runCLI(t, "--database-url", url, "servers", "import", "--format", "mcp-registry", fixture, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.JSONEq(t, `{"inserted": 27, "updated": 0,
+		"skipped": {"deleted": 2, "older_version": 5, "packages_only": 8, "templated_url": 2}}`, res.Stdout)
+	require.Equal(t, 27, countServers(t, url))
+
+	res = runCLI(t, "--database-url", url, "servers", "import", "--format", "mcp-registry", fixture)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "imported 27 server(s): 0 new, 27 updated; skipped 2 deleted, 5 older version(s), "+
+		"8 with packages only, 2 templated URL(s)\n", res.Stdout, "slugs are stable across imports")
+
+	bad := writeFile(t, "bad.json", `{"servers":[
+		{"server":{"name":"io.github.new/fine","remotes":[{"type":"sse","url":"https://fine.example/sse"}]}},
+		{"server":{"name":"io.github.new/broken","remotes":[{"type":"streamable-http","url":"ftp://broken.example/"}]}}]}`)
+	res = runCLI(t, "--database-url", url, "servers", "import", "--format", "mcp-registry", bad)
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, `entry 1 ("io.github.new/broken"): remotes[0]: url`)
+	require.Equal(t, 27, countServers(t, url), "nothing written")
+
+	res = runCLI(t, "--database-url", url, "servers", "import", "--format", "yaml", bad)
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, "--format")
 }

@@ -30,7 +30,7 @@ func Import(ctx context.Context, pool *pgxpool.Pool, rows []Row, now *time.Time)
 			interval, _ := PlanInterval(row.Plan)
 			_, inserted, err := queries.UpsertServer(ctx, tx, queries.UpsertServerParams{
 				Slug: row.Slug, EndpointURL: row.URL, Kind: row.Kind, Plan: row.Plan,
-				CheckInterval: interval, Now: now,
+				CheckInterval: interval, Transport: row.Transport, Now: now,
 			})
 			if rowAtFault(err) {
 				return &LineError{Line: row.Line, Err: err}
@@ -71,7 +71,8 @@ func Add(ctx context.Context, pool *pgxpool.Pool, e Entry, now *time.Time) (quer
 	}
 	interval, _ := PlanInterval(e.Plan)
 	_, inserted, err := queries.UpsertServer(ctx, pool, queries.UpsertServerParams{
-		Slug: e.Slug, EndpointURL: e.URL, Kind: e.Kind, Plan: e.Plan, CheckInterval: interval, Now: now,
+		Slug: e.Slug, EndpointURL: e.URL, Kind: e.Kind, Plan: e.Plan, CheckInterval: interval,
+		Transport: e.Transport, Now: now,
 	})
 	if err != nil {
 		return queries.Server{}, false, err

@@ -27,6 +27,8 @@ type Entry struct {
 	URL  string `json:"url"`
 	Kind string `json:"kind"`
 	Plan string `json:"plan"`
+	// Transport is an mcp server's: streamable-http (the default) or sse. Empty for http.
+	Transport string `json:"transport,omitempty"`
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
@@ -37,6 +39,7 @@ func (e *Entry) Validate() error {
 	e.URL = strings.TrimSpace(e.URL)
 	e.Kind = strings.TrimSpace(e.Kind)
 	e.Plan = strings.TrimSpace(e.Plan)
+	e.Transport = strings.TrimSpace(e.Transport)
 	if e.Plan == "" {
 		e.Plan = "standard"
 	}
@@ -49,8 +52,27 @@ func (e *Entry) Validate() error {
 	if e.Kind != "mcp" && e.Kind != "http" {
 		return fmt.Errorf("kind %q: must be mcp or http", e.Kind)
 	}
+	if err := e.validateTransport(); err != nil {
+		return err
+	}
 	if _, ok := planIntervals[e.Plan]; !ok {
 		return fmt.Errorf("plan %q: must be standard (every 12h) or frequent (every 15m)", e.Plan)
+	}
+	return nil
+}
+
+// validateTransport defaults an mcp server's transport to streamable-http and refuses one on an
+// http server.
+func (e *Entry) validateTransport() error {
+	switch {
+	case e.Kind == "http" && e.Transport != "":
+		return fmt.Errorf("transport %q: only mcp servers have a transport", e.Transport)
+	case e.Kind == "http":
+		return nil
+	case e.Transport == "":
+		e.Transport = "streamable-http"
+	case e.Transport != "streamable-http" && e.Transport != "sse":
+		return fmt.Errorf("transport %q: must be streamable-http or sse", e.Transport)
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func parseCSV(data []byte) ([]Row, error) {
 			}
 			return ""
 		}
-		e := Entry{Slug: field("slug"), URL: field("url"), Kind: field("kind"), Plan: field("plan")}
+		e := Entry{Slug: field("slug"), URL: field("url"), Kind: field("kind"), Plan: field("plan"), Transport: field("transport")}
 		if err := e.Validate(); err != nil {
 			return nil, &LineError{Line: line, Err: err}
 		}
@@ -145,9 +145,9 @@ func csvColumns(header []string) (map[string]int, error) {
 	for i, h := range header {
 		name := strings.ToLower(strings.TrimSpace(h))
 		switch name {
-		case "slug", "url", "kind", "plan":
+		case "slug", "url", "kind", "plan", "transport":
 		default:
-			return nil, fmt.Errorf("unknown column %q in the header (want slug, url, kind, plan)", h)
+			return nil, fmt.Errorf("unknown column %q in the header (want slug, url, kind, plan, transport)", h)
 		}
 		if _, dup := cols[name]; dup {
 			return nil, fmt.Errorf("column %q appears twice in the header", name)

@@ -13,9 +13,25 @@ func TestParseAcceptsCSVWithColumnsInAnyOrderAndDefaultsThePlan(t *testing.T) {
 	rows, err := Parse(strings.NewReader("\ufeffkind,slug,url\r\nmcp,weather,https://weather.example/mcp\r\n\r\nhttp,status,http://status.example:8080/health\r\n"))
 	require.NoError(t, err)
 	require.Equal(t, []Row{
-		{Line: 2, Entry: Entry{Slug: "weather", URL: "https://weather.example/mcp", Kind: "mcp", Plan: "standard"}},
+		{Line: 2, Entry: Entry{Slug: "weather", URL: "https://weather.example/mcp", Kind: "mcp", Plan: "standard", Transport: "streamable-http"}},
 		{Line: 4, Entry: Entry{Slug: "status", URL: "http://status.example:8080/health", Kind: "http", Plan: "standard"}},
 	}, rows)
+}
+
+func TestParseReadsAnMCPServersTransportFromEitherFormat(t *testing.T) {
+	t.Parallel()
+	for name, input := range map[string]string{
+		"csv":        "slug,url,kind,transport\nlegacy,https://legacy.example/sse,mcp,sse\n",
+		"json lines": `{"slug":"legacy","url":"https://legacy.example/sse","kind":"mcp","transport":"sse"}` + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rows, err := Parse(strings.NewReader(input))
+			require.NoError(t, err)
+			require.Len(t, rows, 1)
+			require.Equal(t, "sse", rows[0].Transport)
+		})
+	}
 }
 
 func TestParseCountsLinesOfQuotedMultilineCSVFields(t *testing.T) {
@@ -47,6 +63,8 @@ func TestValidateRefusesWhatWouldBreakProbingOrLeakSecrets(t *testing.T) {
 		{"a url with a password", Entry{Slug: "a", URL: "https://u:p@a.example/", Kind: "http"}, "credentials"},
 		{"a url with port zero", Entry{Slug: "a", URL: "https://a.example:0/", Kind: "http"}, "bad port"},
 		{"a relative url", Entry{Slug: "a", URL: "/health", Kind: "http"}, "scheme"},
+		{"an unknown transport", Entry{Slug: "a", URL: "https://a.example/", Kind: "mcp", Transport: "websocket"}, "must be streamable-http or sse"},
+		{"a transport on an http server", Entry{Slug: "a", URL: "https://a.example/", Kind: "http", Transport: "sse"}, "only mcp servers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

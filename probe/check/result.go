@@ -1,6 +1,9 @@
 package check
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Outcomes of a check, as stored on the job and the run.
 const (
@@ -15,6 +18,8 @@ type Target struct {
 	Slug     string `json:"slug"`
 	URL      string `json:"url"`
 	Kind     string `json:"kind"` // mcp | http
+	// Transport is an mcp server's: streamable-http (also when empty) or sse.
+	Transport string `json:"transport,omitempty"`
 }
 
 // Request is one HTTP request made during a check. At most MaxRequests of them per check.
@@ -49,9 +54,37 @@ type Result struct {
 	// ToolsTruncated: tools/list still had pages when the request budget ran out, so Tools is a
 	// lower bound.
 	ToolsTruncated bool `json:"tools_truncated,omitempty"`
+
+	// MCP: what the server is (see README, "MCP checks").
+	Transport       string        `json:"transport,omitempty"` // the transport that answered
+	ProtocolVersion string        `json:"protocol_version,omitempty"`
+	ServerVersion   string        `json:"server_version,omitempty"`
+	ServerTitle     string        `json:"server_title,omitempty"`
+	Capabilities    []string      `json:"capabilities,omitempty"` // sorted names the server declared
+	Instructions    *Instructions `json:"instructions,omitempty"`
+	Resources       *int          `json:"resources,omitempty"` // when declared and the budget allowed
+	Prompts         *int          `json:"prompts,omitempty"`   // when declared and the budget allowed
+	// Auth is "required" when the server answered 401 as the MCP authorization spec says; its
+	// tools were not seen.
+	Auth                        string   `json:"auth,omitempty"`
+	AuthorizationServers        []string `json:"authorization_servers,omitempty"`
+	AuthorizationServerMetadata bool     `json:"authorization_server_metadata,omitempty"`
+	// ToolsFingerprint is the SHA-256 of the canonical JSON of ToolFingerprints (sorted by name);
+	// ToolFingerprints has at most MaxToolsFingerprinted entries (more: ToolsTruncated).
+	ToolsFingerprint string      `json:"tools_fingerprint,omitempty"`
+	ToolFingerprints []ToolPrint `json:"tool_fingerprints,omitempty"`
+	// ToolDefinitions maps each fingerprint to its canonical definition: stored once per
+	// fingerprint beside the run (tool_definitions), never in the run itself.
+	ToolDefinitions map[string]json.RawMessage `json:"-"`
 	// RefusedRequests counts requests the check wanted to make past MaxRequests: refused, never
 	// sent, and not in Requests (which holds only requests attempted, at most MaxRequests).
 	RefusedRequests int       `json:"refused_requests,omitempty"`
 	StartedAt       time.Time `json:"started_at"`
 	FinishedAt      time.Time `json:"finished_at"`
+}
+
+// Instructions says whether the server gave instructions, and how long they were (bytes).
+type Instructions struct {
+	Present bool `json:"present"`
+	Length  int  `json:"length"`
 }

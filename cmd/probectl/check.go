@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/probe/check"
+)
+
+type checkOptions struct {
+	f          *factory
+	URL        string
+	Kind       string
+	Transport  string
+	SigningKey string
+	Settings   probe.Settings
+}
+
+func newCheckCmd(f *factory) *cobra.Command {
+	opts := &checkOptions{f: f, Settings: probe.DefaultSettings()}
+	cmd := &cobra.Command{
+		Use:   "check URL [--kind mcp|http] [--transport streamable-http|sse] [--allow-private-targets]",
+		Short: "Check one server now, as a round would, without a database",
+		Long: `Check one server now and print exactly what probectl sees: the same checker, the same budget
+of at most 8 requests (counted at the wire), the same SSRF guard, timeout and body cap as a round.
+No database is touched; none needs to be configured.
+
+It prints the outcome, each request (method, redacted URL, status, latency, bytes, TLS), and for an
+mcp server what the server is: transport, protocol version, name and version, capabilities, tools
+with their fingerprints, auth. -o json prints the result as a round would store it (the same
+keys); with --signing-key it prints {"result": ..., "envelope": ...}, the envelope being the DSSE
+envelope a round would store (job and round 0).
+
+--kind defaults to mcp when the URL's path ends in /mcp or /sse, else http. Exit 0 when the check
+is ok, 1 when the server answered wrongly (failed), 3 when the check could not be made (error),
+2 for bad input.`,
+		Example: `  probectl check https://weather.example/mcp
+  probectl check https://legacy.example/sse --transport sse -o json
+  probectl check https://status.example/health --kind http
+  probectl check http://127.0.0.1:8080/mcp --allow-private-targets --signing-key probe.key`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.URL = args[0]
+			return runCheck(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Kind, "kind", "", "mcp or http (default: mcp when the path ends in /mcp or /sse, else http)")
+	fl.StringVar(&opts.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
+	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses (a test network)")
+	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request")
+	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body")
+	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file: also print the signed envelope")
+	return cmd
+}
+
+func runCheck(ctx context.Context, opts *checkOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	one := probe.OneCheck{URL: opts.URL, Kind: opts.Kind, Transport: opts.Transport, Settings: opts.Settings}
+	if opts.SigningKey != "" {
+		s, err := attest.LoadSigner(opts.SigningKey)
+		if err != nil {
+			return exit.UsageError(fmt.Errorf("--signing-key: %w", err))
+		}
+		one.Signer = s
+	}
+	out, err := probe.CheckOne(ctx, one)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		if out.Envelope != nil {
+			err = render.JSON(f.IO.Out, struct {
+				Result   check.Result    `json:"result"`
+				Envelope json.RawMessage `json:"envelope"`
+			}{out.Result, out.Envelope})
+		} else {
+			err = render.JSON(f.IO.Out, out.Result)
+		}
+	} else {
+		err = writeCheck(f.IO, out)
+	}
+	if err != nil {
+		return err
+	}
+	switch out.Result.Outcome {
+	case check.OutcomeFailed:
+		return &silentError{code: exit.Found}
+	case check.OutcomeError:
+		return &silentError{code: exit.Unavailable}
+	}
+	return nil
+}
+
+// validate refuses bad flags before anything is sent.
+func (o *checkOptions) validate() error {
+	switch o.Kind {
+	case "", "mcp", "http":
+	default:
+		return exit.UsageError(fmt.Errorf("--kind %q: must be mcp or http", o.Kind))
+	}
+	switch o.Transport {
+	case "", check.TransportStreamableHTTP, check.TransportSSE:
+	default:
+		return exit.UsageError(fmt.Errorf("--transport %q: must be streamable-http or sse", o.Transport))
+	}
+	if o.Transport != "" && (o.Kind == "http" || (o.Kind == "" && probe.GuessKind(o.URL) == "http")) {
+		return exit.UsageError(fmt.Errorf("--transport: only mcp servers have a transport (add --kind mcp)"))
+	}
+	if o.Settings.RequestTimeout <= 0 {
+		return exit.UsageError(fmt.Errorf("--request-timeout %s: must be positive", o.Settings.RequestTimeout))
+	}
+	if o.Settings.MaxBodyBytes <= 0 {
+		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive", o.Settings.MaxBodyBytes))
+	}
+	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
+		return exit.UsageError(fmt.Errorf("URL %q: must be http:// or https://", redactArg(o.URL)))
+	}
+	return nil
+}
+
+// redactArg keeps a URL's user info out of an error message.
+func redactArg(s string) string {
+	if at := strings.LastIndex(s, "@"); at >= 0 {
+		if scheme := strings.Index(s, "://"); scheme >= 0 && scheme < at {
+			return s[:scheme+3] + "***@" + s[at+1:]
+		}
+	}
+	return s
+}

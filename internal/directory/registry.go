@@ -1,0 +1,189 @@
+package directory
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// The official MCP registry's shapes (server.json, and the list response of GET /v0/servers):
+// only the fields an import reads.
+type registryServer struct {
+	Name     string            `json:"name"`
+	Remotes  []registryRemote  `json:"remotes"`
+	Packages []json.RawMessage `json:"packages"`
+}
+
+type registryRemote struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+type registryEntry struct {
+	Server registryServer `json:"server"`
+	Meta   struct {
+		Official *struct {
+			Status   string `json:"status"`
+			IsLatest *bool  `json:"isLatest"`
+		} `json:"io.modelcontextprotocol.registry/official"`
+	} `json:"_meta"`
+}
+
+// RegistrySkipped counts the registry entries an import left out, by reason.
+type RegistrySkipped struct {
+	Deleted      int `json:"deleted"`       // status deleted
+	OlderVersion int `json:"older_version"` // a version not marked isLatest
+	PackagesOnly int `json:"packages_only"` // no remote to check, only packages to install
+	TemplatedURL int `json:"templated_url"` // a remote URL with {variables} the user fills in
+}
+
+// RegistryImport is what ParseRegistry found: the servers to import and what it skipped.
+type RegistryImport struct {
+	Rows    []Row
+	Skipped RegistrySkipped
+}
+
+// EntryError is a bad registry entry: it names the entry's index in the file and its name, so
+// the user can find it.
+type EntryError struct {
+	Index int
+	Name  string
+	Err   error
+}
+
+func (e *EntryError) Error() string {
+	return fmt.Sprintf("entry %d (%q): %s", e.Index, e.Name, e.Err)
+}
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// ExitCode: a bad entry is bad input.
+func (e *EntryError) ExitCode() int { return 2 }
+
+// maxSlugLen is the slug pattern's bound.
+const maxSlugLen = 100
+
+// ParseRegistry reads a registry server.json document, or the registry's list response
+// ({"servers": [{"server": {...}, "_meta": {...}}], "metadata": {...}}), and turns each remote of
+// each latest, not deleted, entry into an mcp server: the slug is the registry name lower-cased
+// with '/' and '.' turned into '-' (stable across imports), a second remote of the same entry
+// gets "-<type>" appended, and a slug over 100 characters is cut and suffixed with a short hash
+// of the whole. Entries with only packages, and remotes whose URL is a template, are skipped and
+// counted. The first bad entry is returned, named by index and name.
+func ParseRegistry(r io.Reader) (RegistryImport, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxImportBytes+1))
+	if err != nil {
+		return RegistryImport{}, fmt.Errorf("read import: %w", err)
+	}
+	if len(data) > MaxImportBytes {
+		return RegistryImport{}, fmt.Errorf("import is larger than %d MiB", MaxImportBytes>>20)
+	}
+	entries, err := registryEntries(data)
+	if err != nil {
+		return RegistryImport{}, err
+	}
+	var out RegistryImport
+	seen := map[string]int{}
+	for i, e := range entries {
+		rows, err := registryRows(&out.Skipped, e)
+		if err != nil {
+			return RegistryImport{}, &EntryError{Index: i, Name: e.Server.Name, Err: err}
+		}
+		for _, row := range rows {
+			if first, dup := seen[row.Slug]; dup {
+				return RegistryImport{}, &EntryError{Index: i, Name: e.Server.Name,
+					Err: fmt.Errorf("slug %q is also entry %d's", row.Slug, first)}
+			}
+			seen[row.Slug] = i
+			row.Line = i
+			out.Rows = append(out.Rows, row)
+		}
+	}
+	return out, nil
+}
+
+// registryEntries accepts the list response or a single server.json.
+func registryEntries(data []byte) ([]registryEntry, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("not a registry document (server.json or a list response): %v", err)
+	}
+	if list, ok := probe["servers"]; ok {
+		var entries []registryEntry
+		if err := json.Unmarshal(list, &entries); err != nil {
+			return nil, fmt.Errorf("servers: not a list of {\"server\", \"_meta\"} entries: %v", err)
+		}
+		if len(entries) == 0 {
+			return nil, errors.New("import has no servers")
+		}
+		return entries, nil
+	}
+	var one registryServer
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&one); err != nil {
+		return nil, fmt.Errorf("not a server.json document: %v", err)
+	}
+	return []registryEntry{{Server: one}}, nil
+}
+
+func registryRows(skipped *RegistrySkipped, e registryEntry) ([]Row, error) {
+	if off := e.Meta.Official; off != nil {
+		if off.Status == "deleted" {
+			skipped.Deleted++
+			return nil, nil
+		}
+		if off.IsLatest != nil && !*off.IsLatest {
+			skipped.OlderVersion++
+			return nil, nil
+		}
+	}
+	if strings.TrimSpace(e.Server.Name) == "" {
+		return nil, errors.New("name: missing")
+	}
+	if len(e.Server.Remotes) == 0 {
+		if len(e.Server.Packages) == 0 {
+			return nil, errors.New("neither remotes nor packages")
+		}
+		skipped.PackagesOnly++
+		return nil, nil
+	}
+	base := registrySlug(e.Server.Name)
+	var rows []Row
+	for i, remote := range e.Server.Remotes {
+		if strings.ContainsAny(remote.URL, "{}") {
+			skipped.TemplatedURL++
+			continue
+		}
+		slug := base
+		if i > 0 {
+			slug = base + "-" + strings.ToLower(remote.Type)
+		}
+		entry := Entry{Slug: fitSlug(slug), URL: remote.URL, Kind: "mcp", Transport: remote.Type}
+		if err := entry.Validate(); err != nil {
+			return nil, fmt.Errorf("remotes[%d]: %w", i, err)
+		}
+		rows = append(rows, Row{Entry: entry})
+	}
+	return rows, nil
+}
+
+// registrySlug is a registry name as a slug: lower case, '/' and '.' as '-'.
+func registrySlug(name string) string {
+	return strings.NewReplacer("/", "-", ".", "-").Replace(strings.ToLower(strings.TrimSpace(name)))
+}
+
+// fitSlug cuts a slug over maxSlugLen characters and suffixes a short hash of the whole, so two
+// long names that share a start stay apart and the same name always gives the same slug.
+func fitSlug(slug string) string {
+	if len(slug) <= maxSlugLen {
+		return slug
+	}
+	sum := sha256.Sum256([]byte(slug))
+	suffix := "-" + hex.EncodeToString(sum[:4])
+	return strings.TrimRight(slug[:maxSlugLen-len(suffix)], "-._") + suffix
+}

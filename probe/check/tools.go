@@ -1,0 +1,126 @@
+package check
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxToolsFingerprinted bounds the tools one check fingerprints, records in its result and
+// offers for storage: a hostile server may serve a new list at every check, and each run may add
+// at most this many definitions. A longer list is counted in full but recorded as truncated, and
+// a truncated list is never compared (see audit tools).
+const MaxToolsFingerprinted = 1000
+
+// ToolPrint is one tool of a run's list: its name and the fingerprint of its definition.
+type ToolPrint struct {
+	Name        string `json:"name"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// toolSet gathers a check's tools as the pages arrive.
+type toolSet struct {
+	prints []ToolPrint
+	defs   map[string]json.RawMessage // fingerprint → canonical definition
+	count  int
+	capped bool
+}
+
+// add fingerprints the page's tools while under the cap; a tool it cannot canonicalise (a schema
+// with a number JSON cannot hold, say) is recorded with the fingerprint of its error text, so the
+// list still changes when it does.
+func (s *toolSet) add(tools []*mcp.Tool) {
+	for _, t := range tools {
+		s.count++
+		if t == nil {
+			continue
+		}
+		if len(s.prints) >= MaxToolsFingerprinted {
+			s.capped = true
+			continue
+		}
+		canon, err := ToolDefinition(t)
+		if err != nil {
+			canon = mustCanonical(map[string]string{"name": t.Name, "error": err.Error()})
+		}
+		fp := fingerprint(canon)
+		if s.defs == nil {
+			s.defs = map[string]json.RawMessage{}
+		}
+		s.defs[fp] = canon
+		s.prints = append(s.prints, ToolPrint{Name: t.Name, Fingerprint: fp})
+	}
+}
+
+// list sorts the prints by name (then fingerprint) and returns them with the list's fingerprint:
+// the order a server lists its tools in is not a change of what it offers.
+func (s *toolSet) list() ([]ToolPrint, string) {
+	prints := slices.Clone(s.prints)
+	if prints == nil {
+		prints = []ToolPrint{}
+	}
+	slices.SortFunc(prints, func(a, b ToolPrint) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Fingerprint, b.Fingerprint)
+	})
+	return prints, fingerprint(mustCanonical(prints))
+}
+
+// ToolDefinition is the RFC 8785 (JCS) canonical JSON of what a model reads of a tool: name,
+// title, description, inputSchema, outputSchema and annotations (absent ones left out). Its
+// SHA-256 is the tool's fingerprint.
+func ToolDefinition(t *mcp.Tool) (json.RawMessage, error) {
+	def := map[string]any{"name": t.Name}
+	if t.Title != "" {
+		def["title"] = t.Title
+	}
+	if t.Description != "" {
+		def["description"] = t.Description
+	}
+	if t.InputSchema != nil {
+		def["inputSchema"] = t.InputSchema
+	}
+	if t.OutputSchema != nil {
+		def["outputSchema"] = t.OutputSchema
+	}
+	if t.Annotations != nil {
+		def["annotations"] = t.Annotations
+	}
+	return Canonical(def)
+}
+
+// Canonical encodes v as RFC 8785 canonical JSON: sorted keys, no white space, minimal string
+// escapes and ECMAScript number forms.
+func Canonical(v any) (json.RawMessage, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	val := jsontext.Value(raw)
+	if err := val.Canonicalize(); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	return json.RawMessage(val), nil
+}
+
+func mustCanonical(v any) json.RawMessage {
+	c, err := Canonical(v)
+	if err != nil {
+		panic(err) // only called on values made of strings
+	}
+	return c
+}
+
+// fingerprint is the hex SHA-256 of canonical JSON.
+func fingerprint(canon []byte) string {
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
