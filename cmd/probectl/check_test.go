@@ -32,7 +32,9 @@ func counted(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) {
 func sdkServer() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "atlas", Version: "2.0.0"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "search", Description: "finds things", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 }
 

@@ -84,7 +84,7 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 		in = file
 	}
 	if opts.Format == "mcp-registry" {
-		return importRegistry(ctx, opts, in)
+		return importRegistry(ctx, opts, format, in)
 	}
 	rows, err := directory.Parse(in)
 	if err != nil {
@@ -107,9 +107,8 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 
 // importRegistry is the --format mcp-registry path: the registry's shapes in, the same
 // all-or-nothing import out, with what was skipped.
-func importRegistry(ctx context.Context, opts *serversImportOptions, in io.Reader) error {
+func importRegistry(ctx context.Context, opts *serversImportOptions, format string, in io.Reader) error {
 	f := opts.f
-	format, _ := f.OutputFormat("table", "json")
 	parsed, err := directory.ParseRegistry(in)
 	if err != nil {
 		return exit.UsageError(fmt.Errorf("%s: %w", displayName(opts.File), err))

@@ -82,18 +82,30 @@ func required(servers []string) Result {
 		Summary: "auth required, tools not verified"}
 }
 
-// asMetadata fetches RFC 8414 metadata of an authorization server (path-inserted well-known
-// URL); true when it answered with an issuer.
+// asMetadata fetches an authorization server's metadata at the well-known URLs the MCP
+// authorization spec lists, in its order (RFC 8414 with path insertion, then OpenID Connect
+// Discovery with path insertion, then with the path appended; without a path, RFC 8414 then
+// OpenID Connect); true at the first that answers with an issuer. At most three requests.
 func asMetadata(ctx context.Context, client *http.Client, base *url.URL, issuer string) bool {
 	iu, err := url.Parse(issuer)
 	if err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" {
 		return false
 	}
-	var asm struct {
-		Issuer string `json:"issuer"`
+	origin, path := originOf(iu), strings.TrimSuffix(iu.EscapedPath(), "/")
+	candidates := []string{origin + "/.well-known/oauth-authorization-server" + path,
+		origin + "/.well-known/openid-configuration" + path}
+	if path != "" {
+		candidates = append(candidates, origin+path+"/.well-known/openid-configuration")
 	}
-	where := originOf(iu) + "/.well-known/oauth-authorization-server" + strings.TrimSuffix(iu.EscapedPath(), "/")
-	return getJSON(ctx, client, base, where, &asm) && asm.Issuer != ""
+	for _, where := range candidates {
+		var asm struct {
+			Issuer string `json:"issuer"`
+		}
+		if getJSON(ctx, client, base, where, &asm) && asm.Issuer != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // sameResource: the metadata's resource is the server's URL, or a parent of it on the same

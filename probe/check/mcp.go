@@ -3,7 +3,6 @@ package check
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -32,9 +31,9 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 	if transport == "" {
 		transport = TransportStreamableHTTP
 	}
-	watch := &challengeWatch{next: client.Transport}
+	watch := &wireWatch{next: client.Transport}
 	client = &http.Client{Transport: watch, CheckRedirect: client.CheckRedirect}
-	cs, used, err := c.connectMCP(ctx, client, rec, t.URL, transport)
+	cs, used, err := c.connectMCP(ctx, client, rec, watch, t.URL, transport)
 	if err != nil {
 		return c.connectFailed(ctx, client, watch, t, used, err)
 	}
@@ -85,12 +84,12 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 
 // connectMCP opens a session over transport; over streamable-http, an initialize answered 400,
 // 404 or 405 is retried over SSE. It says which transport it ended on.
-func (c *Checker) connectMCP(ctx context.Context, client *http.Client, rec *recorder, endpoint, transport string) (*mcp.ClientSession, string, error) {
+func (c *Checker) connectMCP(ctx context.Context, client *http.Client, rec *recorder, watch *wireWatch, endpoint, transport string) (*mcp.ClientSession, string, error) {
 	mc := mcp.NewClient(&mcp.Implementation{Name: "probectl", Version: c.version},
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	opts := &mcp.ClientSessionOptions{ProtocolVersion: mcpProtocolVersion}
 	if transport == TransportSSE {
-		cs, err := mc.Connect(ctx, c.sseTransport(client, endpoint), opts)
+		cs, err := mc.Connect(ctx, c.sseTransport(client, watch, endpoint), opts)
 		return cs, TransportSSE, err
 	}
 	st := &mcp.StreamableClientTransport{
@@ -106,7 +105,7 @@ func (c *Checker) connectMCP(ctx context.Context, client *http.Client, rec *reco
 	}
 	switch initializeStatus(rec) {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
-		cs, err = mc.Connect(ctx, c.sseTransport(client, endpoint), opts)
+		cs, err = mc.Connect(ctx, c.sseTransport(client, watch, endpoint), opts)
 		return cs, TransportSSE, err
 	}
 	return nil, TransportStreamableHTTP, err
@@ -125,9 +124,8 @@ func initializeStatus(rec *recorder) int {
 
 // connectFailed explains a session that could not be opened: an SSE endpoint on another
 // origin, an authorization the server requires (see auth.go), or the SDK's error.
-func (c *Checker) connectFailed(ctx context.Context, client *http.Client, watch *challengeWatch, t Target, used string, err error) (Result, error) {
-	var origin *OriginError
-	if errors.As(err, &origin) {
+func (c *Checker) connectFailed(ctx context.Context, client *http.Client, watch *wireWatch, t Target, used string, err error) (Result, error) {
+	if origin := watch.originRefused(); origin != nil {
 		// Unwrapped: the HTTP client's wrapping would make it look like a network error.
 		return Result{Transport: used, Summary: "sse endpoint on another origin"}, origin
 	}

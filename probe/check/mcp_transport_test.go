@@ -314,3 +314,33 @@ func TestCanonicalJSONFollowsRFC8785(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `{"a":["€<>",1,0.000001],"b":1e+21,"é":false}`, string(got))
 }
+
+// Found by the MCP conformance suite (auth/metadata-var3): an authorization server whose metadata
+// is only at the OpenID Connect path, appended to its issuer's path, is found there, third.
+func TestAuthorizationServerMetadataIsLookedForWhereTheSpecSays(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	var f *fleet
+	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"resource": f.URL + "/mcp", "authorization_servers": []string{f.URL + "/tenant1"}})
+	})
+	mux.HandleFunc("/tenant1/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": f.URL + "/tenant1"})
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+f.URL+`/.well-known/oauth-protected-resource/mcp"`)
+		http.Error(w, "no", http.StatusUnauthorized)
+	})
+	f = newFleet(t, mux)
+	res := checkMCPAt(t, f.URL+"/mcp", "")
+	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+	assert.True(t, res.AuthorizationServerMetadata)
+	var paths []string
+	for _, r := range f.seen {
+		paths = append(paths, r.URL.Path)
+	}
+	assert.Equal(t, []string{"/mcp", "/.well-known/oauth-protected-resource/mcp",
+		"/.well-known/oauth-authorization-server/tenant1", "/.well-known/openid-configuration/tenant1",
+		"/tenant1/.well-known/openid-configuration"}, paths)
+	budgetHeld(t, f, res)
+}

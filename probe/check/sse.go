@@ -20,10 +20,10 @@ func (e *OriginError) Error() string {
 
 // sseTransport is the SDK's SSE client transport over a client that refuses any POST off the
 // server's origin (the endpoint event decides where the SDK posts).
-func (c *Checker) sseTransport(client *http.Client, endpoint string) mcp.Transport {
+func (c *Checker) sseTransport(client *http.Client, watch *wireWatch, endpoint string) mcp.Transport {
 	u, _ := url.Parse(endpoint) // validated before the check began
 	guarded := &http.Client{
-		Transport:     &originGuard{next: client.Transport, origin: originOf(u)},
+		Transport:     &originGuard{next: client.Transport, origin: originOf(u), watch: watch},
 		CheckRedirect: client.CheckRedirect,
 	}
 	return &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: guarded, MaxEventSize: int(c.cfg.MaxBodyBytes)}
@@ -33,6 +33,7 @@ func (c *Checker) sseTransport(client *http.Client, endpoint string) mcp.Transpo
 type originGuard struct {
 	next   http.RoundTripper
 	origin string
+	watch  *wireWatch // told of a refusal: the SDK may report its own error instead
 }
 
 func (g *originGuard) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -40,7 +41,9 @@ func (g *originGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, &OriginError{Endpoint: redactedURL(req.URL), Origin: g.origin}
+		err := &OriginError{Endpoint: redactedURL(req.URL), Origin: g.origin}
+		g.watch.refuse(err)
+		return nil, err
 	}
 	return g.next.RoundTrip(req)
 }
@@ -60,16 +63,32 @@ func originOf(u *url.URL) string {
 	return scheme + "://" + host
 }
 
-// challengeWatch remembers the WWW-Authenticate header of the first 401 a check receives: the
-// auth check needs it, and the SDK keeps only the status.
-type challengeWatch struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	seen bool
-	www  []string
+// wireWatch remembers what the SDK's errors do not carry: the WWW-Authenticate header of the
+// first 401 a check receives (the auth check needs it; the SDK keeps only the status), and a POST
+// the origin guard refused (the SDK may report the session's closing instead).
+type wireWatch struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	seen    bool
+	www     []string
+	refused *OriginError
 }
 
-func (w *challengeWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+func (w *wireWatch) refuse(err *OriginError) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.refused == nil {
+		w.refused = err
+	}
+}
+
+func (w *wireWatch) originRefused() *OriginError {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.refused
+}
+
+func (w *wireWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := w.next.RoundTrip(req)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
 		w.mu.Lock()
@@ -81,7 +100,7 @@ func (w *challengeWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func (w *challengeWatch) challenge() (bool, []string) {
+func (w *wireWatch) challenge() (bool, []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.seen, w.www

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -182,6 +183,9 @@ type cappedBody struct {
 	n      int64
 	err    error
 	once   sync.Once
+	// closed: the client closed the body (the SDK ends an SSE stream that way); a read that then
+	// fails says nothing about the server.
+	closed atomic.Bool
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -206,6 +210,8 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		return n, b.err
 	case err == io.EOF:
 		b.done()
+	case err != nil && b.closed.Load():
+		b.done()
 	case err != nil:
 		err = b.rec.explain(b.parent, b.ctx, err)
 		b.err = err
@@ -216,6 +222,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (b *cappedBody) Close() error {
+	b.closed.Store(true)
 	err := b.rc.Close()
 	b.done()
 	return err
