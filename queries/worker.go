@@ -48,13 +48,18 @@ func LockSchedule(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// LastScheduledRound is when the last cron round started; nil when none ever did.
-func LastScheduledRound(ctx context.Context, db DBTX) (*time.Time, error) {
-	var at *time.Time
-	if err := db.QueryRow(ctx, SQL("LastScheduledRound")).Scan(&at); err != nil {
+// SinceScheduledRound is how long ago the last cron round started, by the database's clock; nil
+// when none ever did.
+func SinceScheduledRound(ctx context.Context, db DBTX) (*time.Duration, error) {
+	var secs *float64
+	if err := db.QueryRow(ctx, SQL("LastScheduledRound")).Scan(&secs); err != nil {
 		return nil, fmt.Errorf("read the last scheduled round: %w", err)
 	}
-	return at, nil
+	if secs == nil {
+		return nil, nil
+	}
+	d := intervalSeconds(*secs)
+	return &d, nil
 }
 
 // LiveInvocations counts invocation jobs that are queued, running or waiting for a retry.

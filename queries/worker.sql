@@ -20,15 +20,20 @@ SELECT r.id AS release_id,
 SELECT pg_advisory_xact_lock(2024061500, 8);
 
 -- name: LastScheduledRound
--- When the last scheduled round started (NULL: never).
-SELECT max(started_at) FROM probe_rounds WHERE trigger = 'cron';
+-- How long ago the last scheduled round started, by the database's clock (NULL: never).
+SELECT extract(epoch FROM now() - max(started_at))::float8 FROM probe_rounds WHERE trigger = 'cron';
 
 -- name: LiveInvocations
--- Invocation jobs still waiting, running or to be retried, of any round.
+-- Invocation jobs still waiting, running or to be retried, of any round. A job running past its
+-- own timeout (the invocation's worst case, in its args) is not counted: River would have
+-- cancelled it on a live worker, so its worker died (kill -9); River rescues it later, and the
+-- jobs it claimed stay open until the in-flight window ends, so the next round cannot take them.
 SELECT count(*)::int
   FROM river_job
  WHERE kind = 'probectl_invocation'
-   AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled');
+   AND (state IN ('available', 'pending', 'retryable', 'scheduled')
+        OR (state = 'running'
+            AND attempted_at + make_interval(secs => (args ->> 'timeout_seconds')::float8) > now()));
 
 -- name: RoundsDone
 -- Open rounds whose invocations ran as River jobs and are all over (completed, discarded or
