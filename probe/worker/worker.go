@@ -149,7 +149,7 @@ func NewClient(cfg Config) (*river.Client[pgx.Tx], error) {
 		MaxAttempts:          MaxAttempts,
 		RescueStuckJobsAfter: RescueStuckJobsAfter,
 		JobTimeout:           tickTimeout,
-		Logger:               cfg.Log,
+		Logger:               slog.New(warnings{cfg.Log.Handler()}),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
 			func() (river.JobArgs, *river.InsertOpts) {
 				return tickArgs{}, &river.InsertOpts{Queue: Queue, MaxAttempts: 1}
@@ -271,3 +271,15 @@ func Tick(ctx context.Context, pool *pgxpool.Pool, version, keyID string, client
 	}
 	return started, nil
 }
+
+// warnings passes on River's warnings and errors only: its routine counts every few seconds
+// would bury the worker's own log.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(attrs)} }
+
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
