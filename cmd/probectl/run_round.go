@@ -29,6 +29,7 @@ type runRoundOptions struct {
 	Trigger                                 string
 	DryRun                                  bool
 	IgnoreVersion                           bool
+	ViaQueue, Wait                          bool
 
 	// changed says which flags were set on the command line: those override the active release.
 	changed func(flag string) bool
@@ -98,6 +99,8 @@ interrupted by probectl).`,
 	fl.StringVar(&opts.Trigger, "trigger", d.Trigger, "what started the round: manual or cron")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "claim nothing; explain what would be claimed and skipped")
 	fl.BoolVar(&opts.IgnoreVersion, "ignore-version", false, "run even though the active release is another version")
+	fl.BoolVar(&opts.ViaQueue, "via-queue", false, "queue the invocations for 'probectl worker' processes, print the round id and exit")
+	fl.BoolVar(&opts.Wait, "wait", false, "with --via-queue: wait for the workers and print the round's summary")
 	return cmd
 }
 
@@ -150,6 +153,9 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err := settings.Validate(); err != nil {
 		return err
 	}
+	if err := opts.checkQueueFlags(); err != nil {
+		return err
+	}
 	if opts.DryRun {
 		return runRoundDryRun(ctx, opts, settings, format)
 	}
@@ -164,6 +170,9 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	settings, overrides, err := release.SettingsForRound(ctx, pool, opts.roundRequest(settings))
 	if err != nil {
 		return err
+	}
+	if opts.ViaQueue {
+		return runRoundViaQueue(ctx, opts, pool, settings, overrides, signer, format)
 	}
 	round := &probe.Round{
 		DB:       pool,
