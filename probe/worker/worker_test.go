@@ -132,9 +132,9 @@ func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled(t *testing.T) {
 	url := migrated.NewDB(t)
 	pool := dbtest.Pool(t, url)
 
-	// The fleet answers after a short think, so a round lasts long enough to be killed midway.
+	// The fleet answers after a second, so a round lasts long enough to be killed midway.
 	fleet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(time.Second)
 		_, _ = io.WriteString(w, "ok")
 	}))
 	t.Cleanup(fleet.Close)
@@ -149,19 +149,21 @@ func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled(t *testing.T) {
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)
 
+	// The first worker starts alone, so it leads and runs the first round's invocations; the
+	// two others join, and the leader is killed while it still holds open jobs (River records
+	// which worker attempts a job; worker ids end in the pid).
 	procs := map[int]*proc{}
-	for range 3 {
-		p := startWorker(t, bin, url)
-		procs[p.cmd.Process.Pid] = p
-	}
-
-	// Mid-round, in the leader's own hands: the leader runs an invocation whose checks are not all
-	// finished (River records which worker attempts a job; worker ids end in the pid).
+	first := startWorker(t, bin, url)
+	procs[first.cmd.Process.Pid] = first
 	var leaderID string
 	eventually(t, "the leader running an invocation with open jobs", 2*time.Minute, func() bool {
 		err := pool.QueryRow(ctx, leaderMidRound).Scan(&leaderID)
 		return err == nil
 	})
+	for range 2 {
+		p := startWorker(t, bin, url)
+		procs[p.cmd.Process.Pid] = p
+	}
 	pid, err := strconv.Atoi(leaderID[strings.LastIndex(leaderID, "-")+1:])
 	require.NoError(t, err, "leader id %q", leaderID)
 	leader := procs[pid]
@@ -198,6 +200,15 @@ func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled(t *testing.T) {
 	t.Logf("%d rounds, %d servers checked, %d jobs left open by the killed leader", rounds, servers-open, open)
 
 	// SIGTERM: the survivors stop and exit 0 within 30 seconds.
+	for pid := range procs {
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				if strings.HasPrefix(line, "VmHWM:") {
+					t.Logf("worker %d peak RSS %s", pid, strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+				}
+			}
+		}
+	}
 	for _, p := range procs {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	}
