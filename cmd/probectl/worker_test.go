@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
 )
 
 func TestRunRoundViaQueueQueuesOneJobPerInvocationAndPrintsTheRoundID(t *testing.T) {
@@ -41,4 +44,53 @@ func TestQueueAndWorkerFlagsAreCheckedBeforeConnecting(t *testing.T) {
 			assert.Equal(t, 2, res.Code, res.Stderr)
 		})
 	}
+}
+
+func TestMigrateAppliesRiversMigrationsAndStatusListsThem(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewEmptyDB(t)
+	res := runCLI(t, "--database-url", url, "migrate")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "00008_schedule.sql")
+	assert.Contains(t, res.Stdout, "river/")
+
+	res = runCLI(t, "--database-url", url, "migrate", "status", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var st struct {
+		Migrations []struct {
+			Name    string `json:"name"`
+			Applied bool   `json:"applied"`
+		} `json:"migrations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &st))
+	river := 0
+	for _, m := range st.Migrations {
+		if strings.HasPrefix(m.Name, "river/") {
+			river++
+			assert.True(t, m.Applied, m.Name)
+		}
+	}
+	assert.Positive(t, river, "River's migrations are listed")
+	var exists bool
+	require.NoError(t, dbtest.Pool(t, url).QueryRow(context.Background(), "SELECT to_regclass('river_job') IS NOT NULL").Scan(&exists))
+	assert.True(t, exists, "river_job is created in the same database")
+}
+
+func TestDeployRecordEveryIsStoredAndShownByStatus(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "deploy", "record", "--actor", "al", "--every", "5m")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "status", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var st struct {
+		ActiveRelease struct {
+			RoundEverySeconds float64 `json:"round_every_seconds"`
+		} `json:"active_release"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &st), res.Stdout)
+	assert.Equal(t, 300.0, st.ActiveRelease.RoundEverySeconds)
+	res = runCLI(t, "--database-url", url, "status")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "probectl worker starts a round every 5m")
 }
