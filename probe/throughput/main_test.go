@@ -1,16 +1,11 @@
 package throughput
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
@@ -19,25 +14,9 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// migrated holds probectl's schema and River's tables in one database, as a worker's would.
-var migrated = dbtest.NewTemplate("throughput_tmpl", func(ctx context.Context, url string) error {
-	if err := queries.MigrateURL(ctx, url); err != nil {
-		return err
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-	if err != nil {
-		return err
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrate river: %w", err)
-	}
-	return nil
-})
+// migrated holds probectl's schema and River's tables in one database, as a worker's would
+// (probectl migrate applies both).
+var migrated = dbtest.NewTemplate("throughput_tmpl", queries.MigrateURL)
 
 // testSQL reads a statement of testdata/.
 func testSQL(t testing.TB, name string) string {
