@@ -73,3 +73,9 @@ func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
 	}
 	return p, nil
 }
+
+// CheckKey refuses a signing key whose runs nobody could verify (not registered, or retired), as
+// a round does before it claims: a worker checks its key once, when it starts.
+func CheckKey(ctx context.Context, db queries.DBTX, keyID string) error {
+	return (&Round{DB: db}).checkKeyRegistered(ctx, keyID)
+}

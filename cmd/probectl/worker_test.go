@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,4 +94,16 @@ func TestDeployRecordEveryIsStoredAndShownByStatus(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "status")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.Contains(t, res.Stdout, "probectl worker starts a round every 5m")
+}
+
+func TestWorkerRefusesAKeyThatIsNotRegistered(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	key := filepath.Join(t.TempDir(), "probe.key")
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "keys", "generate", "--out", key).Code)
+	_, err := pool.Exec(context.Background(), "DELETE FROM signing_keys")
+	require.NoError(t, err)
+	res := runCLI(t, "--database-url", url, "worker", "--signing-key", key)
+	assert.Equal(t, 2, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, "is not registered")
 }

@@ -113,6 +113,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if cfg.Signer != nil {
+		if err := probe.CheckKey(ctx, cfg.Pool, cfg.Signer.KeyID()); err != nil {
+			return err
+		}
+	}
 	client, err := NewClient(cfg)
 	if err != nil {
 		return err
