@@ -188,16 +188,9 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	s := r.Settings
-	settings, err := json.Marshal(s.record(keyID))
+	roundID, startedAt, err := StartRound(ctx, r.DB, s, keyID)
 	if err != nil {
-		return nil, fmt.Errorf("encode round settings: %w", err)
-	}
-	roundID, startedAt, err := queries.InsertRound(ctx, r.DB, queries.NewRound{
-		Trigger: s.Trigger, ReleaseID: s.ReleaseID, Version: s.Version,
-		Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency, Settings: settings,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start round: %w", err)
+		return nil, err
 	}
 	st := &state{roundID: roundID, deadline: r.clock().Add(s.MaxDuration)}
 

@@ -79,7 +79,8 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 	if err != nil {
 		return out, fmt.Errorf("apply migrations: %w", err)
 	}
-	return out, nil
+	river, err := migrateRiver(ctx, pool)
+	return append(out, river...), err
 }
 
 // MigrateURL migrates the database at url, as a test template's setup (dbtest.NewTemplate) wants.
@@ -112,7 +113,8 @@ func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]Migration, erro
 		}
 		out = append(out, m)
 	}
-	return out, nil
+	river, err := riverStatus(ctx, pool)
+	return append(out, river...), err
 }
 
 // CheckSchema returns a *SchemaBehindError when migrations this binary ships are not applied.

@@ -19,6 +19,9 @@ type RecordRequest struct {
 	Settings Settings
 	WaysBack []Way
 	Note     string
+	// Every is how often `probectl worker` starts a round of this release (0: no schedule; rounds
+	// run only by hand). Between MinEvery and MaxEvery.
+	Every time.Duration
 	// Actor is who deployed it ($USER or --actor).
 	Actor string
 	// Now, when set, stands in for the database's now() (tests fix the clock with it).
@@ -65,6 +68,11 @@ func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Record
 		if err != nil {
 			return err
 		}
+		if req.Every > 0 {
+			if err := queries.SetReleaseEvery(ctx, tx, id, req.Every); err != nil {
+				return err
+			}
+		}
 		ev := Event{ReleaseID: id, Action: ActionDeploy, Actor: req.Actor, Reason: req.Note}
 		if out.Replaced != nil {
 			ev.FromReleaseID = &out.Replaced.ID
@@ -89,6 +97,9 @@ func ValidateRecord(req RecordRequest) error {
 func (req RecordRequest) validate() error {
 	if err := ValidateSettings(req.Settings); err != nil {
 		return err
+	}
+	if req.Every != 0 && (req.Every < MinEvery || req.Every > MaxEvery) {
+		return fmt.Errorf("--every: must be between %s and %s, got %s", MinEvery, MaxEvery, req.Every)
 	}
 	if req.Version == "" {
 		return errors.New("--version: must not be empty")

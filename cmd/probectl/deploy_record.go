@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ type deployRecordOptions struct {
 	Version  string
 	Settings release.Settings
 	WaysBack string
+	Every    time.Duration
 	Note     string
 	Actor    string
 }
@@ -58,6 +60,7 @@ Who deployed it is $USER unless --actor says otherwise.`,
 	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request of a check")
 	fl.DurationVar(&opts.Settings.MaxDuration, "max-duration", opts.Settings.MaxDuration, "a round's time budget")
 	fl.StringVar(&opts.Settings.Finish, "finish", opts.Settings.Finish, "finish mode: tx or advance-first")
+	fl.DurationVar(&opts.Every, "every", 0, "start a round this often under `probectl worker` (5s to 24h; default: no schedule)")
 	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, or both (comma-separated)")
 	fl.StringVar(&opts.Note, "note", "", "what this release changes, for the history")
 	fl.StringVar(&opts.Actor, "actor", "", "who deploys it (default $USER)")
@@ -75,7 +78,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 		return exit.UsageError(fmt.Errorf("--ways-back: %w", err))
 	}
 	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
-		Note: opts.Note, Actor: actorFrom(f, opts.Actor)}
+		Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor)}
 	if err := release.ValidateRecord(req); err != nil {
 		return err
 	}

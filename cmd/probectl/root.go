@@ -53,6 +53,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newKeysCmd(f),
 		newRunCmd(f),
 		newRunsCmd(f),
+		newWorkerCmd(f),
 		newAuditCmd(f),
 		newStatusCmd(f),
 		newServeCmd(f),

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/exit"
@@ -30,6 +31,7 @@ type runRoundOptions struct {
 	Trigger                                 string
 	DryRun                                  bool
 	IgnoreVersion                           bool
+	ViaQueue, Wait                          bool
 
 	// changed says which flags were set on the command line: those override the active release.
 	changed func(flag string) bool
@@ -99,6 +101,8 @@ interrupted by probectl).`,
 	fl.StringVar(&opts.Trigger, "trigger", d.Trigger, "what started the round: manual or cron")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "claim nothing; explain what would be claimed and skipped")
 	fl.BoolVar(&opts.IgnoreVersion, "ignore-version", false, "run even though the active release is another version")
+	fl.BoolVar(&opts.ViaQueue, "via-queue", false, "queue the invocations for 'probectl worker' processes, print the round id and exit")
+	fl.BoolVar(&opts.Wait, "wait", false, "with --via-queue: wait for the workers and print the round's summary")
 	return cmd
 }
 
@@ -151,6 +155,9 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err := settings.Validate(); err != nil {
 		return err
 	}
+	if err := opts.checkQueueFlags(); err != nil {
+		return err
+	}
 	if opts.DryRun {
 		return runRoundDryRun(ctx, opts, settings, format)
 	}
@@ -166,6 +173,9 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.ViaQueue {
+		return runRoundViaQueue(ctx, opts, pool, settings, overrides, signer, format)
+	}
 	round := &probe.Round{
 		DB:       pool,
 		Settings: settings,
@@ -180,17 +190,23 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if sum == nil {
 		return err
 	}
-	// The failures are read back from the stored runs, after the round (even a stopped one).
-	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	failures, ferr := history.RoundFailures(fctx, pool, sum.RoundID, sum.Jobs)
-	fcancel()
-	if ferr != nil {
-		round.Log.Error("could not read the round's failures back", "round", sum.RoundID, "err", ferr)
-	}
-	if rerr := renderRoundSummary(f, format, sum, overrides, failures); rerr != nil {
+	if rerr := renderRoundWithFailures(ctx, f, pool, format, sum, overrides, round.Log); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return err
+}
+
+// renderRoundWithFailures renders a round's summary with its failures, read back from the stored
+// runs after the round (even a stopped one): a failure to read them is logged, not fatal.
+func renderRoundWithFailures(ctx context.Context, f *factory, pool *pgxpool.Pool, format string,
+	sum *probe.Summary, overrides []release.Override, log *slog.Logger) error {
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	failures, ferr := history.RoundFailures(fctx, pool, sum.RoundID, sum.Jobs)
+	fcancel()
+	if ferr != nil && log != nil {
+		log.Error("could not read the round's failures back", "round", sum.RoundID, "err", ferr)
+	}
+	return renderRoundSummary(f, format, sum, overrides, failures)
 }
 
 func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.Settings, format string) error {

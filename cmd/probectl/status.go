@@ -79,6 +79,9 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 		p.linef("%s (%s), deployed %s by %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s",
 			rel.Version, rel.Kind, statusTime(rel.DeployedAt), rel.DeployedBy, rel.Fanout, rel.ClaimLimit,
 			rel.Concurrency, status.HumanDuration(rel.MinSpacing), rel.FinishMode)
+		if rel.Every > 0 {
+			p.linef("probectl worker starts a round every %s", status.HumanDuration(rel.Every))
+		}
 	} else {
 		p.linef("%s", st.Muted.Render("none"))
 	}

@@ -35,6 +35,8 @@ type releaseJSON struct {
 	Concurrency       int           `json:"concurrency"`
 	MinSpacingSeconds audit.Seconds `json:"min_spacing_seconds"`
 	FinishMode        string        `json:"finish_mode"`
+	// RoundEverySeconds is the worker's schedule; 0 when rounds run only by hand.
+	RoundEverySeconds audit.Seconds `json:"round_every_seconds"`
 }
 
 type dueJSON struct {
@@ -121,7 +123,8 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		out.ActiveRelease = &releaseJSON{ID: rel.ID, Version: rel.Version, Kind: rel.Kind,
 			DeployedAt: rel.DeployedAt.UTC(), DeployedBy: rel.DeployedBy, Fanout: rel.Fanout,
 			ClaimLimit: rel.ClaimLimit, Concurrency: rel.Concurrency,
-			MinSpacingSeconds: audit.Seconds(rel.MinSpacing), FinishMode: rel.FinishMode}
+			MinSpacingSeconds: audit.Seconds(rel.MinSpacing), FinishMode: rel.FinishMode,
+			RoundEverySeconds: audit.Seconds(rel.Every)}
 	}
 	if o := r.Due.Oldest; o != nil {
 		out.DueServers.Oldest = &dueServerJSON{ServerID: o.ServerID, Slug: o.Slug,

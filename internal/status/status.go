@@ -60,6 +60,8 @@ type Release struct {
 	Fanout, ClaimLimit, Concurrency int
 	MinSpacing                      time.Duration
 	FinishMode                      string
+	// Every is how often `probectl worker` starts its rounds; 0: no schedule, rounds by hand.
+	Every time.Duration
 }
 
 // Due is how many active servers are due.
@@ -208,9 +210,13 @@ func activeRelease(ctx context.Context, tx pgx.Tx) (*Release, error) {
 	if err != nil {
 		return nil, err
 	}
+	sched, err := queries.ActiveSchedule(ctx, tx)
+	if err != nil && !errors.Is(err, queries.ErrNoRelease) {
+		return nil, err
+	}
 	return &Release{ID: rel.ID, Version: rel.Version, Kind: rel.Kind, DeployedAt: rel.DeployedAt.UTC(),
 		DeployedBy: rel.DeployedBy, Fanout: rel.Fanout, ClaimLimit: rel.ClaimLimit,
-		Concurrency: rel.Concurrency, MinSpacing: rel.MinSpacing, FinishMode: rel.FinishMode}, nil
+		Concurrency: rel.Concurrency, MinSpacing: rel.MinSpacing, FinishMode: rel.FinishMode, Every: sched.Every}, nil
 }
 
 func due(ctx context.Context, tx pgx.Tx, now time.Time) (Due, error) {

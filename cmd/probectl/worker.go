@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/probe/worker"
+)
+
+type workerOptions struct {
+	f *factory
+
+	SigningKey          string
+	Unsigned            bool
+	AllowPrivateTargets bool
+	SpoolDir            string
+	MaxWorkers          int
+}
+
+func newWorkerCmd(f *factory) *cobra.Command {
+	opts := &workerOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run scheduled rounds and queued invocations, on as many machines as you like",
+		Long: `Run a worker: a long-lived process that runs the invocations of rounds, as River jobs in the
+same PostgreSQL ('probectl migrate' creates River's tables). Start one or more on any machines.
+
+One worker among all of them is elected leader; every second it asks whether a round is due: the
+active release's schedule ('probectl deploy record --every 5m') says how often, and no round
+starts while an invocation of the previous one is still queued or running. A due round is
+recorded and its 1 + fan-out invocations queued in one transaction; any worker runs them (claim,
+check, sign, finish, exactly as 'run round' does), at most --max-workers at once per process.
+The round's settings come from the active release; a release of another version starts nothing.
+
+An invocation's job times out after its worst case (8 requests at the request timeout, the
+round's budget and the finish's), is tried at most 3 times, and a job whose worker died is
+rescued after the in-flight window plus a minute; its claims stay open until the window ends, so
+no other worker checks those servers meanwhile.
+
+On SIGTERM or Ctrl-C the worker stops fetching jobs, gives the checks in flight 10 seconds, then
+cancels the rest (stored as interrupted, at probectl's fault; River retries their invocations)
+and exits 0.`,
+		Example: `  probectl deploy record --fanout 19 --claim-limit 5 --concurrency 3 --every 5m
+  probectl worker --signing-key /etc/probectl/probe.key --max-workers 20
+  PROBECTL_SIGNING_KEY=probe.key probectl worker --spool-dir /var/lib/probectl/spool`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd.Context(), opts) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
+	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
+	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback, private and link-local addresses")
+	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "directory of the local spool for runs that could not be stored")
+	fl.IntVar(&opts.MaxWorkers, "max-workers", 10, "most invocations this process runs at once (1 to 1000)")
+	return cmd
+}
+
+func runWorker(ctx context.Context, opts *workerOptions) error {
+	f := opts.f
+	cfg := worker.Config{MaxWorkers: opts.MaxWorkers, AllowPrivateTargets: opts.AllowPrivateTargets,
+		Version: f.Build.Version, Log: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	signer, err := (&runRoundOptions{f: f, SigningKey: opts.SigningKey, Unsigned: opts.Unsigned}).signer()
+	if err != nil {
+		return err
+	}
+	cfg.Signer = signer
+	if cfg.Pool, err = f.Pool(ctx); err != nil {
+		return err
+	}
+	return worker.Run(ctx, cfg)
+}

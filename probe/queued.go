@@ -1,0 +1,81 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// StartRound records a round that is about to run with settings s (keyID "" when unsigned) and
+// returns its id and start. Run calls it; a queued round (probe/worker) calls it in the
+// transaction that queues the round's invocations, so the round and its work appear together.
+func StartRound(ctx context.Context, db queries.DBTX, s Settings, keyID string) (int64, time.Time, error) {
+	settings, err := json.Marshal(s.record(keyID))
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("encode round settings: %w", err)
+	}
+	id, startedAt, err := queries.InsertRound(ctx, db, queries.NewRound{
+		Trigger: s.Trigger, ReleaseID: s.ReleaseID, Version: s.Version,
+		Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency, Settings: settings,
+	})
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("start round: %w", err)
+	}
+	return id, startedAt, nil
+}
+
+// Invocation is one invocation of a round started elsewhere (StartRound), run on its own, as a
+// worker runs the invocations of a queued round: claim, check, sign and finish exactly as an
+// invocation of Round.Run does. Running the same invocation again (a retry) is harmless: its
+// claims find nothing that another job holds or that was checked within the spacing guard.
+type Invocation struct {
+	DB       queries.DBTX
+	Settings Settings
+	Checker  Checker
+	Signer   Signer
+	Log      *slog.Logger
+
+	RoundID int64
+	Index   int // 0 is the cron invocation, 1.. the fan-out
+	// Deadline is the round's start plus its time budget: no claim starts after it.
+	Deadline time.Time
+}
+
+// Run runs the invocation and returns its counts. The error is an *InterruptedError when ctx was
+// cancelled (its checks stopped midway are stored as interrupted), else an *IncompleteError when
+// a claim or a finish failed.
+func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
+	if inv.DB == nil || inv.Checker == nil {
+		return Progress{}, errors.New("probe: an invocation needs a database and a checker")
+	}
+	log := inv.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	r := &Round{DB: inv.DB, Settings: inv.Settings, Checker: inv.Checker, Signer: inv.Signer, Log: log}
+	st := &state{roundID: inv.RoundID, deadline: inv.Deadline}
+	p := r.invoke(ctx, st, inv.Index)
+	st.mu.Lock()
+	problems := slices.Clone(st.problems)
+	st.mu.Unlock()
+	if ctx.Err() != nil {
+		return p, &InterruptedError{Cause: context.Cause(ctx), Problems: problems}
+	}
+	if len(problems) > 0 {
+		return p, &IncompleteError{Problems: problems}
+	}
+	return p, nil
+}
+
+// CheckKey refuses a signing key whose runs nobody could verify (not registered, or retired), as
+// a round does before it claims: a worker checks its key once, when it starts.
+func CheckKey(ctx context.Context, db queries.DBTX, keyID string) error {
+	return (&Round{DB: db}).checkKeyRegistered(ctx, keyID)
+}

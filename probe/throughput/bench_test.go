@@ -1,0 +1,278 @@
+package throughput
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/check"
+)
+
+// BenchmarkThroughput measures, side by side in one run on one database and the same loopback
+// fleet (one HTTP server that answers 200 at once):
+//
+//   - probectl: a round of 1 + fan-out invocations claiming, checking (a real check: one GET on a
+//     fresh connection, SSRF guard allowed to loopback) and finishing every due server, in
+//     servers/s, with the mean cost of a probe_claim and a probe_finish statement;
+//   - River v0.51.2: as many jobs, worked by as many workers as the round has check slots, each
+//     one GET of the same fleet on a fresh connection, in jobs/s (fetch + GET + complete);
+//   - the same two with a check and a job that do nothing.
+//
+// Sizes are small by default so that `make bench` stays short on a shared machine:
+//
+//	PROBECTL_BENCH_SERVERS      due servers, and River jobs (default 1000)
+//	PROBECTL_BENCH_FANOUT       fan-out invocations besides the cron one (default 19)
+//	PROBECTL_BENCH_CONCURRENCY  checks at a time per invocation (default 10); River's MaxWorkers
+//	                            is (1 + fan-out) x concurrency, the same number of slots
+//
+// The issue's size (10,000 servers, 1,000 slots):
+//
+//	PROBECTL_BENCH_SERVERS=10000 PROBECTL_BENCH_CONCURRENCY=50 \
+//	  go test -run='^$' -bench=Throughput -benchtime=1x -timeout=30m ./probe/throughput/
+func BenchmarkThroughput(b *testing.B) {
+	servers := envInt(b, "PROBECTL_BENCH_SERVERS", 1000)
+	fanout := envInt(b, "PROBECTL_BENCH_FANOUT", 19)
+	concurrency := envInt(b, "PROBECTL_BENCH_CONCURRENCY", 10)
+	invocations := fanout + 1
+	slots := invocations * concurrency
+
+	fleet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	b.Cleanup(fleet.Close)
+
+	tracer := &costTracer{}
+	pool := benchPool(b, migrated.NewDB(b), int32(min(invocations+10, 60)), tracer)
+	b.Logf("%d servers, fan-out %d, %d checks at a time per invocation (%d slots), claim limit %d",
+		servers, fanout, concurrency, slots, (servers+invocations-1)/invocations)
+
+	s := probe.DefaultSettings()
+	s.Fanout, s.Concurrency = fanout, concurrency
+	s.ClaimLimit = (servers + invocations - 1) / invocations
+	s.AllowPrivateTargets = true
+	// The longest budget whose worst case still fits the in-flight window, so that a slow claim
+	// path shows as a low rate rather than a round cut short.
+	s.MaxDuration = 10 * time.Minute
+	s.Version = "bench"
+	realCheck := check.New(s.CheckConfig())
+
+	var probectlGET, riverGET, probectlNoop, riverNoop float64
+	b.Run("probectl claim+check+finish", func(b *testing.B) {
+		probectlGET = probectlRounds(b, pool, tracer, s, realCheck, servers, fleet.URL)
+	})
+	b.Run("river fetch+GET+complete", func(b *testing.B) {
+		riverGET = riverJobs(b, pool, slots, servers, fleet.URL, getFresh)
+	})
+	b.Run("probectl no-op check", func(b *testing.B) {
+		probectlNoop = probectlRounds(b, pool, tracer, s, noopChecker{}, servers, fleet.URL)
+	})
+	b.Run("river no-op job", func(b *testing.B) {
+		riverNoop = riverJobs(b, pool, slots, servers, fleet.URL, func(context.Context, string) error { return nil })
+	})
+	b.Logf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f)",
+		probectlGET, riverGET, probectlGET/riverGET, probectlNoop, riverNoop, probectlNoop/riverNoop)
+}
+
+// probectlRounds runs one round per iteration over servers freshly due, and reports servers/s
+// and the mean cost of the claims and finishes it sent.
+func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s probe.Settings, c probe.Checker, servers int, fleetURL string) float64 {
+	ctx := context.Background()
+	var elapsed time.Duration
+	var jobs int
+	tracer.reset()
+	for range b.N {
+		b.StopTimer()
+		reset(b, pool, servers, fleetURL)
+		tracer.reset()
+		b.StartTimer()
+		start := time.Now()
+		round := &probe.Round{DB: pool, Settings: s, Checker: c}
+		sum, err := round.Run(ctx)
+		elapsed += time.Since(start)
+		require.NoError(b, err)
+		if sum.Runs < servers {
+			b.Logf("the round's budget (%s) ran out: %d of %d servers checked", s.MaxDuration, sum.Runs, servers)
+		}
+		require.Equal(b, sum.Jobs, sum.Servers, "no server twice")
+		jobs += sum.Runs
+	}
+	perSecond := float64(jobs) / elapsed.Seconds()
+	b.ReportMetric(perSecond, "servers/s")
+	claims, claimMean := tracer.claim.mean()
+	finishes, finishMean := tracer.finish.mean()
+	b.ReportMetric(float64(claims)/float64(b.N), "claims/round")
+	b.ReportMetric(ms(claimMean), "ms/claim")
+	b.ReportMetric(ms(finishMean), "ms/finish")
+	b.Logf("%d finishes per round", finishes/b.N)
+	return perSecond
+}
+
+// riverArgs is one River job: a GET of url.
+type riverArgs struct {
+	URL string `json:"url"`
+}
+
+func (riverArgs) Kind() string { return "throughput_get" }
+
+// riverJobs inserts servers jobs, then times a River client with slots workers from its start to
+// the last job's completion, and reports jobs/s.
+func riverJobs(b *testing.B, pool *pgxpool.Pool, slots, servers int, fleetURL string, work func(context.Context, string) error) float64 {
+	ctx := context.Background()
+	var elapsed time.Duration
+	for range b.N {
+		b.StopTimer()
+		reset(b, pool, 0, fleetURL)
+		workers := river.NewWorkers()
+		river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, j *river.Job[riverArgs]) error {
+			return work(ctx, j.Args.URL)
+		}))
+		client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+			Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: slots}},
+			Workers: workers,
+			Logger:  slog.New(slog.DiscardHandler),
+		})
+		require.NoError(b, err)
+		params := make([]river.InsertManyParams, servers)
+		for i := range params {
+			params[i] = river.InsertManyParams{Args: riverArgs{URL: fleetURL + "/r/" + strconv.Itoa(i)}}
+		}
+		_, err = client.InsertManyFast(ctx, params)
+		require.NoError(b, err)
+		events, cancel := client.SubscribeConfig(&river.SubscribeConfig{
+			ChanSize: servers + 1, Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
+		b.StartTimer()
+		start := time.Now()
+		require.NoError(b, client.Start(ctx))
+		for done := 0; done < servers; done++ {
+			ev := <-events
+			require.Equal(b, river.EventKindJobCompleted, ev.Kind, "job %d: %v", ev.Job.ID, ev.Job.Errors)
+		}
+		elapsed += time.Since(start)
+		b.StopTimer()
+		cancel()
+		require.NoError(b, client.Stop(ctx))
+		b.StartTimer()
+	}
+	perSecond := float64(servers*b.N) / elapsed.Seconds()
+	b.ReportMetric(perSecond, "jobs/s")
+	return perSecond
+}
+
+// getFresh is what a prober built on River would do per job: one GET on a new connection.
+func getFresh(ctx context.Context, url string) error {
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return err
+}
+
+// noopChecker answers every check ok at once, without a request.
+type noopChecker struct{}
+
+func (noopChecker) Check(_ context.Context, t check.Target) check.Result {
+	now := time.Now().UTC()
+	return check.Result{Outcome: check.OutcomeOK, Summary: "no-op", StartedAt: now, FinishedAt: now}
+}
+
+// reset empties the tables and makes servers due servers that point at the fleet.
+func reset(b *testing.B, pool *pgxpool.Pool, servers int, fleetURL string) {
+	b.Helper()
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, testSQL(b, "reset.sql"))
+	require.NoError(b, err)
+	if servers > 0 {
+		_, err = pool.Exec(ctx, testSQL(b, "due_servers.sql"), servers, fleetURL)
+		require.NoError(b, err)
+		_, err = pool.Exec(ctx, "ANALYZE servers")
+		require.NoError(b, err)
+	}
+}
+
+func benchPool(b *testing.B, url string, maxConns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
+	b.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(b, err)
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(b, err)
+	b.Cleanup(pool.Close)
+	return pool
+}
+
+// costTracer sums the time of the statements that call probe_claim and probe_finish, from the
+// client's side (a claim's wait for the lock included).
+type costTracer struct{ claim, finish cost }
+
+type cost struct {
+	n     atomic.Int64
+	total atomic.Int64 // nanoseconds
+}
+
+func (c *cost) mean() (int, time.Duration) {
+	n := c.n.Load()
+	if n == 0 {
+		return 0, 0
+	}
+	return int(n), time.Duration(c.total.Load() / n)
+}
+
+type traceKey struct{}
+
+type traceStart struct {
+	c     *cost
+	start time.Time
+}
+
+func (t *costTracer) reset() {
+	for _, c := range []*cost{&t.claim, &t.finish} {
+		c.n.Store(0)
+		c.total.Store(0)
+	}
+}
+
+func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	var c *cost
+	switch {
+	case strings.Contains(data.SQL, "probe_claim("):
+		c = &t.claim
+	case strings.Contains(data.SQL, "probe_finish("):
+		c = &t.finish
+	default:
+		return ctx
+	}
+	return context.WithValue(ctx, traceKey{}, traceStart{c: c, start: time.Now()})
+}
+
+func (t *costTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if s, ok := ctx.Value(traceKey{}).(traceStart); ok {
+		s.c.n.Add(1)
+		s.c.total.Add(int64(time.Since(s.start)))
+	}
+}
+
+var _ pgx.QueryTracer = (*costTracer)(nil)
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,292 @@
+// Package worker runs rounds on a schedule and their invocations on any machine, on River (a job
+// queue in the same PostgreSQL): a periodic job, inserted by the one elected leader among all
+// workers, starts a round of the active release when its schedule says so and inserts the round's
+// 1 + fan-out invocations as River jobs; every worker process runs such jobs, each one invocation
+// of probe's (claim, check, sign, finish). River carries the messages; the claim and the finish
+// stay probectl's, so a retried invocation is harmless: its claim finds nothing it must not take.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+// River's settings that its defaults do not fit.
+const (
+	// Queue is the River queue of probectl's jobs.
+	Queue = "probectl"
+	// MaxAttempts: a failed invocation is tried again twice; a retry claims only what is free.
+	MaxAttempts = 3
+	// RescueStuckJobsAfter: a job still running this long after it started belongs to a dead
+	// worker. Past the in-flight window its claims are closed as abandoned, so the retry River
+	// then makes finds its servers due again.
+	RescueStuckJobsAfter = queries.InFlightWindow + time.Minute
+	// tickEvery is how often the leader asks whether a round is due; a round starts at most this
+	// late after its schedule says so.
+	tickEvery = time.Second
+	// tickTimeout bounds a tick: a few short statements in one transaction.
+	tickTimeout = 30 * time.Second
+	// Grace is how long checks in flight get to end after SIGTERM; then they are cancelled and
+	// stored as interrupted.
+	Grace = 10 * time.Second
+	// MaxMaxWorkers bounds --max-workers: each invocation holds a connection while it claims or
+	// finishes, and runs up to its concurrency's checks.
+	MaxMaxWorkers = 1000
+)
+
+// Config is one worker process.
+type Config struct {
+	Pool *pgxpool.Pool
+	// Signer signs runs; nil stores them unsigned.
+	Signer probe.Signer
+	// Log receives River's and the invocations' logs.
+	Log *slog.Logger
+	// MaxWorkers is the most invocations this process runs at once.
+	MaxWorkers int
+	// AllowPrivateTargets lets this process's checks reach loopback and private addresses.
+	AllowPrivateTargets bool
+	// Version is this binary's version: the tick starts rounds only of a release of this version.
+	Version string
+	// NewChecker makes the checker of an invocation (nil: probe/check's real one).
+	NewChecker func(probe.Settings) probe.Checker
+}
+
+// Validate checks the flags' values: bad input names the flag.
+func (c *Config) Validate() error {
+	if c.MaxWorkers < 1 || c.MaxWorkers > MaxMaxWorkers {
+		return &probe.SettingsError{Setting: "--max-workers", Msg: fmt.Sprintf("must be 1 to %d, got %d", MaxMaxWorkers, c.MaxWorkers)}
+	}
+	return nil
+}
+
+// tickArgs is the periodic job: is a round due?
+type tickArgs struct{}
+
+func (tickArgs) Kind() string { return "probectl_round_tick" }
+
+// InvocationArgs is one invocation of a queued round, as a River job.
+type InvocationArgs struct {
+	RoundID    int64          `json:"round_id"`
+	Invocation int            `json:"invocation"`
+	StartedAt  time.Time      `json:"started_at"`
+	Settings   probe.Settings `json:"settings"`
+	// TimeoutSeconds is the job's timeout, the invocation's worst case; the tick reads it to tell
+	// a dead worker's job from a live one (queries/worker.sql).
+	TimeoutSeconds float64 `json:"timeout_seconds"`
+}
+
+// Kind is the River job kind of an invocation.
+func (InvocationArgs) Kind() string { return "probectl_invocation" }
+
+// InsertOpts: at most three attempts, in probectl's queue.
+func (InvocationArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: MaxAttempts, Queue: Queue}
+}
+
+// Invocations are the River jobs of round id, started at startedAt with settings s.
+func Invocations(id int64, startedAt time.Time, s probe.Settings) []river.InsertManyParams {
+	out := make([]river.InsertManyParams, s.Invocations())
+	for i := range out {
+		out[i] = river.InsertManyParams{Args: InvocationArgs{RoundID: id, Invocation: i, StartedAt: startedAt,
+			Settings: s, TimeoutSeconds: s.JobWorstCase().Seconds()}}
+	}
+	return out
+}
+
+// Run runs the worker until ctx ends, then shuts down: it stops fetching, gives the checks in
+// flight Grace to end, cancels the rest (stored as interrupted; River retries their invocations)
+// and returns nil once River has stopped.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Signer != nil {
+		if err := probe.CheckKey(ctx, cfg.Pool, cfg.Signer.KeyID()); err != nil {
+			return err
+		}
+	}
+	client, err := NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start river: %w", err)
+	}
+	cfg.Log.Info("worker started", "max_workers", cfg.MaxWorkers, "version", cfg.Version)
+	<-ctx.Done()
+	cfg.Log.Info("stopping: no more jobs fetched; checks in flight get " + Grace.String())
+	soft, cancel := context.WithTimeout(context.Background(), Grace)
+	defer cancel()
+	if err := client.Stop(soft); err == nil {
+		return nil
+	}
+	hard, cancelHard := context.WithTimeout(context.Background(), 2*tickTimeout/3)
+	defer cancelHard()
+	if err := client.StopAndCancel(hard); err != nil {
+		return fmt.Errorf("stop river: %w", err)
+	}
+	return nil
+}
+
+// NewClient is the River client of a worker (Run starts it); a client that only inserts (run
+// round --via-queue) needs no workers, so it can be made with a nil-queue config as well.
+func NewClient(cfg Config) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &tickWorker{cfg: cfg})
+	river.AddWorker(workers, &invocationWorker{cfg: cfg})
+	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
+		ID:                   ClientID(),
+		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
+		Workers:              workers,
+		MaxAttempts:          MaxAttempts,
+		RescueStuckJobsAfter: RescueStuckJobsAfter,
+		JobTimeout:           tickTimeout,
+		Logger:               slog.New(warnings{cfg.Log.Handler()}),
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return tickArgs{}, &river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+			}, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true})},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("configure river: %w", err)
+	}
+	return client, nil
+}
+
+// ClientID names this worker process among all of them (River's leader is one of these):
+// host-pid, so an operator can find the process that leads.
+func ClientID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// invocationWorker runs one invocation.
+type invocationWorker struct {
+	river.WorkerDefaults[InvocationArgs]
+	cfg Config
+}
+
+// Timeout is the invocation's worst case (probe.Settings.JobWorstCase): past it, its jobs could
+// be taken for abandoned.
+func (w *invocationWorker) Timeout(j *river.Job[InvocationArgs]) time.Duration {
+	return j.Args.Settings.JobWorstCase()
+}
+
+func (w *invocationWorker) Work(ctx context.Context, j *river.Job[InvocationArgs]) error {
+	s := j.Args.Settings
+	s.AllowPrivateTargets = w.cfg.AllowPrivateTargets
+	var c probe.Checker
+	if w.cfg.NewChecker != nil {
+		c = w.cfg.NewChecker(s)
+	} else {
+		c = check.New(s.CheckConfig())
+	}
+	inv := &probe.Invocation{DB: w.cfg.Pool, Settings: s, Checker: c, Signer: w.cfg.Signer, Log: w.cfg.Log,
+		RoundID: j.Args.RoundID, Index: j.Args.Invocation, Deadline: j.Args.StartedAt.Add(s.MaxDuration)}
+	p, err := inv.Run(ctx)
+	w.cfg.Log.Info("invocation done", "round", j.Args.RoundID, "invocation", j.Args.Invocation,
+		"attempt", j.Attempt, "claimed", p.Claimed, "done", p.Done, "err", err)
+	return err
+}
+
+// tickWorker closes rounds whose invocations are all over and starts a round when one is due.
+type tickWorker struct {
+	river.WorkerDefaults[tickArgs]
+	cfg Config
+}
+
+func (w *tickWorker) Work(ctx context.Context, _ *river.Job[tickArgs]) error {
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	id, err := Tick(ctx, w.cfg.Pool, w.cfg.Version, keyID(w.cfg.Signer), client)
+	if err != nil {
+		w.cfg.Log.Error("tick", "err", err)
+		return err
+	}
+	if id != 0 {
+		w.cfg.Log.Info("round started", "round", id)
+	}
+	return nil
+}
+
+func keyID(s probe.Signer) string {
+	if s == nil {
+		return ""
+	}
+	return s.KeyID()
+}
+
+// Tick is one tick of the schedule, in one transaction serialised with every other tick: close
+// the queued rounds whose invocations are all over, then start a round of the active release if
+// its schedule says one is due, none of the previous round's invocations is still queued or
+// running, and the release is this binary's version. It returns the round started, or 0.
+func Tick(ctx context.Context, pool *pgxpool.Pool, version, keyID string, client *river.Client[pgx.Tx]) (int64, error) {
+	var started int64
+	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
+		if err := queries.LockSchedule(ctx, tx); err != nil {
+			return err
+		}
+		done, err := queries.RoundsDone(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, id := range done {
+			if _, err := queries.FinishRound(ctx, tx, id, nil); err != nil {
+				return err
+			}
+		}
+		sched, err := queries.ActiveSchedule(ctx, tx)
+		if errors.Is(err, queries.ErrNoRelease) || (err == nil && sched.Every == 0) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if live, err := queries.LiveInvocations(ctx, tx); err != nil || live > 0 {
+			return err
+		}
+		since, err := queries.SinceScheduledRound(ctx, tx)
+		if err != nil || (since != nil && *since < sched.Every) {
+			return err
+		}
+		s, err := Settings(ctx, tx, version, probe.TriggerCron)
+		if err != nil {
+			return err
+		}
+		started, err = Enqueue(ctx, tx, client, s, keyID)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("tick: %w", err)
+	}
+	return started, nil
+}
+
+// warnings passes on River's warnings and errors only: its routine counts every few seconds
+// would bury the worker's own log.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(attrs)}
+}
+
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }

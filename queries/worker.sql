@@ -1,0 +1,52 @@
+-- Queries of `probectl worker` (probe/worker): the schedule of the active release, and the rounds
+-- whose invocations run as River jobs. River's table river_job is read, never written, here: River
+-- writes it.
+
+-- name: SetReleaseEvery
+-- The schedule of a release just recorded, in the transaction that records it.
+UPDATE releases SET round_every = make_interval(secs => $2::float8) WHERE id = $1;
+
+-- name: ActiveSchedule
+-- The active release's schedule; a fan-out-off release runs on the one it was derived from.
+SELECT r.id AS release_id,
+       extract(epoch FROM coalesce(r.round_every, d.round_every))::float8 AS every_seconds
+  FROM releases r
+  LEFT JOIN releases d ON d.id = r.derived_from
+ WHERE r.active;
+
+-- name: LockSchedule
+-- Serialises the decision to start a scheduled round (one tick at a time, on any machine): taken
+-- in its own statement before the reads that decide it.
+SELECT pg_advisory_xact_lock(2024061500, 8);
+
+-- name: LastScheduledRound
+-- How long ago the last scheduled round started, by the database's clock (NULL: never).
+SELECT extract(epoch FROM now() - max(started_at))::float8 FROM probe_rounds WHERE trigger = 'cron';
+
+-- name: LiveInvocations
+-- Invocation jobs still waiting, running or to be retried, of any round. A job running past its
+-- own timeout (the invocation's worst case, in its args) is not counted: River would have
+-- cancelled it on a live worker, so its worker died (kill -9); River rescues it later, and the
+-- jobs it claimed stay open until the in-flight window ends, so the next round cannot take them.
+SELECT count(*)::int
+  FROM river_job
+ WHERE kind = 'probectl_invocation'
+   AND (state IN ('available', 'pending', 'retryable', 'scheduled')
+        OR (state = 'running'
+            AND attempted_at + make_interval(secs => (args ->> 'timeout_seconds')::float8) > now()));
+
+-- name: RoundsDone
+-- Open rounds whose invocations ran as River jobs and are all over (completed, discarded or
+-- cancelled): the tick closes them.
+SELECT r.id
+  FROM probe_rounds r
+ WHERE r.finished_at IS NULL
+   AND EXISTS (SELECT 1 FROM river_job j
+                WHERE j.kind = 'probectl_invocation' AND (j.args ->> 'round_id')::bigint = r.id)
+   AND NOT EXISTS (SELECT 1 FROM river_job j
+                    WHERE j.kind = 'probectl_invocation' AND (j.args ->> 'round_id')::bigint = r.id
+                      AND j.state NOT IN ('completed', 'discarded', 'cancelled'))
+ ORDER BY r.id;
+
+-- name: RoundFinishedAt
+SELECT finished_at FROM probe_rounds WHERE id = $1;
