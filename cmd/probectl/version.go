@@ -16,7 +16,7 @@ func newVersionCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and build date",
-		Long:  `Print the version, commit and build date of this binary.
+		Long: `Print the version, commit and build date of this binary.
 
 A release build stamps them. A binary built with 'go install <module>/cmd/probectl@v1.2.3' says
 the module's version; one built with 'go build' in a checkout says the commit it was built from
