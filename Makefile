@@ -25,9 +25,11 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/when
 	$(GO) test -run='^$$' -fuzz='^FuzzVerify$$' -fuzztime=30s ./probe/attest
 
-## generate: nothing is generated yet; SQL is hand-written in queries/*.sql
+## generate: the man pages and the Markdown command reference under docs/, from the command tree
+## (TestDocsAreCurrent fails when they are stale); SQL is hand-written in queries/*.sql
 generate:
 	$(GO) generate $(PKGS)
+	$(GO) run ./cmd/probectl docs --dir docs
 
 ## build: a binary stamped like a release build
 build:

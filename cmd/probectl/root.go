@@ -58,5 +58,6 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 	)
 	addHelpTopics(root)
 	addCompletions(root, f)
+	root.AddCommand(newDocsCmd(root))
 	return root
 }
