@@ -25,11 +25,13 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/when
 	$(GO) test -run='^$$' -fuzz='^FuzzVerify$$' -fuzztime=30s ./probe/attest
 
-## generate: the man pages and the Markdown command reference under docs/, from the command tree
-## (TestDocsAreCurrent fails when they are stale); SQL is hand-written in queries/*.sql
+## generate: the man pages and the Markdown command reference under docs/, from the command tree,
+## and THIRD_PARTY_NOTICES from the modules linked in (TestDocsAreCurrent and TestNoticesAreCurrent
+## fail while they are stale); SQL is hand-written in queries/*.sql
 generate:
 	$(GO) generate $(PKGS)
 	$(GO) run ./cmd/probectl docs --dir docs
+	$(GO) test -count=1 -run '^TestNoticesAreCurrent$$' ./internal/notices -update
 
 ## build: a binary stamped like a release build
 build:
