@@ -18,7 +18,7 @@ import (
 type auditDuplicatesOptions struct {
 	f *factory
 	auditRange
-	Window      string
+	Window      time.Duration
 	SplitAt     []string
 	FailOnFound bool
 }
@@ -58,7 +58,7 @@ after printing the report. -o csv prints the pairs alone.`,
 		},
 	}
 	opts.addFlags(cmd)
-	cmd.Flags().StringVar(&opts.Window, "window", "10m", "a job requested less than this after the previous one of its server is a duplicate")
+	durationVar(cmd.Flags(), &opts.Window, "window", 10*time.Minute, "a job requested less than this after the previous one of its server is a duplicate")
 	cmd.Flags().StringArrayVar(&opts.SplitAt, "split-at", nil, "cut the population into periods at this time (repeatable)")
 	cmd.Flags().BoolVar(&opts.FailOnFound, "fail-on-found", false, "exit 1 when any pair is unexplained")
 	return cmd
@@ -94,7 +94,7 @@ func (opts *auditDuplicatesOptions) params(now time.Time) (audit.DuplicatesParam
 	if p.Since, p.Until, err = opts.parse(now); err != nil {
 		return p, err
 	}
-	if p.Window, err = positiveDuration("window", opts.Window); err != nil {
+	if p.Window, err = opts.Window, mustBePositive("window", opts.Window); err != nil {
 		return p, err
 	}
 	for _, s := range opts.SplitAt {
