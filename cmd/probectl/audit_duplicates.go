@@ -122,12 +122,12 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 	for _, c := range audit.Classes {
 		classes = append(classes, fmt.Sprintf("%s %d", c, r.Count(c)))
 	}
-	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("Duplicate claims: a job requested less than %s after the previous job for the same server", r.Window)))
+	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("Duplicate claims: a job requested less than %s after the previous job for the same server", render.Duration(r.Window))))
 	fmt.Fprintf(w, "population  %d jobs for %d servers, requested from %s to %s\n", pop.Jobs, pop.Servers,
 		utcMillis(pop.Since), utcMillis(pop.Until))
 	fmt.Fprintf(w, "duplicates  %s (%d unexplained: %s)\n", verdict, r.Unexplained(), strings.Join(classes, ", "))
 	if c := r.Closest; c != nil {
-		fmt.Fprintf(w, "closest     %s apart: server %s, jobs %d and %d, at %s\n", gapWords(c.Gap),
+		fmt.Fprintf(w, "closest     %s apart: server %s, jobs %d and %d, at %s\n", render.Duration(c.Gap),
 			c.Slug, c.FirstJobID, c.SecondJobID, utcMillis(c.SecondRequestedAt))
 	} else {
 		fmt.Fprintln(w, "closest     no server has two jobs to compare")
@@ -158,19 +158,9 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 			class = st.Fail.Render(class)
 		}
 		tbl.Row(p.Slug, first, p.SecondJobID, utcMillis(p.FirstRequestedAt), utcMillisOr(p.FirstFinishedAt, "open"),
-			utcMillis(p.SecondRequestedAt), audit.FormatSeconds(p.RequestGap)+" s", secondsOr(p.GapAfterFinish, "-"), class)
+			utcMillis(p.SecondRequestedAt), render.Duration(p.RequestGap), durationOr(p.GapAfterFinish, "-"), class)
 	}
 	return tbl.Render()
-}
-
-// gapWords writes a gap in seconds, and from a minute on also as minutes and seconds
-// ("815.000 s (13m35s)"), the way the write-up speaks of the closest pair.
-func gapWords(d time.Duration) string {
-	s := audit.FormatSeconds(d) + " s"
-	if d >= time.Minute {
-		s += " (" + d.Truncate(time.Millisecond).String() + ")"
-	}
-	return s
 }
 
 // duplicatesCSVHeader names the columns as the JSON keys of a pair are named.

@@ -72,7 +72,7 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 		stale = st.Fail.Render(strconv.Itoa(r.Stale()))
 	}
 	fmt.Fprintf(w, "open jobs   %d, as of %s\n", len(r.Jobs), utcMillis(r.Now))
-	fmt.Fprintf(w, "stale       %s (open for %s or more)\n", stale, r.InFlight)
+	fmt.Fprintf(w, "stale       %s (open for %s or more)\n", stale, render.Duration(r.InFlight))
 	if len(r.Jobs) == 0 {
 		return nil
 	}
@@ -84,7 +84,7 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 			state = st.Fail.Render("stale")
 		}
 		tbl.Row(j.JobID, j.Slug, openJobRound(j), orDash(j.Invocation), j.Reason, utcMillis(j.RequestedAt),
-			j.Age.Round(time.Second), state)
+			render.Duration(j.Age), state)
 	}
 	return tbl.Render()
 }

@@ -88,8 +88,8 @@ func writeRateTable(io *render.Streams, r *audit.RateReport) error {
 	tbl := render.NewTable(w, "SERVER", "PLAN", "INTERVAL", "ROUNDS/ALLOWED", "RECHECKS", "REQUESTS/ALLOWED",
 		"MOST IN A ROUND", "SHORT GAPS", "CLOSEST GAP")
 	for _, s := range r.Over {
-		tbl.Row(s.Slug, s.Plan, s.CheckInterval, fmt.Sprintf("%d/%d", s.Rounds, s.AllowedRounds), s.Rechecks,
-			fmt.Sprintf("%d/%d", s.Requests, s.AllowedRequests()), s.MaxRequests, s.ShortGaps, secondsOr(s.ClosestGap, "-"))
+		tbl.Row(s.Slug, s.Plan, render.Duration(s.CheckInterval), fmt.Sprintf("%d/%d", s.Rounds, s.AllowedRounds), s.Rechecks,
+			fmt.Sprintf("%d/%d", s.Requests, s.AllowedRequests()), s.MaxRequests, s.ShortGaps, durationOr(s.ClosestGap, "-"))
 	}
 	return tbl.Render()
 }

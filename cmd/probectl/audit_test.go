@@ -221,8 +221,8 @@ func TestAuditOpenFlagsStaleJobs(t *testing.T) {
 
 	res := runCLI(t, "--database-url", url, "audit", "open")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	require.Regexp(t, `^open jobs   2, as of \S+\nstale       1 \(open for 15m0s or more\)\n`, res.Stdout)
-	require.Regexp(t, `\n1 +stuck +1 \(cron, v1.4.0\) +- +scheduled +\S+ +1h0m0s +stale\n`, res.Stdout)
+	require.Regexp(t, `^open jobs   2, as of \S+\nstale       1 \(open for 15m or more\)\n`, res.Stdout)
+	require.Regexp(t, `\n1 +stuck +1 \(cron, v1.4.0\) +- +scheduled +\S+ +1h +stale\n`, res.Stdout)
 
 	res = runCLI(t, "--database-url", url, "audit", "open", "-o", "json", "--fail-on-found")
 	require.Equal(t, 1, res.Code, res.Stderr)

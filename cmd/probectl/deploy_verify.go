@@ -89,7 +89,7 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	if req.Wait.Progress == nil && f.IO.ErrTTY {
 		req.Wait.Progress = func(p release.Progress) {
 			fmt.Fprintf(f.IO.ErrOut, "waiting for rounds: %d of %d started, %d finished (%s)\n",
-				p.Found, p.Wanted, p.Finished, p.Waited.Round(time.Second))
+				p.Found, p.Wanted, p.Finished, render.Duration(p.Waited))
 		}
 	}
 	pool, err := f.Pool(ctx)
@@ -187,7 +187,7 @@ func gapsText(claims []release.SecondClaim) string {
 		if c.GapAfterFinishSeconds == nil {
 			s = "first still open"
 		} else {
-			s = fmt.Sprintf("%.3f s", *c.GapAfterFinishSeconds)
+			s = render.Duration(time.Duration(*c.GapAfterFinishSeconds * float64(time.Second)))
 		}
 		if c.Explained {
 			s += " (re-check)"

@@ -114,7 +114,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	w := f.IO.Out
 	tbl := render.NewTable(w, "ROUND", "INVOCATIONS", "JOBS", "RUNS", "SERVERS", "OK", "FAILED", "ERRORS", "OPEN JOBS", "DURATION")
 	tbl.Row(s.RoundID, s.Invocations, s.Jobs, s.Runs, s.Servers, s.OK, s.Failed, s.Errors, s.OpenJobs,
-		s.Duration().Round(time.Millisecond))
+		render.Duration(s.Duration()))
 	if err := tbl.Render(); err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	}
 	c := s.Settings
 	fmt.Fprintf(w, "%s\n", st.Muted.Render(fmt.Sprintf("%s round, version %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s, %s",
-		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, c.MinSpacing, c.Finish, signed)))
+		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, render.Duration(c.MinSpacing), c.Finish, signed)))
 	for _, o := range overrides {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("--%s %s overrides release #%d's %s", o.Flag, o.Round, *c.ReleaseID, o.Release)))
 	}

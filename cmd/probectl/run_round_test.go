@@ -184,7 +184,7 @@ func TestRunRoundSignsEveryRunWithTheKeyFromTheEnvironment(t *testing.T) {
 	require.Len(t, out, 3, res.Stdout)
 	assert.Equal(t, strings.Fields("ROUND INVOCATIONS JOBS RUNS SERVERS OK FAILED ERRORS OPEN JOBS DURATION"), strings.Fields(out[0]))
 	assert.Equal(t, []string{"1", "1", "3", "3", "3", "3", "0", "0", "0"}, strings.Fields(out[1])[:9])
-	assert.Equal(t, "manual round, version dev: fan-out 0, claim limit 5, concurrency 3, min spacing 10m0s, finish tx, signed with "+
+	assert.Equal(t, "manual round, version dev: fan-out 0, claim limit 5, concurrency 3, min spacing 10m, finish tx, signed with "+
 		signer.KeyID(), out[2])
 
 	jobs, err := queries.ListRoundJobs(t.Context(), pool, 1)

@@ -19,6 +19,7 @@ func TestDurationIsWrittenOneWay(t *testing.T) {
 		2 * time.Second:         "2s",
 		17*time.Millisecond + 400*time.Microsecond: "0.017s",
 		59999 * time.Millisecond:                   "59.999s",
+		59999999 * time.Microsecond:                "59.999s",
 		10 * time.Minute:                           "10m",
 		13*time.Minute + 35*time.Second:            "13m35s",
 		12 * time.Hour:                             "12h",
