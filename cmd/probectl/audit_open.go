@@ -79,7 +79,7 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 	fmt.Fprintln(w)
 	tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", "REASON", "REQUESTED", "AGE", "STATE")
 	for _, j := range r.Jobs {
-		state := st.Muted.Render("in flight")
+		state := st.Muted.Render("open")
 		if j.Stale {
 			state = st.Fail.Render("stale")
 		}

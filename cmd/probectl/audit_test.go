@@ -223,6 +223,7 @@ func TestAuditOpenFlagsStaleJobs(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Regexp(t, `^open jobs   2, as of \S+\nstale       1 \(open for 15m or more\)\n`, res.Stdout)
 	require.Regexp(t, `\n1 +stuck +1 \(cron, v1.4.0\) +- +scheduled +\S+ +1h +stale\n`, res.Stdout)
+	require.Regexp(t, `\n2 +busy +.* +open\n`, res.Stdout, "a job not yet stale is open, the word status uses")
 
 	res = runCLI(t, "--database-url", url, "audit", "open", "-o", "json", "--fail-on-found")
 	require.Equal(t, 1, res.Code, res.Stderr)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -58,7 +60,12 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 	if opts.File != "-" {
 		file, err := os.Open(opts.File)
 		if err != nil {
-			return exit.UsageError(fmt.Errorf("open %s: %w", opts.File, err))
+			// *fs.PathError already says "open FILE: ..."; say the file once.
+			var pathErr *fs.PathError
+			if errors.As(err, &pathErr) {
+				err = pathErr.Err
+			}
+			return exit.UsageError(fmt.Errorf("%s: %w", opts.File, err))
 		}
 		defer file.Close()
 		in = file

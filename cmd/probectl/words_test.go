@@ -1,0 +1,48 @@
+package main
+
+import (
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAMissingImportFileIsNamedOnce(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/x.csv"
+	res := runCLI(t, "servers", "import", path)
+	require.Equal(t, 2, res.Code)
+	assert.Equal(t, "probectl: "+path+": no such file or directory\n", res.Stderr)
+}
+
+func TestAnotherDatabasesURLIsNotAPostgreSQLURL(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "--database-url", "mysql://probe:hunter2@db.internal:3306/probe", "servers", "list")
+	require.Equal(t, 2, res.Code)
+	assert.Equal(t, "probectl: bad database url (from --database-url): not a PostgreSQL URL (scheme \"mysql\"); "+
+		"probectl needs postgres://user@host:5432/dbname\n", res.Stderr)
+	assert.NotContains(t, res.Stderr, "hunter2")
+}
+
+func TestNoDatabaseConfiguredSaysSoAndHowToConfigureOne(t *testing.T) {
+	t.Parallel()
+	// Nothing names a database; libpq's default is tried, here a socket directory with no server.
+	res := cli{env: map[string]string{}}.run(t, "servers", "list")
+	if res.Code == 0 {
+		t.Skip("a PostgreSQL answers at libpq's default on this machine")
+	}
+	require.Equal(t, 3, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, "no database is configured, and none answered at the default")
+	assert.Contains(t, res.Stderr, "name one with --database-url or PROBECTL_DATABASE_URL")
+
+	// A database that was configured and is not there is an outage, said as before.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	res = runCLI(t, "--database-url", "postgres://probectl@"+addr+"/probectl", "servers", "list")
+	require.Equal(t, 3, res.Code)
+	assert.Contains(t, res.Stderr, "could not reach database at "+addr)
+	assert.NotContains(t, res.Stderr, "no database is configured")
+}
