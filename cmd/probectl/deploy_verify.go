@@ -19,6 +19,7 @@ type deployVerifyOptions struct {
 	Rounds    int
 	Wait      time.Duration
 	Window    time.Duration
+	Quiet     bool
 	// tick, set by tests, drives --wait instead of a ticker.
 	tick <-chan time.Time
 	// progress, set by tests, is told after each look while waiting.
@@ -65,6 +66,7 @@ Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not
 	fl.IntVar(&opts.Rounds, "rounds", release.DefaultRounds, "rounds after the release to read back")
 	durationVar(fl, &opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish")
 	durationVar(fl, &opts.Window, "window", 10*time.Minute, "two jobs of one server requested less than this apart are a duplicate claim")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "say nothing on stderr while waiting")
 	return cmd
 }
 
@@ -86,11 +88,8 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	if err := release.ValidateVerify(req); err != nil {
 		return err
 	}
-	if req.Wait.Progress == nil && f.IO.ErrTTY {
-		req.Wait.Progress = func(p release.Progress) {
-			fmt.Fprintf(f.IO.ErrOut, "waiting for rounds: %d of %d started, %d finished (%s)\n",
-				p.Found, p.Wanted, p.Finished, render.Duration(p.Waited))
-		}
+	if req.Wait.Progress == nil && !opts.Quiet {
+		req.Wait.Progress = waitReporter(f.IO)
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
