@@ -29,6 +29,7 @@ type runRoundOptions struct {
 	Trigger                                 string
 	DryRun                                  bool
 	IgnoreVersion                           bool
+	Quiet                                   bool
 
 	// changed says which flags were set on the command line: those override the active release.
 	changed func(flag string) bool
@@ -61,7 +62,8 @@ The active release ('probectl deploy record') supplies the defaults of --fanout,
 command line overrides it and the summary says so. If the active release is another version
 than this binary, the round refuses (exit 3) unless --ignore-version.
 
-Progress goes to stderr when it is a terminal; the summary goes to stdout (-o json: round_id,
+A progress display (jobs claimed, in flight and done, elapsed, time left) goes to stderr when it
+is a terminal, unless --quiet; the summary goes to stdout (-o json: round_id,
 invocations, jobs, runs, servers, ok, failed, errors, open_jobs, stopped_claiming, interrupted,
 duration_seconds and the settings). --dry-run claims nothing and explains which due servers would
 be claimed, which skipped and why, and when each becomes claimable.
@@ -92,6 +94,7 @@ interrupted by probectl).`,
 	durationVar(fl, &opts.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of each request of a check")
 	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body")
 	fl.StringVar(&opts.Finish, "finish", d.Finish, "finish mode: tx or advance-first")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress display on the terminal (the summary is still printed)")
 	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback, private and link-local addresses")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
@@ -172,10 +175,15 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		Signer:   signer,
 		Log:      slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)),
 	}
-	if f.IO.ErrTTY {
-		round.Progress = (&progressPrinter{w: f.IO.ErrOut}).report
+	var progress *roundProgress
+	if f.IO.ErrTTY && !opts.Quiet {
+		progress = newRoundProgress(f.IO.ErrOut, settings.Invocations(), settings.ClaimLimit)
+		round.Progress = progress.report
 	}
 	sum, err := round.Run(ctx)
+	if progress != nil {
+		progress.finish()
+	}
 	if sum == nil {
 		return err
 	}

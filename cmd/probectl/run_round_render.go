@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/probectl/probectl/internal/render"
@@ -13,25 +11,6 @@ import (
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
-
-// progressPrinter writes one line per change of an invocation's counts (terminals only).
-type progressPrinter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (p *progressPrinter) report(pr probe.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	state := "claiming"
-	if !pr.Claiming {
-		state = "finishing"
-		if pr.InFlight == 0 {
-			state = "done"
-		}
-	}
-	fmt.Fprintf(p.w, "invocation %2d: claimed %d, in flight %d, done %d (%s)\n", pr.Invocation, pr.Claimed, pr.InFlight, pr.Done, state)
-}
 
 // roundSettingsJSON is the documented JSON shape of a round's settings.
 type roundSettingsJSON struct {

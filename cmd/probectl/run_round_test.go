@@ -311,8 +311,20 @@ func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
 	root.SetArgs([]string{"--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
 		"--fanout", "0", "--concurrency", "1", "-o", "json"})
 	require.NoError(t, root.ExecuteContext(t.Context()))
-	assert.Contains(t, errOut.String(), "invocation  0: claimed 1, in flight 1, done 0 (claiming)\n")
-	assert.Contains(t, errOut.String(), "invocation  0: claimed 2, in flight 0, done 2 (done)\n")
+	// One display, redrawn in place; its last drawing has the round's final counts.
+	assert.Regexp(t, `claimed 2, in flight 0, done 2, \S+s elapsed`, errOut.String(), "%q", errOut.String())
+	assert.NotContains(t, errOut.String(), "invocation  0:", "no scrolling line per event")
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), "stdout stays clean JSON")
+
+	// --quiet: nothing on stderr but what went wrong.
+	io, _, _, errOut = render.Test()
+	io.ErrTTY = true
+	f2 := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	defer f2.Close()
+	root = newRootCmd(f2)
+	root.SetArgs([]string{"--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
+		"--fanout", "0", "--concurrency", "1", "--min-spacing", "1s", "--quiet", "-o", "json"})
+	require.NoError(t, root.ExecuteContext(t.Context()))
+	assert.NotContains(t, errOut.String(), "claimed")
 }

@@ -17,9 +17,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite THIRD_PARTY_NOTICES")
 
-// licenceFile is a file a module's authors ship their terms in: LICENSE, LICENCE, COPYING or
+// licenceFile is a file a module's authors ship their terms in: LICENSE, LICENCE, UNLICENSE, COPYING or
 // NOTICE, in any case, with any extension.
-var licenceFile = regexp.MustCompile(`(?i)^(licen[cs]e|copying|notice)([._-].*)?$`)
+var licenceFile = regexp.MustCompile(`(?i)^((un)?licen[cs]e|copying|notice)([._-].*)?$`)
 
 // module is one module linked into the binary, and where the go command keeps its files.
 type module struct{ path, version, dir string }
