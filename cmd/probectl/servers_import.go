@@ -72,7 +72,7 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 	}
 	rows, err := directory.Parse(in)
 	if err != nil {
-		return exit.UsageError(fmt.Errorf("%s: %w", displayName(opts.File), err))
+		return exit.UsageError(importError(displayName(opts.File), err))
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {

@@ -109,7 +109,7 @@ func TestImportOfAMissingFileExits2(t *testing.T) {
 	t.Parallel()
 	res := runCLI(t, "--database-url", "postgres://127.0.0.1:1/x", "servers", "import", "/nonexistent/servers.csv")
 	require.Equal(t, 2, res.Code)
-	require.Contains(t, res.Stderr, "open /nonexistent/servers.csv")
+	require.Contains(t, res.Stderr, "/nonexistent/servers.csv: no such file or directory")
 }
 
 func TestAddValidatesBeforeConnectingAndNamesTheFlag(t *testing.T) {

@@ -46,3 +46,17 @@ func TestNoDatabaseConfiguredSaysSoAndHowToConfigureOne(t *testing.T) {
 	assert.Contains(t, res.Stderr, "could not reach database at "+addr)
 	assert.NotContains(t, res.Stderr, "no database is configured")
 }
+
+func TestImportReportsEveryBadRowAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	path := writeFile(t, "servers.csv", "slug,url,kind\nweather,https://weather.example/mcp,grpc\nok,https://ok.example/,http\nUP,https://up.example/,mcp\n")
+	res := runCLI(t, "--database-url", url, "servers", "import", path)
+	require.Equal(t, 2, res.Code)
+	assert.Equal(t, "probectl: "+path+": 2 bad rows, nothing imported\n"+
+		path+": line 2: kind \"grpc\": must be mcp or http\n"+
+		path+": line 4: slug \"UP\": must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit\n", res.Stderr)
+	res = runCLI(t, "--database-url", url, "servers", "list", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.JSONEq(t, `[]`, res.Stdout, "the good row was not imported either")
+}
