@@ -16,13 +16,14 @@ import (
 )
 
 type serversImportOptions struct {
-	f    *factory
-	File string
+	f      *factory
+	File   string
+	DryRun bool
 }
 
 func newServersImportCmd(f *factory) *cobra.Command {
 	opts := &serversImportOptions{f: f}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Import servers from a CSV or JSON-lines file (all or nothing)",
 		Long: `Import servers from FILE ('-' reads standard input): CSV with a header row naming the
@@ -48,6 +49,8 @@ and probectl exits 2. New servers are due at once; an existing server keeps its 
 			return runServersImport(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "check the file and count what would be added and updated; change nothing")
+	return cmd
 }
 
 func runServersImport(ctx context.Context, opts *serversImportOptions) error {
@@ -78,12 +81,16 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := directory.Import(ctx, pool, rows, nil)
+	res, err := directory.Import(ctx, pool, rows, nil, opts.DryRun)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
 		return render.JSON(f.IO.Out, res)
+	}
+	if opts.DryRun {
+		_, err = fmt.Fprintf(f.IO.Out, "would import %d server(s): %d new, %d updated; nothing changed (dry run)\n", res.Inserted+res.Updated, res.Inserted, res.Updated)
+		return err
 	}
 	_, err = fmt.Fprintf(f.IO.Out, "imported %d server(s): %d new, %d updated\n", res.Inserted+res.Updated, res.Inserted, res.Updated)
 	return err

@@ -128,7 +128,7 @@ func TestAddAndRecheckMakeTheServerDueWithAMaintainerClaim(t *testing.T) {
 	url, pool := migratedDB(t)
 	res := runCLI(t, "--database-url", url, "servers", "add", "--slug", "weather", "--url", "https://weather.example/mcp", "--kind", "mcp")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	require.Equal(t, "added server weather (mcp, standard, every 12h0m0s)\n", res.Stdout)
+	require.Equal(t, "added server weather (mcp, standard, every 12h)\n", res.Stdout)
 
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, "UPDATE servers SET next_check_at = now() + interval '12 hours'")

@@ -60,3 +60,23 @@ func TestImportReportsEveryBadRowAndWritesNothing(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.JSONEq(t, `[]`, res.Stdout, "the good row was not imported either")
 }
+
+func TestDryRunsOfServersImportAndAddChangeNothing(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	path := writeFile(t, "servers.csv", "slug,url,kind\nweather,https://weather.example/mcp,mcp\nstatus,https://status.example/,http\n")
+	res := runCLI(t, "--database-url", url, "servers", "import", path, "--dry-run")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "would import 2 server(s): 2 new, 0 updated; nothing changed (dry run)\n", res.Stdout)
+	res = runCLI(t, "--database-url", url, "servers", "import", path, "--dry-run", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.JSONEq(t, `{"inserted": 2, "updated": 0, "dry_run": true}`, res.Stdout)
+
+	res = runCLI(t, "--database-url", url, "servers", "add", "--slug", "maps", "--url", "https://maps.example/", "--kind", "http", "--dry-run")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "would have added server maps (http, standard, every 12h); nothing changed (dry run)\n", res.Stdout)
+
+	res = runCLI(t, "--database-url", url, "servers", "list", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.JSONEq(t, `[]`, res.Stdout, "no dry run wrote anything")
+}
