@@ -18,6 +18,7 @@ type deployRecordOptions struct {
 	WaysBack string
 	Note     string
 	Actor    string
+	DryRun   bool
 }
 
 func newDeployRecordCmd(f *factory) *cobra.Command {
@@ -61,6 +62,7 @@ Who deployed it is $USER unless --actor says otherwise.`,
 	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, or both (comma-separated)")
 	fl.StringVar(&opts.Note, "note", "", "what this release changes, for the history")
 	fl.StringVar(&opts.Actor, "actor", "", "who deploys it (default $USER)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the release that would be recorded and what it replaces; change nothing")
 	return cmd
 }
 
@@ -75,7 +77,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 		return exit.UsageError(fmt.Errorf("--ways-back: %w", err))
 	}
 	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
-		Note: opts.Note, Actor: actorFrom(f, opts.Actor)}
+		Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
 	if err := release.ValidateRecord(req); err != nil {
 		return err
 	}
@@ -88,7 +90,8 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 		return err
 	}
 	if format == "json" {
-		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event)}
+		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event),
+			"dry_run": opts.DryRun}
 		if rec.Replaced != nil {
 			out["replaced"] = toReleaseJSON(*rec.Replaced)
 		}
@@ -98,8 +101,11 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	if rec.Replaced != nil {
 		replaced = "it replaces " + releaseName(*rec.Replaced)
 	}
-	if _, err := fmt.Fprintf(f.IO.Out, "recorded release %s, deployed by %s, and made it active; %s\n",
-		releaseName(rec.Release), rec.Release.DeployedBy, replaced); err != nil {
+	said := "recorded release %s, deployed by %s, and made it active; %s\n"
+	if opts.DryRun {
+		said = "would record release %s, deployed by %s, and make it active; %s; nothing changed (dry run)\n"
+	}
+	if _, err := fmt.Fprintf(f.IO.Out, said, releaseName(rec.Release), rec.Release.DeployedBy, replaced); err != nil {
 		return err
 	}
 	tbl := render.NewTable(f.IO.Out, "SETTING", "VALUE")

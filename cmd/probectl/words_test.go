@@ -80,3 +80,15 @@ func TestDryRunsOfServersImportAndAddChangeNothing(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.JSONEq(t, `[]`, res.Stdout, "no dry run wrote anything")
 }
+
+func TestDeployRecordDryRunChangesNothing(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := withDB(url).run(t, "deploy", "record", "--ways-back", "fanout-off", "--dry-run")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "would record release #")
+	assert.Contains(t, res.Stdout, "it is the first release; nothing changed (dry run)")
+	res = withDB(url).run(t, "deploy", "list", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, `"releases": []`)
+}
