@@ -75,6 +75,10 @@ func (e *BadURLError) Error() string {
 // redacts the password it could find, but a string that does not parse may not show where the
 // password ends.
 func parseReason(err error) string {
+	var notPG *notPostgresError
+	if errors.As(err, &notPG) {
+		return notPG.Error()
+	}
 	msg := err.Error()
 	if i := strings.LastIndex(msg, "`: "); i >= 0 {
 		return msg[i+3:]
@@ -87,15 +91,32 @@ func parseReason(err error) string {
 
 func (e *BadURLError) Unwrap() error { return e.Err }
 
+// notPostgresError is a URL of another database (mysql://, sqlite://): only its scheme is said,
+// since the rest may hold a password.
+type notPostgresError struct{ scheme string }
+
+func (e *notPostgresError) Error() string {
+	return fmt.Sprintf("not a PostgreSQL URL (scheme %q); probectl needs postgres://user@host:5432/dbname", e.scheme)
+}
+
 // UnreachableError says the database could not be reached. It names the host and port and never
 // the password.
 type UnreachableError struct {
 	Host string
 	Port uint16
 	Err  error
+	// Unconfigured: no flag, variable or PG* setting named a database, and libpq's default (a
+	// local server, as the OS user) did not answer either.
+	Unconfigured bool
 }
 
 func (e *UnreachableError) Error() string {
+	if e.Unconfigured {
+		return fmt.Sprintf("no database is configured, and none answered at the default %s (%s); "+
+			"name one with --database-url or PROBECTL_DATABASE_URL, such as postgres://probectl@db.internal:5432/probectl "+
+			"(DATABASE_URL and the PG* variables work too)",
+			net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error())
+	}
 	return fmt.Sprintf("could not reach database at %s: %s; check that PostgreSQL is running and that "+
 		"--database-url, PROBECTL_DATABASE_URL, DATABASE_URL or PG* point at it",
 		net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error())
@@ -105,6 +126,9 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // Connect opens a pool on url and checks that the database answers.
 func Connect(ctx context.Context, url string, source URLSource, opts ConnectOptions) (*pgxpool.Pool, error) {
+	if scheme, _, ok := strings.Cut(url, "://"); ok && scheme != "postgres" && scheme != "postgresql" {
+		return nil, &BadURLError{Source: source, Err: &notPostgresError{scheme: scheme}}
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &BadURLError{Source: source, Err: err}
@@ -133,9 +157,10 @@ func Connect(ctx context.Context, url string, source URLSource, opts ConnectOpti
 	}
 	if err != nil {
 		return nil, &UnreachableError{
-			Host: cfg.ConnConfig.Host,
-			Port: cfg.ConnConfig.Port,
-			Err:  errors.New(redact(lastLine(err.Error()), password)),
+			Host:         cfg.ConnConfig.Host,
+			Port:         cfg.ConnConfig.Port,
+			Err:          errors.New(redact(lastLine(err.Error()), password)),
+			Unconfigured: url == "",
 		}
 	}
 	return pool, nil

@@ -26,7 +26,13 @@ type RecordRequest struct {
 	Actor string
 	// Now, when set, stands in for the database's now() (tests fix the clock with it).
 	Now *time.Time
+	// DryRun records the release in a transaction that is rolled back: what would be recorded,
+	// and nothing changed.
+	DryRun bool
 }
+
+// errRecordDryRun rolls back a dry run's transaction.
+var errRecordDryRun = errors.New("dry run: roll back")
 
 // Recorded is a release just recorded, and the release it replaced (nil for the first).
 type Recorded struct {
@@ -80,9 +86,17 @@ func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Record
 		if out.Event, err = queries.InsertReleaseEvent(ctx, tx, ev, req.Now); err != nil {
 			return err
 		}
-		out.Release, err = queries.GetRelease(ctx, tx, id)
-		return err
+		if out.Release, err = queries.GetRelease(ctx, tx, id); err != nil {
+			return err
+		}
+		if req.DryRun {
+			return errRecordDryRun
+		}
+		return nil
 	})
+	if req.DryRun && errors.Is(err, errRecordDryRun) {
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("record release %s: %w", req.Version, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,7 +61,11 @@ type NotApprovedError struct {
 func (e *NotApprovedError) Error() string {
 	approved := "none"
 	if len(e.Release.WaysBack) > 0 {
-		approved = fmt.Sprint(e.Release.WaysBack)
+		ways := make([]string, len(e.Release.WaysBack))
+		for i, w := range e.Release.WaysBack {
+			ways[i] = string(w)
+		}
+		approved = strings.Join(ways, ", ")
 	}
 	return fmt.Sprintf("release #%d (%s) did not approve the way back %q (approved: %s); "+
 		"pass --force --reason \"...\" to roll back anyway", e.Release.ID, e.Release.Version, e.Way, approved)

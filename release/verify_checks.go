@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
 )
@@ -235,10 +236,10 @@ func checkDuplicates(ctx context.Context, tx pgx.Tx, rep *Report, since time.Tim
 	}
 	if n := dups.Unexplained(); n > 0 {
 		return fail(CheckDuplicates, fmt.Sprintf("%d duplicate claim(s) on %d server(s): two jobs less than %s apart%s",
-			n, len(servers), window, note), servers), nil
+			n, len(servers), render.Duration(window), note), servers), nil
 	}
 	return pass(CheckDuplicates, fmt.Sprintf("no server has two jobs less than %s apart among %d job(s) since the release%s",
-		window, dups.Population.Jobs, note)), nil
+		render.Duration(window), dups.Population.Jobs, note)), nil
 }
 
 func secondClaim(p audit.Pair) SecondClaim {

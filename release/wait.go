@@ -31,6 +31,9 @@ type WaitOptions struct {
 type Progress struct {
 	Wanted, Found, Finished int
 	Waited                  time.Duration
+	// ReleaseID is the release whose rounds are awaited; Deadline when the wait gives up.
+	ReleaseID int64
+	Deadline  time.Time
 }
 
 // Ready says whether every round wanted exists and has finished.
@@ -62,7 +65,7 @@ func waitForRounds(ctx context.Context, pool *pgxpool.Pool, req VerifyRequest) (
 		if err != nil {
 			return time.Since(start), err
 		}
-		p.Waited = time.Since(start)
+		p.Waited, p.Deadline = time.Since(start), start.Add(w.Timeout)
 		if w.Progress != nil {
 			w.Progress(p)
 		}
@@ -85,6 +88,7 @@ func look(ctx context.Context, pool *pgxpool.Pool, req VerifyRequest) (Progress,
 		if err != nil {
 			return err
 		}
+		p.ReleaseID = tg.release.ID
 		p.Found, p.Finished, err = queries.VerifyRoundProgress(ctx, tx, tg.release.ID, tg.since, req.Rounds)
 		return err
 	})

@@ -86,11 +86,11 @@ func utcMillisOr(t *time.Time, missing string) string {
 	return utcMillis(*t)
 }
 
-func secondsOr(d *time.Duration, missing string) string {
+func durationOr(d *time.Duration, missing string) string {
 	if d == nil {
 		return missing
 	}
-	return audit.FormatSeconds(*d) + " s"
+	return render.Duration(*d)
 }
 
 // writeAuditReport writes an audit's report in the format asked for: the report itself as JSON,

@@ -18,7 +18,7 @@ import (
 type auditDuplicatesOptions struct {
 	f *factory
 	auditRange
-	Window      string
+	Window      time.Duration
 	SplitAt     []string
 	FailOnFound bool
 }
@@ -58,7 +58,7 @@ after printing the report. -o csv prints the pairs alone.`,
 		},
 	}
 	opts.addFlags(cmd)
-	cmd.Flags().StringVar(&opts.Window, "window", "10m", "a job requested less than this after the previous one of its server is a duplicate")
+	durationVar(cmd.Flags(), &opts.Window, "window", 10*time.Minute, "a job requested less than this after the previous one of its server is a duplicate")
 	cmd.Flags().StringArrayVar(&opts.SplitAt, "split-at", nil, "cut the population into periods at this time (repeatable)")
 	cmd.Flags().BoolVar(&opts.FailOnFound, "fail-on-found", false, "exit 1 when any pair is unexplained")
 	return cmd
@@ -94,7 +94,7 @@ func (opts *auditDuplicatesOptions) params(now time.Time) (audit.DuplicatesParam
 	if p.Since, p.Until, err = opts.parse(now); err != nil {
 		return p, err
 	}
-	if p.Window, err = positiveDuration("window", opts.Window); err != nil {
+	if p.Window, err = opts.Window, mustBePositive("window", opts.Window); err != nil {
 		return p, err
 	}
 	for _, s := range opts.SplitAt {
@@ -122,12 +122,12 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 	for _, c := range audit.Classes {
 		classes = append(classes, fmt.Sprintf("%s %d", c, r.Count(c)))
 	}
-	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("Duplicate claims: a job requested less than %s after the previous job for the same server", r.Window)))
+	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("Duplicate claims: a job requested less than %s after the previous job for the same server", render.Duration(r.Window))))
 	fmt.Fprintf(w, "population  %d jobs for %d servers, requested from %s to %s\n", pop.Jobs, pop.Servers,
 		utcMillis(pop.Since), utcMillis(pop.Until))
 	fmt.Fprintf(w, "duplicates  %s (%d unexplained: %s)\n", verdict, r.Unexplained(), strings.Join(classes, ", "))
 	if c := r.Closest; c != nil {
-		fmt.Fprintf(w, "closest     %s apart: server %s, jobs %d and %d, at %s\n", gapWords(c.Gap),
+		fmt.Fprintf(w, "closest     %s apart: server %s, jobs %d and %d, at %s\n", render.Duration(c.Gap),
 			c.Slug, c.FirstJobID, c.SecondJobID, utcMillis(c.SecondRequestedAt))
 	} else {
 		fmt.Fprintln(w, "closest     no server has two jobs to compare")
@@ -158,19 +158,9 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 			class = st.Fail.Render(class)
 		}
 		tbl.Row(p.Slug, first, p.SecondJobID, utcMillis(p.FirstRequestedAt), utcMillisOr(p.FirstFinishedAt, "open"),
-			utcMillis(p.SecondRequestedAt), audit.FormatSeconds(p.RequestGap)+" s", secondsOr(p.GapAfterFinish, "-"), class)
+			utcMillis(p.SecondRequestedAt), render.Duration(p.RequestGap), durationOr(p.GapAfterFinish, "-"), class)
 	}
 	return tbl.Render()
-}
-
-// gapWords writes a gap in seconds, and from a minute on also as minutes and seconds
-// ("815.000 s (13m35s)"), the way the write-up speaks of the closest pair.
-func gapWords(d time.Duration) string {
-	s := audit.FormatSeconds(d) + " s"
-	if d >= time.Minute {
-		s += " (" + d.Truncate(time.Millisecond).String() + ")"
-	}
-	return s
 }
 
 // duplicatesCSVHeader names the columns as the JSON keys of a pair are named.

@@ -16,7 +16,7 @@ import (
 
 type auditOpenOptions struct {
 	f           *factory
-	InFlight    string
+	InFlight    time.Duration
 	FailOnFound bool
 }
 
@@ -36,7 +36,7 @@ job as abandoned. --fail-on-found exits 1 when any job is stale, after printing 
 			return runAuditOpen(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.InFlight, "in-flight", "15m", "how long a job may stay open before it is stale")
+	durationVar(cmd.Flags(), &opts.InFlight, "in-flight", 15*time.Minute, "how long a job may stay open before it is stale")
 	cmd.Flags().BoolVar(&opts.FailOnFound, "fail-on-found", false, "exit 1 when any open job is stale")
 	return cmd
 }
@@ -47,15 +47,14 @@ func runAuditOpen(ctx context.Context, opts *auditOpenOptions) error {
 	if err != nil {
 		return err
 	}
-	inFlight, err := positiveDuration("in-flight", opts.InFlight)
-	if err != nil {
+	if err := mustBePositive("in-flight", opts.InFlight); err != nil {
 		return err
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
-	r, err := audit.Open(ctx, pool, audit.OpenParams{InFlight: inFlight})
+	r, err := audit.Open(ctx, pool, audit.OpenParams{InFlight: opts.InFlight})
 	if err != nil {
 		return auditError(err)
 	}
@@ -73,19 +72,19 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 		stale = st.Fail.Render(strconv.Itoa(r.Stale()))
 	}
 	fmt.Fprintf(w, "open jobs   %d, as of %s\n", len(r.Jobs), utcMillis(r.Now))
-	fmt.Fprintf(w, "stale       %s (open for %s or more)\n", stale, r.InFlight)
+	fmt.Fprintf(w, "stale       %s (open for %s or more)\n", stale, render.Duration(r.InFlight))
 	if len(r.Jobs) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
 	tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", "REASON", "REQUESTED", "AGE", "STATE")
 	for _, j := range r.Jobs {
-		state := st.Muted.Render("in flight")
+		state := st.Muted.Render("open")
 		if j.Stale {
 			state = st.Fail.Render("stale")
 		}
 		tbl.Row(j.JobID, j.Slug, openJobRound(j), orDash(j.Invocation), j.Reason, utcMillis(j.RequestedAt),
-			j.Age.Round(time.Second), state)
+			render.Duration(j.Age), state)
 	}
 	return tbl.Render()
 }

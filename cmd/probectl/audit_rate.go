@@ -79,17 +79,17 @@ func writeRateTable(io *render.Streams, r *audit.RateReport) error {
 	}
 	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("The promise: at most one round of at most %d requests per check interval", audit.MaxRequestsPerRound)))
 	fmt.Fprintf(w, "window      %s to %s\n", utcMillis(r.Since), utcMillis(r.Until))
-	fmt.Fprintf(w, "checked     %d rounds and %d requests for %d servers\n", r.Rounds, r.Requests, r.Servers)
+	fmt.Fprintf(w, "checked     %d jobs and %d requests for %d servers\n", r.Rounds, r.Requests, r.Servers)
 	fmt.Fprintf(w, "over        %s of %d servers\n", over, r.Servers)
 	if len(r.Over) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
-	tbl := render.NewTable(w, "SERVER", "PLAN", "INTERVAL", "ROUNDS/ALLOWED", "RECHECKS", "REQUESTS/ALLOWED",
-		"MOST IN A ROUND", "SHORT GAPS", "CLOSEST GAP")
+	tbl := render.NewTable(w, "SERVER", "PLAN", "INTERVAL", "JOBS/ALLOWED", "RECHECKS", "REQUESTS/ALLOWED",
+		"MOST IN A JOB", "SHORT GAPS", "CLOSEST GAP")
 	for _, s := range r.Over {
-		tbl.Row(s.Slug, s.Plan, s.CheckInterval, fmt.Sprintf("%d/%d", s.Rounds, s.AllowedRounds), s.Rechecks,
-			fmt.Sprintf("%d/%d", s.Requests, s.AllowedRequests()), s.MaxRequests, s.ShortGaps, secondsOr(s.ClosestGap, "-"))
+		tbl.Row(s.Slug, s.Plan, render.Duration(s.CheckInterval), fmt.Sprintf("%d/%d", s.Rounds, s.AllowedRounds), s.Rechecks,
+			fmt.Sprintf("%d/%d", s.Requests, s.AllowedRequests()), s.MaxRequests, s.ShortGaps, durationOr(s.ClosestGap, "-"))
 	}
 	return tbl.Render()
 }

@@ -159,7 +159,7 @@ func TestAuditBadInputExits2NamingTheFlag(t *testing.T) {
 		{"an unreadable --since", []string{"audit", "duplicates", "--since", "yesterday"}, `--since: "yesterday" is neither an RFC 3339 time`},
 		{"a --until without an offset", []string{"audit", "duplicates", "--until", "2026-10-08T13:15:31"}, `--until: "2026-10-08T13:15:31" is not an RFC 3339 time`},
 		{"--since after --until", []string{"audit", "duplicates", "--since", "2026-10-08T00:00:00Z", "--until", "2026-10-07T00:00:00Z"}, "--since 2026-10-08T00:00:00Z is not before --until 2026-10-07T00:00:00Z"},
-		{"a zero --window", []string{"audit", "duplicates", "--window", "0s"}, `--window: must be positive, got "0s"`},
+		{"a zero --window", []string{"audit", "duplicates", "--window", "0s"}, `--window: must be positive, got 0s`},
 		{"a negative --window", []string{"audit", "duplicates", "--window", "-10m"}, `--window: duration "-10m" is negative`},
 		{"an unreadable --window", []string{"audit", "duplicates", "--window", "ten"}, `--window: duration "ten": invalid duration`},
 		{"an unreadable --split-at", []string{"audit", "duplicates", "--split-at", "noon"}, `--split-at: "noon" is neither`},
@@ -168,6 +168,7 @@ func TestAuditBadInputExits2NamingTheFlag(t *testing.T) {
 		{"an output audits do not have", []string{"audit", "duplicates", "-o", "yaml"}, `--output "yaml"`},
 		{"a rate --since that cannot be read", []string{"audit", "rate", "--since", "last week"}, `--since: "last week" is neither`},
 		{"a zero --in-flight", []string{"audit", "open", "--in-flight", "0m"}, `--in-flight: must be positive`},
+		{"an --in-flight in weeks is read, and refused when zero", []string{"audit", "open", "--in-flight", "0w"}, `--in-flight: must be positive, got 0s`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,8 +221,9 @@ func TestAuditOpenFlagsStaleJobs(t *testing.T) {
 
 	res := runCLI(t, "--database-url", url, "audit", "open")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	require.Regexp(t, `^open jobs   2, as of \S+\nstale       1 \(open for 15m0s or more\)\n`, res.Stdout)
-	require.Regexp(t, `\n1 +stuck +1 \(cron, v1.4.0\) +- +scheduled +\S+ +1h0m0s +stale\n`, res.Stdout)
+	require.Regexp(t, `^open jobs   2, as of \S+\nstale       1 \(open for 15m or more\)\n`, res.Stdout)
+	require.Regexp(t, `\n1 +stuck +1 \(cron, v1.4.0\) +- +scheduled +\S+ +1h +stale\n`, res.Stdout)
+	require.Regexp(t, `\n2 +busy +.* +open\n`, res.Stdout, "a job not yet stale is open, the word status uses")
 
 	res = runCLI(t, "--database-url", url, "audit", "open", "-o", "json", "--fail-on-found")
 	require.Equal(t, 1, res.Code, res.Stderr)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/release"
 )
 
@@ -113,9 +114,9 @@ func settingsRows(r release.Release) [][2]string {
 		{"fanout", fmt.Sprint(r.Fanout)},
 		{"claim limit", fmt.Sprint(r.ClaimLimit)},
 		{"concurrency", fmt.Sprint(r.Concurrency)},
-		{"min spacing", r.MinSpacing.String()},
-		{"request timeout", r.RequestTimeout.String()},
-		{"max duration", r.MaxDuration.String()},
+		{"min spacing", render.Duration(r.MinSpacing)},
+		{"request timeout", render.Duration(r.RequestTimeout)},
+		{"max duration", render.Duration(r.MaxDuration)},
 		{"finish", r.FinishMode},
 		{"ways back", waysText(r.WaysBack)},
 	}

@@ -20,6 +20,7 @@ type deployRecordOptions struct {
 	Every    time.Duration
 	Note     string
 	Actor    string
+	DryRun   bool
 }
 
 func newDeployRecordCmd(f *factory) *cobra.Command {
@@ -56,14 +57,15 @@ Who deployed it is $USER unless --actor says otherwise.`,
 	fl.IntVar(&opts.Settings.Fanout, "fanout", opts.Settings.Fanout, "fan-out messages per round (extra invocations)")
 	fl.IntVar(&opts.Settings.ClaimLimit, "claim-limit", opts.Settings.ClaimLimit, "servers one invocation claims over its life")
 	fl.IntVar(&opts.Settings.Concurrency, "concurrency", opts.Settings.Concurrency, "checks one invocation runs at a time")
-	fl.DurationVar(&opts.Settings.MinSpacing, "min-spacing", opts.Settings.MinSpacing, "no claim of a server within this of its last job")
-	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request of a check")
-	fl.DurationVar(&opts.Settings.MaxDuration, "max-duration", opts.Settings.MaxDuration, "a round's time budget")
+	durationVar(fl, &opts.Settings.MinSpacing, "min-spacing", opts.Settings.MinSpacing, "no claim of a server within this of its last job")
+	durationVar(fl, &opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request of a check")
+	durationVar(fl, &opts.Settings.MaxDuration, "max-duration", opts.Settings.MaxDuration, "a round's time budget")
 	fl.StringVar(&opts.Settings.Finish, "finish", opts.Settings.Finish, "finish mode: tx or advance-first")
-	fl.DurationVar(&opts.Every, "every", 0, "start a round this often under `probectl worker` (5s to 24h; default: no schedule)")
+	durationVar(fl, &opts.Every, "every", 0, "start a round this often under `probectl worker` (5s to 24h; default: no schedule)")
 	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, or both (comma-separated)")
 	fl.StringVar(&opts.Note, "note", "", "what this release changes, for the history")
 	fl.StringVar(&opts.Actor, "actor", "", "who deploys it (default $USER)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the release that would be recorded and what it replaces; change nothing")
 	return cmd
 }
 
@@ -78,7 +80,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 		return exit.UsageError(fmt.Errorf("--ways-back: %w", err))
 	}
 	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
-		Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor)}
+		Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
 	if err := release.ValidateRecord(req); err != nil {
 		return err
 	}
@@ -91,7 +93,8 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 		return err
 	}
 	if format == "json" {
-		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event)}
+		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event),
+			"dry_run": opts.DryRun}
 		if rec.Replaced != nil {
 			out["replaced"] = toReleaseJSON(*rec.Replaced)
 		}
@@ -101,8 +104,11 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	if rec.Replaced != nil {
 		replaced = "it replaces " + releaseName(*rec.Replaced)
 	}
-	if _, err := fmt.Fprintf(f.IO.Out, "recorded release %s, deployed by %s, and made it active; %s\n",
-		releaseName(rec.Release), rec.Release.DeployedBy, replaced); err != nil {
+	said := "recorded release %s, deployed by %s, and made it active; %s\n"
+	if opts.DryRun {
+		said = "would record release %s, deployed by %s, and make it active; %s; nothing changed (dry run)\n"
+	}
+	if _, err := fmt.Fprintf(f.IO.Out, said, releaseName(rec.Release), rec.Release.DeployedBy, replaced); err != nil {
 		return err
 	}
 	tbl := render.NewTable(f.IO.Out, "SETTING", "VALUE")

@@ -18,7 +18,8 @@ type deployVerifyOptions struct {
 	ReleaseID int64
 	Rounds    int
 	Wait      time.Duration
-	Window    string
+	Window    time.Duration
+	Quiet     bool
 	// tick, set by tests, drives --wait instead of a ticker.
 	tick <-chan time.Time
 	// progress, set by tests, is told after each look while waiting.
@@ -63,8 +64,9 @@ Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not
 	fl := cmd.Flags()
 	fl.Int64Var(&opts.ReleaseID, "release", 0, "release to verify (default: the active one)")
 	fl.IntVar(&opts.Rounds, "rounds", release.DefaultRounds, "rounds after the release to read back")
-	fl.DurationVar(&opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish")
-	fl.StringVar(&opts.Window, "window", "10m", "two jobs of one server requested less than this apart are a duplicate claim")
+	durationVar(fl, &opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish")
+	durationVar(fl, &opts.Window, "window", 10*time.Minute, "two jobs of one server requested less than this apart are a duplicate claim")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "say nothing on stderr while waiting")
 	return cmd
 }
 
@@ -78,20 +80,16 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	if opts.Rounds < 1 {
 		return exit.UsageError(fmt.Errorf("--rounds %d: must be at least 1", opts.Rounds))
 	}
-	window, err := positiveDuration("window", opts.Window)
-	if err != nil {
+	if err := mustBePositive("window", opts.Window); err != nil {
 		return err
 	}
-	req := release.VerifyRequest{ReleaseID: opts.ReleaseID, Rounds: opts.Rounds, Window: window,
+	req := release.VerifyRequest{ReleaseID: opts.ReleaseID, Rounds: opts.Rounds, Window: opts.Window,
 		Wait: release.WaitOptions{Timeout: opts.Wait, Tick: opts.tick, Progress: opts.progress}}
 	if err := release.ValidateVerify(req); err != nil {
 		return err
 	}
-	if req.Wait.Progress == nil && f.IO.ErrTTY {
-		req.Wait.Progress = func(p release.Progress) {
-			fmt.Fprintf(f.IO.ErrOut, "waiting for rounds: %d of %d started, %d finished (%s)\n",
-				p.Found, p.Wanted, p.Finished, p.Waited.Round(time.Second))
-		}
+	if req.Wait.Progress == nil && !opts.Quiet {
+		req.Wait.Progress = waitReporter(f.IO)
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
@@ -188,7 +186,7 @@ func gapsText(claims []release.SecondClaim) string {
 		if c.GapAfterFinishSeconds == nil {
 			s = "first still open"
 		} else {
-			s = fmt.Sprintf("%.3f s", *c.GapAfterFinishSeconds)
+			s = render.Duration(time.Duration(*c.GapAfterFinishSeconds * float64(time.Second)))
 		}
 		if c.Explained {
 			s += " (re-check)"

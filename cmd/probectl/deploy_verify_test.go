@@ -115,7 +115,7 @@ func TestDeployVerifyExitCodes(t *testing.T) {
 		require.InDelta(t, 240, got["window_seconds"], 0.001)
 	})
 	for _, bad := range []struct{ value, stderr string }{
-		{"0", `--window: must be positive, got "0"`},
+		{"0", `--window: must be positive, got 0s`},
 		{"soon", "--window:"},
 	} {
 		t.Run("a bad --window "+bad.value+" is exit 2 without connecting", func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestDeployVerifyWaitIsWiredToTheCommand(t *testing.T) {
 	t.Cleanup(f.Close)
 	f.DatabaseURL, f.Output = url, "table"
 	tick, looked := make(chan time.Time), make(chan release.Progress)
-	opts := &deployVerifyOptions{f: f, Rounds: 2, Wait: time.Hour, Window: "10m", tick: tick,
+	opts := &deployVerifyOptions{f: f, Rounds: 2, Wait: time.Hour, Window: 10 * time.Minute, tick: tick,
 		progress: func(p release.Progress) { looked <- p }}
 	done := make(chan error, 1)
 	go func() { done <- runDeployVerify(context.Background(), opts) }()

@@ -13,7 +13,7 @@ import (
 // Execute runs the command line and returns the process's exit code. It is the one place where
 // errors become exit codes and where they are printed.
 func Execute(ctx context.Context, args []string, io *render.Streams, getenv func(string) string) int {
-	f := newFactory(io, getenv, buildInfo{Version: version, Commit: commit, Date: date})
+	f := newFactory(io, getenv, currentBuild())
 	defer f.Close()
 	root := newRootCmd(f)
 	root.SetArgs(args)

@@ -17,16 +17,3 @@ func parseTimeFlag(name, value string, now time.Time) (time.Time, error) {
 	}
 	return t, nil
 }
-
-// positiveDuration reads --name as a duration (Go's syntax, optionally starting with days: "7d",
-// "1d12h") that must be above zero; bad input is a usage error naming the flag.
-func positiveDuration(name, value string) (time.Duration, error) {
-	d, err := when.ParseDuration(value)
-	if err != nil {
-		return 0, exit.UsageError(fmt.Errorf("--%s: %w", name, err))
-	}
-	if d <= 0 {
-		return 0, exit.UsageError(fmt.Errorf("--%s: must be positive, got %q", name, value))
-	}
-	return d, nil
-}

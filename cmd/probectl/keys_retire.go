@@ -14,8 +14,10 @@ import (
 )
 
 type keysRetireOptions struct {
-	f  *factory
-	At string
+	f      *factory
+	At     string
+	DryRun bool
+	Yes    bool
 }
 
 func newKeysRetireCmd(f *factory) *cobra.Command {
@@ -38,17 +40,23 @@ the probes to it, then retiring the old one once the rounds signing with it have
 checks its key when it starts, so the runs a running round signs after the retirement fail
 verification.
 
--o json prints {"key_id", "retired_at", "previously_retired_at", "changed"}: changed is false
+On a terminal it says what will change and asks for confirmation (--yes does not ask; off a
+terminal, in scripts, it does not ask). --dry-run says what would change and changes nothing.
+
+-o json prints {"key_id", "retired_at", "previously_retired_at", "changed", "dry_run"}: changed is false
 when nothing was changed; previously_retired_at is null for a key that was not retired.`,
 		Example: `  probectl keys retire ed25519:3f9a0c1d2b4e5f60
   probectl keys retire ed25519:3f9a0c1d2b4e5f60 --at 2026-11-28T14:05:00Z   # leaked then
-  probectl keys retire ed25519:3f9a0c1d2b4e5f60 -o json`,
+  probectl keys retire ed25519:3f9a0c1d2b4e5f60 --dry-run   # what would change
+  probectl keys retire ed25519:3f9a0c1d2b4e5f60 --yes -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runKeysRetire(cmd.Context(), opts, args[0])
 		},
 	}
 	cmd.Flags().StringVar(&opts.At, "at", "", "retire the key from this time on (RFC 3339 or a duration back from now; default now)")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would change, and change nothing")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
 	return cmd
 }
 
@@ -58,6 +66,7 @@ type keyRetiredJSON struct {
 	RetiredAt           time.Time  `json:"retired_at"`
 	PreviouslyRetiredAt *time.Time `json:"previously_retired_at"`
 	Changed             bool       `json:"changed"`
+	DryRun              bool       `json:"dry_run"`
 }
 
 func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) error {
@@ -83,29 +92,55 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	if err != nil {
 		return err
 	}
-	r, err := queries.RetireSigningKey(ctx, pool, keyID, at)
+	var r queries.KeyRetirement
+	if opts.DryRun || (!opts.Yes && f.IO.CanPrompt()) {
+		r, err = queries.PreviewRetireSigningKey(ctx, pool, keyID, at)
+		if err == nil && !opts.DryRun && r.Changed() {
+			fmt.Fprintln(f.IO.ErrOut, retireWords(keyID, r, true))
+			err = askYes(f, "retire it?", "keys retire cancelled; nothing changed")
+		}
+	}
+	if err == nil && !opts.DryRun {
+		r, err = queries.RetireSigningKey(ctx, pool, keyID, at)
+	}
 	if errors.Is(err, queries.ErrNoSuchKey) {
 		return exit.UsageError(fmt.Errorf("no signing key %q is registered; 'probectl keys list' shows the keys", keyID))
 	}
 	if err != nil {
 		return err
 	}
-	if r.KeysLeft == 0 {
+	switch {
+	case r.KeysLeft > 0:
+	case opts.DryRun:
+		fmt.Fprintln(f.IO.ErrOut, "warning: it would leave no signing key that rounds may sign with; 'probectl keys generate' makes one")
+	default:
 		fmt.Fprintln(f.IO.ErrOut, "warning: no signing key is left that rounds may sign with; 'probectl keys generate' makes one")
 	}
 	if format == "json" {
 		return render.JSON(f.IO.Out, keyRetiredJSON{KeyID: keyID, RetiredAt: r.RetiredAt.UTC(),
-			PreviouslyRetiredAt: utcPtr(r.Before), Changed: r.Changed()})
+			PreviouslyRetiredAt: utcPtr(r.Before), Changed: r.Changed(), DryRun: opts.DryRun})
 	}
+	_, err = fmt.Fprintln(f.IO.Out, retireWords(keyID, r, opts.DryRun))
+	return err
+}
+
+// retireWords says what a retirement did, or would do (dryRun).
+func retireWords(keyID string, r queries.KeyRetirement, dryRun bool) string {
 	when := r.RetiredAt.UTC().Format(time.RFC3339Nano)
 	switch {
+	case !r.Changed() && dryRun:
+		return fmt.Sprintf("signing key %s was retired already, at %s; nothing would change (a retirement only moves earlier)", keyID, when)
 	case !r.Changed():
-		_, err = fmt.Fprintf(f.IO.Out, "signing key %s was retired already, at %s; nothing changed (a retirement only moves earlier)\n", keyID, when)
-	case r.Before != nil:
-		_, err = fmt.Fprintf(f.IO.Out, "moved the retirement of signing key %s earlier, from %s to %s: runs it signed that finished from then on fail verification\n",
+		return fmt.Sprintf("signing key %s was retired already, at %s; nothing changed (a retirement only moves earlier)", keyID, when)
+	case r.Before != nil && dryRun:
+		return fmt.Sprintf("would move the retirement of signing key %s earlier, from %s to %s: runs it signed that finished from then on would fail verification",
 			keyID, r.Before.UTC().Format(time.RFC3339Nano), when)
+	case r.Before != nil:
+		return fmt.Sprintf("moved the retirement of signing key %s earlier, from %s to %s: runs it signed that finished from then on fail verification",
+			keyID, r.Before.UTC().Format(time.RFC3339Nano), when)
+	case dryRun:
+		return fmt.Sprintf("would retire signing key %s from %s on: runs it signs from then on would fail verification", keyID, when)
 	default:
-		_, err = fmt.Fprintf(f.IO.Out, "retired signing key %s from %s on: runs it signs from then on fail verification\n", keyID, when)
+		return fmt.Sprintf("retired signing key %s from %s on: runs it signs from then on fail verification", keyID, when)
 	}
-	return err
 }

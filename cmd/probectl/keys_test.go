@@ -161,7 +161,7 @@ func TestKeysRetireOnlyEverMovesARetirementEarlier(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "keys", "retire", id, "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.JSONEq(t, `{"key_id": "`+id+`", "retired_at": "2026-11-28T14:05:00.5Z",
-		"previously_retired_at": "2026-11-28T14:05:00.5Z", "changed": false}`, res.Stdout)
+		"previously_retired_at": "2026-11-28T14:05:00.5Z", "changed": false, "dry_run": false}`, res.Stdout)
 
 	// A leak found after the rotation: the retirement moves earlier.
 	res = runCLI(t, "--database-url", url, "keys", "retire", id, "--at", "2026-11-28T09:00:00Z")

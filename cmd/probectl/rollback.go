@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -158,13 +156,7 @@ func writePlan(f *factory, plan *release.RollbackPlan, tense string) error {
 
 // confirm asks on the terminal; anything but yes cancels (exit 2, nothing changed).
 func confirm(f *factory, plan *release.RollbackPlan) error {
-	fmt.Fprintf(f.IO.ErrOut, "roll back %s now? [y/N] ", releaseName(plan.From))
-	answer, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
-		return nil
-	}
-	return exit.UsageError(errors.New("rollback cancelled; nothing changed"))
+	return askYes(f, fmt.Sprintf("roll back %s now?", releaseName(plan.From)), "rollback cancelled; nothing changed")
 }
 
 func renderRollback(f *factory, format string, plan *release.RollbackPlan, dryRun bool) error {

@@ -114,7 +114,7 @@ func TestRollbackTheActiveReleaseDidNotApprove(t *testing.T) {
 
 	res := c.run(t, "rollback", "--fanout-off", "--yes")
 	require.Equal(t, 2, res.Code)
-	require.Contains(t, res.Stderr, `release #2 (v2) did not approve the way back "fanout-off" (approved: [previous]); pass --force --reason`)
+	require.Contains(t, res.Stderr, `release #2 (v2) did not approve the way back "fanout-off" (approved: previous); pass --force --reason`)
 	require.Equal(t, v2.ID, activeID(t, pool))
 
 	res = c.run(t, "rollback", "--fanout-off", "--yes", "--force")

@@ -36,7 +36,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 	}
 	root.SetVersionTemplate(versionLine(f.Build) + "\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return exit.UsageError(err)
+		return exit.UsageError(flagValueError(err))
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.DatabaseURL, "database-url", "", "PostgreSQL URL (else PROBECTL_DATABASE_URL, DATABASE_URL, PG* variables)")
@@ -60,5 +60,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newDemoCmd(f),
 	)
 	addHelpTopics(root)
+	addCompletions(root, f)
+	root.AddCommand(newDocsCmd(root))
 	return root
 }

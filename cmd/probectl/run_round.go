@@ -32,6 +32,7 @@ type runRoundOptions struct {
 	DryRun                                  bool
 	IgnoreVersion                           bool
 	ViaQueue, Wait                          bool
+	Quiet                                   bool
 
 	// changed says which flags were set on the command line: those override the active release.
 	changed func(flag string) bool
@@ -64,7 +65,8 @@ The active release ('probectl deploy record') supplies the defaults of --fanout,
 command line overrides it and the summary says so. If the active release is another version
 than this binary, the round refuses (exit 3) unless --ignore-version.
 
-Progress goes to stderr when it is a terminal; the summary goes to stdout (-o json: round_id,
+A progress display (jobs claimed, in flight and done, elapsed, time left) goes to stderr when it
+is a terminal, unless --quiet; the summary goes to stdout (-o json: round_id,
 invocations, jobs, runs, servers, ok, failed, errors, open_jobs, stopped_claiming, interrupted,
 duration_seconds and the settings). --dry-run claims nothing and explains which due servers would
 be claimed, which skipped and why, and when each becomes claimable.
@@ -90,11 +92,12 @@ interrupted by probectl).`,
 	fl.IntVar(&opts.Fanout, "fanout", d.Fanout, "fan-out invocations besides the cron one")
 	fl.IntVar(&opts.ClaimLimit, "claim-limit", d.ClaimLimit, "most servers one invocation claims over its life")
 	fl.IntVar(&opts.Concurrency, "concurrency", d.Concurrency, "most checks one invocation runs at once")
-	fl.DurationVar(&opts.MinSpacing, "min-spacing", d.MinSpacing, "skip servers with a job within this (maintainer claims excepted)")
-	fl.DurationVar(&opts.MaxDuration, "max-duration", d.MaxDuration, "the round's time budget: no claim after it")
-	fl.DurationVar(&opts.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of each request of a check")
+	durationVar(fl, &opts.MinSpacing, "min-spacing", d.MinSpacing, "skip servers with a job within this (maintainer claims excepted)")
+	durationVar(fl, &opts.MaxDuration, "max-duration", d.MaxDuration, "the round's time budget: no claim after it")
+	durationVar(fl, &opts.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of each request of a check")
 	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body")
 	fl.StringVar(&opts.Finish, "finish", d.Finish, "finish mode: tx or advance-first")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress display on the terminal (the summary is still printed)")
 	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback, private and link-local addresses")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
@@ -183,10 +186,15 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		Signer:   signer,
 		Log:      slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)),
 	}
-	if f.IO.ErrTTY {
-		round.Progress = (&progressPrinter{w: f.IO.ErrOut}).report
+	var progress *roundProgress
+	if f.IO.ErrTTY && !opts.Quiet {
+		progress = newRoundProgress(f.IO.ErrOut, settings.Invocations(), settings.ClaimLimit)
+		round.Progress = progress.report
 	}
 	sum, err := round.Run(ctx)
+	if progress != nil {
+		progress.finish()
+	}
 	if sum == nil {
 		return err
 	}

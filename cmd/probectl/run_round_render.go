@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/probectl/probectl/internal/render"
@@ -13,25 +11,6 @@ import (
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
-
-// progressPrinter writes one line per change of an invocation's counts (terminals only).
-type progressPrinter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (p *progressPrinter) report(pr probe.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	state := "claiming"
-	if !pr.Claiming {
-		state = "finishing"
-		if pr.InFlight == 0 {
-			state = "done"
-		}
-	}
-	fmt.Fprintf(p.w, "invocation %2d: claimed %d, in flight %d, done %d (%s)\n", pr.Invocation, pr.Claimed, pr.InFlight, pr.Done, state)
-}
 
 // roundSettingsJSON is the documented JSON shape of a round's settings.
 type roundSettingsJSON struct {
@@ -115,7 +94,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	w := f.IO.Out
 	tbl := render.NewTable(w, "ROUND", "INVOCATIONS", "JOBS", "RUNS", "SERVERS", "OK", "FAILED", "ERRORS", "OPEN JOBS", "DURATION")
 	tbl.Row(s.RoundID, s.Invocations, s.Jobs, s.Runs, s.Servers, s.OK, s.Failed, s.Errors, s.OpenJobs,
-		s.Duration().Round(time.Millisecond))
+		render.Duration(s.Duration()))
 	if err := tbl.Render(); err != nil {
 		return err
 	}
@@ -125,7 +104,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	}
 	c := s.Settings
 	fmt.Fprintf(w, "%s\n", st.Muted.Render(fmt.Sprintf("%s round, version %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s, %s",
-		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, c.MinSpacing, c.Finish, signed)))
+		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, render.Duration(c.MinSpacing), c.Finish, signed)))
 	for _, o := range overrides {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("--%s %s overrides release #%d's %s", o.Flag, o.Round, *c.ReleaseID, o.Release)))
 	}

@@ -185,7 +185,7 @@ func TestRunRoundSignsEveryRunWithTheKeyFromTheEnvironment(t *testing.T) {
 	require.Len(t, out, 3, res.Stdout)
 	assert.Equal(t, strings.Fields("ROUND INVOCATIONS JOBS RUNS SERVERS OK FAILED ERRORS OPEN JOBS DURATION"), strings.Fields(out[0]))
 	assert.Equal(t, []string{"1", "1", "3", "3", "3", "3", "0", "0", "0"}, strings.Fields(out[1])[:9])
-	assert.Equal(t, "manual round, version dev: fan-out 0, claim limit 5, concurrency 3, min spacing 10m0s, finish tx, signed with "+
+	assert.Equal(t, "manual round, version dev: fan-out 0, claim limit 5, concurrency 3, min spacing 10m, finish tx, signed with "+
 		signer.KeyID(), out[2])
 
 	jobs, err := queries.ListRoundJobs(t.Context(), pool, 1)
@@ -312,8 +312,20 @@ func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
 	root.SetArgs([]string{"--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
 		"--fanout", "0", "--concurrency", "1", "-o", "json"})
 	require.NoError(t, root.ExecuteContext(t.Context()))
-	assert.Contains(t, errOut.String(), "invocation  0: claimed 1, in flight 1, done 0 (claiming)\n")
-	assert.Contains(t, errOut.String(), "invocation  0: claimed 2, in flight 0, done 2 (done)\n")
+	// One display, redrawn in place; its last drawing has the round's final counts.
+	assert.Regexp(t, `claimed 2, in flight 0, done 2, \S+s elapsed`, errOut.String(), "%q", errOut.String())
+	assert.NotContains(t, errOut.String(), "invocation  0:", "no scrolling line per event")
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), "stdout stays clean JSON")
+
+	// --quiet: nothing on stderr but what went wrong.
+	io, _, _, errOut = render.Test()
+	io.ErrTTY = true
+	f2 := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	defer f2.Close()
+	root = newRootCmd(f2)
+	root.SetArgs([]string{"--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
+		"--fanout", "0", "--concurrency", "1", "--min-spacing", "1s", "--quiet", "-o", "json"})
+	require.NoError(t, root.ExecuteContext(t.Context()))
+	assert.NotContains(t, errOut.String(), "claimed")
 }

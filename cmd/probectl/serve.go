@@ -55,7 +55,7 @@ start or the address cannot be bound.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "host:port to listen on")
-	fl.DurationVar(&opts.ReadTimeout, "read-timeout", statuspage.DefaultReadTimeout, "bound on each request's read of the database")
+	durationVar(fl, &opts.ReadTimeout, "read-timeout", statuspage.DefaultReadTimeout, "bound on each request's read of the database")
 	return cmd
 }
 

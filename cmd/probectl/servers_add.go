@@ -11,8 +11,9 @@ import (
 )
 
 type serversAddOptions struct {
-	f     *factory
-	Entry directory.Entry
+	f      *factory
+	Entry  directory.Entry
+	DryRun bool
 }
 
 func newServersAddCmd(f *factory) *cobra.Command {
@@ -37,6 +38,7 @@ that speak only the HTTP+SSE transport of protocol 2024-11-05.`,
 	cmd.Flags().StringVar(&opts.Entry.Kind, "kind", "", "mcp or http")
 	cmd.Flags().StringVar(&opts.Entry.Plan, "plan", "standard", "standard (every 12h) or frequent (every 15m)")
 	cmd.Flags().StringVar(&opts.Entry.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would be added or updated; change nothing")
 	for _, name := range []string{"slug", "url", "kind"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -56,17 +58,20 @@ func runServersAdd(ctx context.Context, opts *serversAddOptions) error {
 	if err != nil {
 		return err
 	}
-	s, inserted, err := directory.Add(ctx, pool, opts.Entry, nil)
+	s, inserted, err := directory.Add(ctx, pool, opts.Entry, nil, opts.DryRun)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
 		return render.JSON(f.IO.Out, toServerJSON(s))
 	}
-	verb := "updated"
+	verb, note := "updated", ""
 	if inserted {
 		verb = "added"
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "%s server %s (%s, %s, every %s)\n", verb, s.Slug, s.Kind, s.Plan, s.CheckInterval)
+	if opts.DryRun {
+		verb, note = "would have "+verb, "; nothing changed (dry run)"
+	}
+	_, err = fmt.Fprintf(f.IO.Out, "%s server %s (%s, %s, every %s)%s\n", verb, s.Slug, s.Kind, s.Plan, render.Duration(s.CheckInterval), note)
 	return err
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ type serversImportOptions struct {
 	f      *factory
 	File   string
 	Format string
+	DryRun bool
 }
 
 func newServersImportCmd(f *factory) *cobra.Command {
@@ -62,6 +65,7 @@ skipped; the summary counts every skip. A bad entry is named by its index and na
 		},
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", "auto", "auto (CSV or JSON lines, by the first character) or mcp-registry")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "check the file and count what would be added and updated; change nothing")
 	return cmd
 }
 
@@ -78,7 +82,12 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 	if opts.File != "-" {
 		file, err := os.Open(opts.File)
 		if err != nil {
-			return exit.UsageError(fmt.Errorf("open %s: %w", opts.File, err))
+			// *fs.PathError already says "open FILE: ..."; say the file once.
+			var pathErr *fs.PathError
+			if errors.As(err, &pathErr) {
+				err = pathErr.Err
+			}
+			return exit.UsageError(fmt.Errorf("%s: %w", opts.File, err))
 		}
 		defer file.Close()
 		in = file
@@ -88,18 +97,22 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 	}
 	rows, err := directory.Parse(in)
 	if err != nil {
-		return exit.UsageError(fmt.Errorf("%s: %w", displayName(opts.File), err))
+		return exit.UsageError(importError(displayName(opts.File), err))
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := directory.Import(ctx, pool, rows, nil)
+	res, err := directory.Import(ctx, pool, rows, nil, opts.DryRun)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
 		return render.JSON(f.IO.Out, res)
+	}
+	if opts.DryRun {
+		_, err = fmt.Fprintf(f.IO.Out, "would import %d server(s): %d new, %d updated; nothing changed (dry run)\n", res.Inserted+res.Updated, res.Inserted, res.Updated)
+		return err
 	}
 	_, err = fmt.Fprintf(f.IO.Out, "imported %d server(s): %d new, %d updated\n", res.Inserted+res.Updated, res.Inserted, res.Updated)
 	return err
@@ -119,7 +132,7 @@ func importRegistry(ctx context.Context, opts *serversImportOptions, format stri
 	}
 	var res directory.ImportResult
 	if len(parsed.Rows) > 0 {
-		if res, err = directory.Import(ctx, pool, parsed.Rows, nil); err != nil {
+		if res, err = directory.Import(ctx, pool, parsed.Rows, nil, opts.DryRun); err != nil {
 			return err
 		}
 	}
@@ -130,8 +143,12 @@ func importRegistry(ctx context.Context, opts *serversImportOptions, format stri
 		}{res, parsed.Skipped})
 	}
 	sk := parsed.Skipped
-	_, err = fmt.Fprintf(f.IO.Out, "imported %d server(s): %d new, %d updated; skipped %d deleted, %d older version(s), "+
-		"%d with packages only, %d templated URL(s)\n", res.Inserted+res.Updated, res.Inserted, res.Updated,
+	verb := "imported"
+	if opts.DryRun {
+		verb = "would import (dry run, nothing changed)"
+	}
+	_, err = fmt.Fprintf(f.IO.Out, "%s %d server(s): %d new, %d updated; skipped %d deleted, %d older version(s), "+
+		"%d with packages only, %d templated URL(s)\n", verb, res.Inserted+res.Updated, res.Inserted, res.Updated,
 		sk.Deleted, sk.OlderVersion, sk.PackagesOnly, sk.TemplatedURL)
 	return err
 }

@@ -127,7 +127,7 @@ func TestImportOfAMissingFileExits2(t *testing.T) {
 	t.Parallel()
 	res := runCLI(t, "--database-url", "postgres://127.0.0.1:1/x", "servers", "import", "/nonexistent/servers.csv")
 	require.Equal(t, 2, res.Code)
-	require.Contains(t, res.Stderr, "open /nonexistent/servers.csv")
+	require.Contains(t, res.Stderr, "/nonexistent/servers.csv: no such file or directory")
 }
 
 func TestAddValidatesBeforeConnectingAndNamesTheFlag(t *testing.T) {
@@ -146,7 +146,7 @@ func TestAddAndRecheckMakeTheServerDueWithAMaintainerClaim(t *testing.T) {
 	url, pool := migratedDB(t)
 	res := runCLI(t, "--database-url", url, "servers", "add", "--slug", "weather", "--url", "https://weather.example/mcp", "--kind", "mcp")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	require.Equal(t, "added server weather (mcp, standard, every 12h0m0s)\n", res.Stdout)
+	require.Equal(t, "added server weather (mcp, standard, every 12h)\n", res.Stdout)
 
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, "UPDATE servers SET next_check_at = now() + interval '12 hours'")

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/status"
@@ -168,10 +167,10 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 		for _, pair := range d.Report.Pairs {
 			after := "-"
 			if pair.GapAfterFinish != nil {
-				after = audit.FormatSeconds(*pair.GapAfterFinish) + " s"
+				after = render.Duration(*pair.GapAfterFinish)
 			}
 			tbl.Row(pair.Slug, string(pair.Class), pair.FirstJobID, pair.SecondJobID,
-				pair.SecondRequestedAt.UTC().Format(time.RFC3339Nano), audit.FormatSeconds(pair.RequestGap)+" s", after)
+				pair.SecondRequestedAt.UTC().Format(time.RFC3339Nano), render.Duration(pair.RequestGap), after)
 		}
 		p.table(tbl)
 	}

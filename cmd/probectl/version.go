@@ -16,7 +16,12 @@ func newVersionCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and build date",
-		Long:  "Print the version, commit and build date that the release build stamped into this binary (dev when built by hand).",
+		Long: `Print the version, commit and build date of this binary.
+
+A release build stamps them. A binary built with 'go install <module>/cmd/probectl@v1.2.3' says
+the module's version; one built with 'go build' in a checkout says the commit it was built from
+(the first 7 hex digits, with -dirty when the tree had changes) and that commit's time. "dev"
+and "none" mean nobody recorded anything.`,
 		Example: `  probectl version
   probectl version -o json`,
 		Args: cobra.NoArgs,

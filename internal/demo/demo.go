@@ -256,7 +256,7 @@ func (e *env) startFleet(ctx context.Context, n, total int) error {
 	if err != nil {
 		return err
 	}
-	imported, err := directory.Import(ctx, e.pool, rows, nil)
+	imported, err := directory.Import(ctx, e.pool, rows, nil, false)
 	if err != nil {
 		return err
 	}

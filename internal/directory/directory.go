@@ -19,12 +19,36 @@ import (
 type ImportResult struct {
 	Inserted int `json:"inserted"`
 	Updated  int `json:"updated"`
+	// DryRun: nothing was written; the counts are what the import would have done.
+	DryRun bool `json:"dry_run"`
 }
 
-// Import upserts every row by slug in one transaction: all rows land or none do.
-func Import(ctx context.Context, pool *pgxpool.Pool, rows []Row, now *time.Time) (ImportResult, error) {
-	var res ImportResult
+// errDryRun ends a dry run's transaction: whatever it wrote is rolled back.
+var errDryRun = errors.New("dry run: roll back")
+
+// inTxOrDryRun runs fn in one transaction, and rolls it back when dryRun: a preview does exactly
+// what the change does, so the two cannot disagree.
+func inTxOrDryRun(ctx context.Context, pool *pgxpool.Pool, dryRun bool, fn func(pgx.Tx) error) error {
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if dryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if dryRun && errors.Is(err, errDryRun) {
+		return nil
+	}
+	return err
+}
+
+// Import upserts every row by slug in one transaction: all rows land or none do. A dry run
+// (dryRun) does the same and rolls it back.
+func Import(ctx context.Context, pool *pgxpool.Pool, rows []Row, now *time.Time, dryRun bool) (ImportResult, error) {
+	var res ImportResult
+	err := inTxOrDryRun(ctx, pool, dryRun, func(tx pgx.Tx) error {
 		res = ImportResult{}
 		for _, row := range rows {
 			interval, _ := PlanInterval(row.Plan)
@@ -49,6 +73,7 @@ func Import(ctx context.Context, pool *pgxpool.Pool, rows []Row, now *time.Time)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import servers: %w", err)
 	}
+	res.DryRun = dryRun
 	return res, nil
 }
 
@@ -64,21 +89,31 @@ func rowAtFault(err error) bool {
 	return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")
 }
 
-// Add validates one entry and upserts it.
-func Add(ctx context.Context, pool *pgxpool.Pool, e Entry, now *time.Time) (queries.Server, bool, error) {
+// Add validates one entry and upserts it; a dry run (dryRun) does the same and rolls it back,
+// returning the server as it would be.
+func Add(ctx context.Context, pool *pgxpool.Pool, e Entry, now *time.Time, dryRun bool) (queries.Server, bool, error) {
 	if err := e.Validate(); err != nil {
 		return queries.Server{}, false, &InvalidError{Err: err}
 	}
 	interval, _ := PlanInterval(e.Plan)
-	_, inserted, err := queries.UpsertServer(ctx, pool, queries.UpsertServerParams{
-		Slug: e.Slug, EndpointURL: e.URL, Kind: e.Kind, Plan: e.Plan, CheckInterval: interval,
-		Transport: e.Transport, Now: now,
+	var s queries.Server
+	var inserted bool
+	err := inTxOrDryRun(ctx, pool, dryRun, func(tx pgx.Tx) error {
+		var err error
+		_, inserted, err = queries.UpsertServer(ctx, tx, queries.UpsertServerParams{
+			Slug: e.Slug, EndpointURL: e.URL, Kind: e.Kind, Plan: e.Plan, CheckInterval: interval,
+			Transport: e.Transport, Now: now,
+		})
+		if err != nil {
+			return err
+		}
+		s, err = queries.GetServerBySlug(ctx, tx, e.Slug)
+		return err
 	})
 	if err != nil {
 		return queries.Server{}, false, err
 	}
-	s, err := queries.GetServerBySlug(ctx, pool, e.Slug)
-	return s, inserted, err
+	return s, inserted, nil
 }
 
 // InvalidError is an entry that failed validation: bad input.

@@ -26,7 +26,7 @@ func TestImportIntoABrokenDatabaseCouldNotWorkRatherThanBlamingARow(t *testing.T
 	t.Parallel()
 	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t)) // no schema: the servers table is missing
 
-	_, err := directory.Import(t.Context(), pool, []directory.Row{row(2, "weather", "standard")}, nil)
+	_, err := directory.Import(t.Context(), pool, []directory.Row{row(2, "weather", "standard")}, nil, false)
 	require.Error(t, err)
 	var le *directory.LineError
 	require.False(t, errors.As(err, &le), "no line is at fault: %v", err)
@@ -40,7 +40,7 @@ func TestImportOfARowThePostgreSQLRefusesNamesTheLineAndIsBadInput(t *testing.T)
 	// An unknown plan gets no interval, which the servers table's check constraint refuses (class
 	// 23); Parse would have caught it, so build the rows directly.
 	rows := []directory.Row{row(2, "weather", "standard"), row(3, "hourly", "hourly")}
-	_, err := directory.Import(t.Context(), pool, rows, nil)
+	_, err := directory.Import(t.Context(), pool, rows, nil, false)
 	var le *directory.LineError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, 3, le.Line)

@@ -32,7 +32,8 @@ type Row struct {
 
 // Parse reads CSV (with a header row naming slug, url, kind and optionally plan) or JSON lines
 // (one object per line; detected by a first non-blank character of '{'), validates every row and
-// rejects a slug that appears twice. It returns the first problem found, with its line.
+// rejects a slug that appears twice. Bad rows are reported together, each with its line, as
+// *RowErrors (at most MaxRowErrors of them).
 func Parse(r io.Reader) ([]Row, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxImportBytes+1))
 	if err != nil {
@@ -43,28 +44,36 @@ func Parse(r io.Reader) ([]Row, error) {
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	var rows []Row
+	var bad badRows
 	if bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
-		rows, err = parseJSONLines(data)
+		rows, err = parseJSONLines(data, &bad)
 	} else {
-		rows, err = parseCSV(data)
+		rows, err = parseCSV(data, &bad)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 && len(bad.Rows) == 0 {
 		return nil, errors.New("import has no servers")
 	}
 	seen := make(map[string]int, len(rows))
 	for _, row := range rows {
 		if first, dup := seen[row.Slug]; dup {
-			return nil, &LineError{Line: row.Line, Err: fmt.Errorf("slug %q already appears on line %d", row.Slug, first)}
+			if bad.add(row.Line, fmt.Errorf("slug %q already appears on line %d", row.Slug, first)) {
+				break
+			}
+			continue
 		}
 		seen[row.Slug] = row.Line
+	}
+	if err := bad.err(); err != nil {
+		sortRowErrors(bad.Rows)
+		return nil, err
 	}
 	return rows, nil
 }
 
-func parseJSONLines(data []byte) ([]Row, error) {
+func parseJSONLines(data []byte, bad *badRows) ([]Row, error) {
 	var rows []Row
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -78,24 +87,29 @@ func parseJSONLines(data []byte) ([]Row, error) {
 		var e Entry
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&e); err != nil {
-			return nil, &LineError{Line: line, Err: fmt.Errorf("not a JSON object with slug, url, kind, plan: %v", err)}
+		var err error
+		if err = dec.Decode(&e); err != nil {
+			err = fmt.Errorf("not a JSON object with slug, url, kind, plan: %v", err)
+		} else if dec.More() {
+			err = errors.New("more than one JSON value on the line")
+		} else {
+			err = e.Validate()
 		}
-		if dec.More() {
-			return nil, &LineError{Line: line, Err: errors.New("more than one JSON value on the line")}
-		}
-		if err := e.Validate(); err != nil {
-			return nil, &LineError{Line: line, Err: err}
+		if err != nil {
+			if bad.add(line, err) {
+				return nil, bad.err()
+			}
+			continue
 		}
 		rows = append(rows, Row{Line: line, Entry: e})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &LineError{Line: line + 1, Err: err}
+		return nil, bad.fatal(&LineError{Line: line + 1, Err: err})
 	}
 	return rows, nil
 }
 
-func parseCSV(data []byte) ([]Row, error) {
+func parseCSV(data []byte, bad *badRows) ([]Row, error) {
 	cr := csv.NewReader(bytes.NewReader(data))
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
@@ -117,14 +131,17 @@ func parseCSV(data []byte) ([]Row, error) {
 			return rows, nil
 		}
 		if err != nil {
-			return nil, csvError(err)
+			return nil, bad.fatal(csvError(err))
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue
 		}
 		if len(rec) != len(header) {
-			return nil, &LineError{Line: line, Err: fmt.Errorf("has %d fields, the header has %d", len(rec), len(header))}
+			if bad.add(line, fmt.Errorf("has %d fields, the header has %d", len(rec), len(header))) {
+				return nil, bad.err()
+			}
+			continue
 		}
 		field := func(name string) string {
 			if i, ok := cols[name]; ok {
@@ -134,7 +151,10 @@ func parseCSV(data []byte) ([]Row, error) {
 		}
 		e := Entry{Slug: field("slug"), URL: field("url"), Kind: field("kind"), Plan: field("plan"), Transport: field("transport")}
 		if err := e.Validate(); err != nil {
-			return nil, &LineError{Line: line, Err: err}
+			if bad.add(line, err) {
+				return nil, bad.err()
+			}
+			continue
 		}
 		rows = append(rows, Row{Line: line, Entry: e})
 	}

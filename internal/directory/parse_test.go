@@ -2,6 +2,7 @@ package directory
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,6 +41,33 @@ func TestParseCountsLinesOfQuotedMultilineCSVFields(t *testing.T) {
 	var le *LineError
 	require.True(t, errors.As(err, &le), "%v", err)
 	require.Equal(t, 2, le.Line, "the slug with a newline is the row starting on line 2")
+}
+
+func TestParseReportsEveryBadRowInLineOrder(t *testing.T) {
+	t.Parallel()
+	_, err := Parse(strings.NewReader("slug,url,kind\nb,https://b.example/,grpc\nok,https://ok.example/,http\nb,https://c.example/,http\nUP,https://d.example/,mcp\nx,https://x.example/\n"))
+	var re *RowErrors
+	require.True(t, errors.As(err, &re), "%v", err)
+	lines := make([]int, len(re.Rows))
+	for i, r := range re.Rows {
+		lines[i] = r.Line
+	}
+	require.Equal(t, []int{2, 5, 6}, lines, "kind, slug and field count; line 4's slug b was refused on line 2 already")
+	require.False(t, re.Truncated)
+}
+
+func TestParseStopsReportingAtTheBound(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("slug,url,kind\n")
+	for i := range MaxRowErrors + 50 {
+		fmt.Fprintf(&b, "s%d,https://s.example/,grpc\n", i)
+	}
+	_, err := Parse(strings.NewReader(b.String()))
+	var re *RowErrors
+	require.True(t, errors.As(err, &re), "%v", err)
+	require.Len(t, re.Rows, MaxRowErrors)
+	require.True(t, re.Truncated)
 }
 
 func TestParseNamesTheLineOfTheSecondOccurrenceOfASlug(t *testing.T) {

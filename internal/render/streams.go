@@ -27,11 +27,12 @@ type Streams struct {
 
 // System returns the process's own streams.
 func System() *Streams {
+	outTTY := isTerminal(os.Stdout)
 	return &Streams{
 		In:     os.Stdin,
-		Out:    os.Stdout,
+		Out:    terminalOut(os.Stdout, outTTY),
 		ErrOut: os.Stderr,
-		OutTTY: isTerminal(os.Stdout),
+		OutTTY: outTTY,
 		ErrTTY: isTerminal(os.Stderr),
 		InTTY:  isTerminal(os.Stdin),
 	}

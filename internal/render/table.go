@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -36,10 +37,34 @@ func (t *Table) Row(values ...any) {
 // Len is the number of rows added so far.
 func (t *Table) Len() int { return len(t.rows) }
 
-// Render writes the table.
+// Render writes the table. On a terminal of known width (a writer with a Width method, as the
+// streams of System give on a terminal) a table wider than the terminal first wraps its cells at
+// word boundaries; when even that does not fit (long times, URLs), it is written as one block of
+// "COLUMN  value" lines per row, as psql's expanded display does. Elsewhere (a pipe, a file)
+// lines stay whole, so grep and cut see one row per line.
 func (t *Table) Render() error {
+	out, err := t.render(0)
+	if err != nil {
+		return err
+	}
+	if width := widthOf(t.w); width > 0 && widest(out) > width {
+		if out, err = t.render(width); err != nil {
+			return err
+		}
+		if widest(out) > width {
+			out = t.records()
+		}
+	}
+	if _, err := io.WriteString(t.w, out); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// render lays the table out in columns, wrapping cells to fit width when it is above zero.
+func (t *Table) render(width int) (string, error) {
 	var buf bytes.Buffer
-	tbl := tablewriter.NewTable(&buf,
+	opts := []tablewriter.Option{
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders: tw.BorderNone,
 			Settings: tw.Settings{
@@ -53,13 +78,18 @@ func (t *Table) Render() error {
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 		tablewriter.WithTrimSpace(tw.Off),
 		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
-	)
+	}
+	if width > 0 {
+		opts = append(opts, tablewriter.WithMaxWidth(width),
+			tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithHeaderAutoWrap(tw.WrapNormal))
+	}
+	tbl := tablewriter.NewTable(&buf, opts...)
 	tbl.Header(t.header)
 	if err := tbl.Bulk(t.rows); err != nil {
-		return fmt.Errorf("render table: %w", err)
+		return "", fmt.Errorf("render table: %w", err)
 	}
 	if err := tbl.Render(); err != nil {
-		return fmt.Errorf("render table: %w", err)
+		return "", fmt.Errorf("render table: %w", err)
 	}
 	// The padding that separates columns would leave trailing blanks on every line.
 	var out strings.Builder
@@ -67,8 +97,37 @@ func (t *Table) Render() error {
 		out.WriteString(strings.TrimRight(line, " \n"))
 		out.WriteByte('\n')
 	}
-	if _, err := io.WriteString(t.w, out.String()); err != nil {
-		return fmt.Errorf("write table: %w", err)
+	return out.String(), nil
+}
+
+// records writes each row as a block of "COLUMN  value" lines, blocks apart by a blank line.
+func (t *Table) records() string {
+	pad := 0
+	for _, h := range t.header {
+		pad = max(pad, lipgloss.Width(h))
 	}
-	return nil
+	var out strings.Builder
+	for i, row := range t.rows {
+		if i > 0 {
+			out.WriteByte('\n')
+		}
+		for j, h := range t.header {
+			value := ""
+			if j < len(row) {
+				value = row[j]
+			}
+			out.WriteString(strings.TrimRight(h+strings.Repeat(" ", pad-lipgloss.Width(h)+2)+value, " "))
+			out.WriteByte('\n')
+		}
+	}
+	return out.String()
+}
+
+// widest is the display width of the widest line of s (colour codes take no room).
+func widest(s string) int {
+	w := 0
+	for line := range strings.Lines(s) {
+		w = max(w, lipgloss.Width(strings.TrimRight(line, "\n")))
+	}
+	return w
 }

@@ -2,8 +2,11 @@ package render
 
 import (
 	"bytes"
+	"io"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,4 +22,47 @@ func TestTableAlignsColumnsWithoutBorders(t *testing.T) {
 		"alpha               mcp   2026-11-29T08:00:00Z\n" +
 		"a-much-longer-slug  http  -\n"
 	require.Equal(t, want, buf.String())
+}
+
+func TestATableFitsTheTerminal(t *testing.T) {
+	t.Parallel()
+	long := "an open job (in flight for at most 15m); if it never finishes it is closed as abandoned then"
+	write := func(w io.Writer) {
+		tbl := NewTable(w, "SLUG", "STATUS", "WHY")
+		tbl.Row("bravo-open", "open_job", long)
+		tbl.Row("alpha", "due", "-")
+		require.NoError(t, tbl.Render())
+	}
+	var term bytes.Buffer
+	write(WithWidth(&term, 60))
+	for _, line := range strings.Split(strings.TrimRight(term.String(), "\n"), "\n") {
+		assert.LessOrEqual(t, len(line), 60, "%q is wider than the terminal", line)
+	}
+	assert.Contains(t, term.String(), "bravo-open")
+	assert.Contains(t, strings.Join(strings.Fields(term.String()), " "), "closed as abandoned then", "nothing is cut off")
+
+	var pipe bytes.Buffer
+	write(&pipe)
+	assert.Contains(t, pipe.String(), long, "a pipe keeps each row on one line")
+}
+
+func TestATableTooWideToWrapBecomesRecords(t *testing.T) {
+	t.Parallel()
+	var term bytes.Buffer
+	tbl := NewTable(WithWidth(&term, 60), "SERVER", "FIRST REQUESTED", "SECOND REQUESTED", "REQUEST GAP", "CLASS")
+	tbl.Row("status-page", "2026-10-07T20:55:02.000Z", "2026-10-07T20:55:40.236Z", "38.236s", "after_finish")
+	tbl.Row("weather", "2026-10-07T20:55:01.000Z", "2026-10-07T20:55:44.168Z", "43.168s", "after_finish")
+	require.NoError(t, tbl.Render())
+	assert.Equal(t, ""+
+		"SERVER            status-page\n"+
+		"FIRST REQUESTED   2026-10-07T20:55:02.000Z\n"+
+		"SECOND REQUESTED  2026-10-07T20:55:40.236Z\n"+
+		"REQUEST GAP       38.236s\n"+
+		"CLASS             after_finish\n"+
+		"\n"+
+		"SERVER            weather\n"+
+		"FIRST REQUESTED   2026-10-07T20:55:01.000Z\n"+
+		"SECOND REQUESTED  2026-10-07T20:55:44.168Z\n"+
+		"REQUEST GAP       43.168s\n"+
+		"CLASS             after_finish\n", term.String())
 }

@@ -3,7 +3,8 @@
 // and an incident's boundaries can be pasted from a log.
 //
 // Durations use Go's syntax ("90m", "24h", "1h30m", "1.5h") and may start with a whole number
-// of days ("7d", "1d12h"); a day is 24 hours, whatever the calendar says. "now" means now.
+// of weeks and then of days ("2w", "7d", "1w3d", "1d12h"); a day is 24 hours and a week 7 days,
+// whatever the calendar says. "now" means now.
 // Negative durations are refused: a duration always points back.
 package when
 
@@ -16,8 +17,11 @@ import (
 	"time"
 )
 
-// Day is the length of the "d" unit.
-const Day = 24 * time.Hour
+// Day is the length of the "d" unit, Week of the "w" unit.
+const (
+	Day  = 24 * time.Hour
+	Week = 7 * Day
+)
 
 // Parse reads s as an RFC 3339 time (an offset is required; fractional seconds are kept) or as a
 // duration back from now. The result is in UTC.
@@ -40,7 +44,7 @@ func Parse(s string, now time.Time) (time.Time, error) {
 }
 
 // ParseDuration reads a non-negative duration in Go's syntax, optionally starting with a whole
-// number of days: "10m", "90s", "7d", "1d12h".
+// number of weeks and then of days: "10m", "90s", "7d", "1d12h", "2w", "1w3d".
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -50,21 +54,29 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q is negative", s)
 	}
 	orig := s
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 && strings.Trim(s[:i], "0123456789.") == "" {
+	var whole time.Duration
+	for _, u := range []struct {
+		letter byte
+		name   string
+		size   time.Duration
+	}{{'w', "weeks", Week}, {'d', "days", Day}} {
+		i := strings.IndexByte(s, u.letter)
+		if i <= 0 || strings.Trim(s[:i], "0123456789.") != "" {
+			continue
+		}
 		n, err := strconv.ParseUint(s[:i], 10, 63)
 		if err != nil {
-			return 0, fmt.Errorf("duration %q: days must be a whole number before the d, as in 7d or 1d12h", orig)
+			return 0, fmt.Errorf("duration %q: %s must be a whole number before the %c, as in 7d, 1d12h or 2w", orig, u.name, u.letter)
 		}
-		if n > uint64(math.MaxInt64/int64(Day)) {
+		if n > uint64((math.MaxInt64-whole)/u.size) {
 			return 0, fmt.Errorf("duration %q is too long", orig)
 		}
-		days, s = time.Duration(n)*Day, s[i+1:]
+		whole, s = whole+time.Duration(n)*u.size, s[i+1:]
 		if s == "" {
-			return days, nil
+			return whole, nil
 		}
 		if s[0] == '-' || s[0] == '+' {
-			return 0, fmt.Errorf("duration %q: nothing signed may follow the days", orig)
+			return 0, fmt.Errorf("duration %q: nothing signed may follow the %s", orig, u.name)
 		}
 	}
 	rest, err := time.ParseDuration(s)
@@ -74,10 +86,10 @@ func ParseDuration(s string) (time.Duration, error) {
 	if rest < 0 {
 		return 0, fmt.Errorf("duration %q is negative", orig)
 	}
-	if days > math.MaxInt64-rest {
+	if whole > math.MaxInt64-rest {
 		return 0, fmt.Errorf("duration %q is too long", orig)
 	}
-	return days + rest, nil
+	return whole + rest, nil
 }
 
 // unquote drops the input time.ParseDuration repeats in its errors ("time: invalid duration

@@ -51,7 +51,10 @@ func TestParseRefusesWhatItCannotRead(t *testing.T) {
 		{"a negative duration", "-5m", `duration "-5m" is negative`},
 		{"fractional days", "1.5d", `days must be a whole number`},
 		{"a sign after the days", "1d-5m", `nothing signed may follow the days`},
-		{"a unit Go does not know", "2w", `unknown unit "w"`},
+		{"a unit Go does not know", "2y", `unknown unit "y"`},
+		{"weeks after days", "1d2w", `unknown unit "w"`},
+		{"fractional weeks", "1.5w", `weeks must be a whole number`},
+		{"more weeks than a duration holds", "20000w", `is too long`},
 		{"more days than a duration holds", "200000d", `is too long`},
 		{"days that overflow with the rest", "106751d23h47m17s", `is too long`},
 	}
@@ -65,10 +68,11 @@ func TestParseRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
-func TestParseDurationReadsDays(t *testing.T) {
+func TestParseDurationReadsDaysAndWeeks(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]time.Duration{
 		"10m": 10 * time.Minute, "7d": 7 * when.Day, "1d0h": when.Day, "0d90s": 90 * time.Second, "1.5h": 90 * time.Minute,
+		"2w": 14 * when.Day, "1w3d": 10 * when.Day, "1w12h": 7*when.Day + 12*time.Hour, "0w1d": when.Day,
 	} {
 		got, err := when.ParseDuration(in)
 		require.NoError(t, err, in)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/completion"
+	"github.com/probectl/probectl/internal/directory"
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/queries"
+)
+
+// completionTimeout bounds a completion's trip to the database: a shell waits for it on every Tab,
+// so a slow or unreachable database completes nothing rather than hanging the prompt.
+const completionTimeout = time.Second
+
+// flagValues are the values shells complete for a flag of that name, on the commands whose path
+// starts with the prefix ("" for every command).
+var flagValues = []struct {
+	prefix, flag string
+	values       []string
+}{
+	{"probectl servers", "kind", directory.Kinds},
+	{"probectl servers", "plan", directory.Plans},
+	{"probectl servers", "status", directory.Statuses},
+	{"", "finish", []string{probe.FinishTx, probe.FinishAdvanceFirst}},
+	{"", "outcome", []string{"ok", "failed", "error", "abandoned"}},
+}
+
+// argCompleters complete a command's first argument from the database, by command path. A command
+// added later under one of these paths (servers show, keys export) completes without more code.
+var argCompleters = map[string]func(ctx context.Context, db queries.DBTX, prefix string) ([]completion.Candidate, error){
+	"probectl servers recheck": completion.Slugs,
+	"probectl servers show":    completion.Slugs,
+	"probectl servers pause":   completion.Slugs,
+	"probectl servers resume":  completion.Slugs,
+	"probectl servers delist":  completion.Slugs,
+	"probectl keys retire":     completion.KeyIDs,
+	"probectl keys export":     completion.KeyIDs,
+}
+
+// addCompletions teaches shells the values of the tree's flags and arguments: -o's formats, the
+// fixed values of --kind, --plan, --status, --finish and --outcome, and slugs and key ids from the
+// database.
+func addCompletions(root *cobra.Command, f *factory) {
+	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		formats := []string{"table", "json"}
+		if strings.HasPrefix(cmd.CommandPath(), "probectl audit ") {
+			formats = append(formats, "csv")
+		}
+		return formats, cobra.ShellCompDirectiveNoFileComp
+	})
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		path := cmd.CommandPath()
+		for _, fv := range flagValues {
+			if cmd.LocalFlags().Lookup(fv.flag) != nil && strings.HasPrefix(path, fv.prefix) {
+				_ = cmd.RegisterFlagCompletionFunc(fv.flag, cobra.FixedCompletions(fv.values, cobra.ShellCompDirectiveNoFileComp))
+			}
+		}
+		if find, ok := argCompleters[path]; ok && cmd.ValidArgsFunction == nil {
+			cmd.ValidArgsFunction = f.completeFirstArg(find)
+		}
+		for _, c := range cmd.Commands() {
+			walk(c)
+		}
+	}
+	walk(root)
+}
+
+// completeFirstArg completes a command's first argument with what find returns. It completes
+// nothing, quietly, when no database is configured, when it cannot be reached or answer within
+// completionTimeout, or when the schema lacks what find reads.
+func (f *factory) completeFirstArg(find func(context.Context, queries.DBTX, string) ([]completion.Candidate, error)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		const none = cobra.ShellCompDirectiveNoFileComp
+		if len(args) > 0 {
+			return nil, none
+		}
+		if url, _ := queries.ResolveURL(f.DatabaseURL, f.Getenv); url == "" {
+			return nil, none
+		}
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+		defer cancel()
+		pool, err := f.RawPool(ctx)
+		if err != nil {
+			return nil, none
+		}
+		found, err := find(ctx, pool, toComplete)
+		if err != nil {
+			return nil, none
+		}
+		out := make([]cobra.Completion, 0, len(found))
+		for _, c := range found {
+			out = append(out, cobra.CompletionWithDesc(c.Value, c.Description))
+		}
+		return out, none
+	}
+}

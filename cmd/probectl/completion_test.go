@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/testfactory"
+)
+
+// complete asks probectl what a shell would offer after args (the last one is what has been typed
+// so far), the way cobra's generated scripts ask: `probectl __complete ARGS...`.
+func complete(t *testing.T, c cli, args ...string) []string {
+	t.Helper()
+	res := c.run(t, append([]string{"__complete"}, args...)...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	return lines(res.Stdout)
+}
+
+func TestCompletionOffersEachFlagsValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"-o offers table and json", []string{"servers", "list", "-o", ""}, []string{"table", "json", ":4"}},
+		{"-o offers csv too on an audit", []string{"audit", "open", "-o", ""}, []string{"table", "json", "csv", ":4"}},
+		{"--kind offers the check kinds", []string{"servers", "add", "--kind", ""}, []string{"mcp", "http", ":4"}},
+		{"--plan offers the plans", []string{"servers", "add", "--plan", ""}, []string{"standard", "frequent", ":4"}},
+		{"--status offers the statuses", []string{"servers", "list", "--status", ""}, []string{"active", "paused", "delisted", ":4"}},
+		{"--finish offers the finish modes on run round", []string{"run", "round", "--finish", ""}, []string{"tx", "advance-first", ":4"}},
+		{"--finish offers the finish modes on deploy record", []string{"deploy", "record", "--finish", "adv"}, []string{"tx", "advance-first", ":4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := complete(t, cli{}, tt.args...)
+			// The shell filters by what was typed; probectl offers the values and a directive
+			// (4: no file names), then cobra's note on stderr.
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestCompletionOffersSlugsAndKeyIDsFromTheDatabase(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	ctx := context.Background()
+	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather-eu", Status: "paused"})
+	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "status-page"})
+	key := generatedKey(t, url)
+
+	c := cli{env: map[string]string{"PROBECTL_DATABASE_URL": url}}
+	assert.Equal(t, []string{"weather\tactive", "weather-eu\tpaused", ":4"}, complete(t, c, "servers", "recheck", "wea"))
+	assert.Equal(t, []string{"status-page\tactive", "weather\tactive", "weather-eu\tpaused", ":4"},
+		complete(t, cli{}, "--database-url", url, "servers", "recheck", ""))
+	assert.Equal(t, []string{":4"}, complete(t, c, "servers", "recheck", "weather", ""), "only the first argument is a slug")
+	assert.Equal(t, []string{key + "\tin use", ":4"}, complete(t, c, "keys", "retire", "ed25519:"))
+}
+
+func TestCompletionSaysNothingWithoutADatabase(t *testing.T) {
+	t.Parallel()
+	// Nothing configured: no connection is even tried (libpq's defaults would reach a local server).
+	assert.Equal(t, []string{":4"}, complete(t, cli{}, "servers", "recheck", ""))
+
+	// A refused connection, and a server that accepts and never answers: nothing, and no error.
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refusedURL := "postgres://probectl@" + refused.Addr().String() + "/probectl?sslmode=disable"
+	require.NoError(t, refused.Close())
+	res := cli{}.run(t, "__complete", "--database-url", refusedURL, "keys", "retire", "")
+	assert.Equal(t, 0, res.Code)
+	assert.Equal(t, ":4\n", res.Stdout)
+	assert.NotContains(t, res.Stderr, "could not reach")
+
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+		}
+	}()
+	// The URL's own connect timeout is ten minutes: only completion's bound ends the wait.
+	silentURL := "postgres://probectl@" + silent.Addr().String() + "/probectl?sslmode=disable&connect_timeout=600"
+	assert.Equal(t, []string{":4"}, complete(t, cli{}, "--database-url", silentURL, "servers", "recheck", ""))
+}

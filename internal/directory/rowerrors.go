@@ -1,0 +1,79 @@
+package directory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MaxRowErrors bounds the bad rows one import reports: enough to fix a file in one pass, few
+// enough to read.
+const MaxRowErrors = 100
+
+// RowErrors are the bad rows of an import, in the order found (at most MaxRowErrors). Nothing of
+// an import with a bad row is written.
+type RowErrors struct {
+	Rows []*LineError
+	// Truncated: more rows were bad than MaxRowErrors, or a row so broken that reading stopped
+	// there; the rest of the file was not checked.
+	Truncated bool
+}
+
+func (e *RowErrors) Error() string {
+	if len(e.Rows) == 1 && !e.Truncated {
+		return e.Rows[0].Error()
+	}
+	msgs := make([]string, len(e.Rows))
+	for i, r := range e.Rows {
+		msgs[i] = r.Error()
+	}
+	return fmt.Sprintf("%d bad rows: %s", len(e.Rows), strings.Join(msgs, "; "))
+}
+
+// Unwrap gives each bad row, so errors.As finds the first *LineError.
+func (e *RowErrors) Unwrap() []error {
+	out := make([]error, len(e.Rows))
+	for i, r := range e.Rows {
+		out[i] = r
+	}
+	return out
+}
+
+// badRows collects the bad rows of one parse.
+type badRows struct{ RowErrors }
+
+// add records a bad row and says whether the parse must stop (the bound is reached).
+func (b *badRows) add(line int, err error) (stop bool) {
+	if len(b.Rows) == MaxRowErrors {
+		b.Truncated = true
+		return true
+	}
+	b.Rows = append(b.Rows, &LineError{Line: line, Err: err})
+	return false
+}
+
+// fatal ends the parse on an error that leaves the rest of the file unreadable, reporting it after
+// the bad rows found before it.
+func (b *badRows) fatal(err error) error {
+	if len(b.Rows) == 0 {
+		return err
+	}
+	if le, ok := err.(*LineError); ok && len(b.Rows) < MaxRowErrors {
+		b.Rows = append(b.Rows, le)
+	}
+	b.Truncated = true
+	return &b.RowErrors
+}
+
+// err is the parse's verdict: nil when every row was good.
+func (b *badRows) err() error {
+	if len(b.Rows) == 0 {
+		return nil
+	}
+	return &b.RowErrors
+}
+
+// sortRowErrors puts the bad rows in line order (duplicates are found after the rows they follow).
+func sortRowErrors(rows []*LineError) {
+	slices.SortStableFunc(rows, func(a, b *LineError) int { return a.Line - b.Line })
+}

@@ -1,0 +1,47 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SlugCandidate is a server a shell may complete.
+type SlugCandidate struct {
+	Slug   string `db:"slug"`
+	Status string `db:"status"`
+}
+
+// CompleteSlugs returns at most limit servers whose slug starts with prefix, ordered by slug.
+func CompleteSlugs(ctx context.Context, db DBTX, prefix string, limit int) ([]SlugCandidate, error) {
+	rows, err := db.Query(ctx, SQL("CompleteSlugs"), prefix, limit)
+	if err != nil {
+		return nil, fmt.Errorf("complete slugs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[SlugCandidate])
+	if err != nil {
+		return nil, fmt.Errorf("complete slugs: %w", err)
+	}
+	return out, nil
+}
+
+// KeyCandidate is a signing key a shell may complete.
+type KeyCandidate struct {
+	KeyID     string     `db:"key_id"`
+	RetiredAt *time.Time `db:"retired_at"`
+}
+
+// CompleteKeyIDs returns at most limit signing keys whose id starts with prefix, ordered by id.
+func CompleteKeyIDs(ctx context.Context, db DBTX, prefix string, limit int) ([]KeyCandidate, error) {
+	rows, err := db.Query(ctx, SQL("CompleteKeyIDs"), prefix, limit)
+	if err != nil {
+		return nil, fmt.Errorf("complete key ids: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[KeyCandidate])
+	if err != nil {
+		return nil, fmt.Errorf("complete key ids: %w", err)
+	}
+	return out, nil
+}
