@@ -109,7 +109,7 @@ func (r *Round) finishAdvanceFirst(ctx context.Context, each time.Duration, st *
 			actx, acancel := context.WithTimeout(ctx, each)
 			r.hooks.before(actx, writeAdvance)
 			var advanced bool
-			advanced, err = queries.AdvanceServer(actx, r.DB, job.ServerID, job.ClaimedNextCheckAt, nil)
+			advanced, err = queries.AdvanceServer(actx, r.DB, job.JobID, job.ServerID, job.ClaimedNextCheckAt, nil)
 			acancel()
 			if err == nil {
 				return advanced, nil

@@ -48,7 +48,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		// as interrupted).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		jobs, err := queries.Claim(cctx, r.DB, queries.ClaimParams{
-			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing, SkipLock: r.skipLock,
+			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
 		})
 		cancel()
 		if err != nil {

@@ -55,7 +55,6 @@ type Round struct {
 	Progress func(Progress)
 
 	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
-	skipLock     bool             // switch layer 1 off in the claims
 	hooks        hooks            // park or delay the round between writes
 	writeOrder   writeOrder       // replaces the order of an advance-first finish's two writes
 	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)

@@ -1,5 +1,5 @@
 -- name: Claim
--- One claim: see probe_claim in migrations/00002_claim.sql. Run it outside any transaction of the
+-- One claim: see probe_claim in migrations/00004_fencing.sql. Run it outside any transaction of the
 -- caller's, so the advisory lock is released as soon as the claim commits.
 SELECT job_id, server_id, slug, endpoint_url, kind, claimed_next_check_at, reason, requested_at
   FROM probe_claim(p_round_id    => $1,
@@ -7,8 +7,7 @@ SELECT job_id, server_id, slug, endpoint_url, kind, claimed_next_check_at, reaso
                    p_limit       => $3,
                    p_min_spacing => make_interval(secs => $4::float8),
                    p_in_flight   => make_interval(secs => $5::float8),
-                   p_now         => $6::timestamptz,
-                   p_skip_lock   => $7::boolean);
+                   p_now         => $6::timestamptz);
 
 -- name: ClaimPreview
 -- What probe_claim would decide for each server whose next check time has passed, read-only and
