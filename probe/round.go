@@ -81,6 +81,9 @@ type Summary struct {
 	AdvanceMisses int
 	// JobsClosedElsewhere counts finishes that found their job already closed (as abandoned).
 	JobsClosedElsewhere int
+	// Fenced counts checks stopped or never made because their job's lease had ended (stored at
+	// probectl's fault, "fault": "probectl" in their result).
+	Fenced int
 	// Problems are the errors that make the round incomplete (exit 3), in the order they happened.
 	Problems []string
 	// PerInvocation are the final counts of each invocation.
@@ -157,6 +160,7 @@ type state struct {
 	advanceMisses  int
 	closedElsewise int
 	interrupted    int // checks stopped midway by the round's cancellation
+	fenced         int // checks stopped or not made because their lease ended
 }
 
 func (st *state) problem(format string, args ...any) {
@@ -229,7 +233,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	}
 	st.mu.Lock()
 	sum.Problems = slices.Clone(st.problems)
-	sum.AdvanceMisses, sum.JobsClosedElsewhere = st.advanceMisses, st.closedElsewise
+	sum.AdvanceMisses, sum.JobsClosedElsewhere, sum.Fenced = st.advanceMisses, st.closedElsewise, st.fenced
 	st.mu.Unlock()
 	if interrupted {
 		return sum, &InterruptedError{Cause: context.Cause(ctx), Problems: sum.Problems}
