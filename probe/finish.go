@@ -108,15 +108,17 @@ func (r *Round) check(ctx context.Context, job queries.ClaimedJob, l lease) chec
 func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.FinishResult) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if !fr.JobFinished {
+		// Late: the lease was lost, so the finish did not advance the server either.
+		st.closedElsewise++
+		r.Log.Warn("job was already closed (abandoned after the in-flight window); its run is stored as late, "+
+			"the job and the server's next check time left as they were", "job", job.JobID, "server", job.Slug, "run", fr.RunID)
+		return
+	}
 	if !fr.Advanced {
 		st.advanceMisses++
 		r.Log.Warn("next check time not advanced: it changed since the claim (a re-check, pause or delisting), and that change stands",
 			"job", job.JobID, "server", job.Slug, "claimed_next_check_at", job.ClaimedNextCheckAt.UTC().Format(time.RFC3339Nano))
-	}
-	if !fr.JobFinished {
-		st.closedElsewise++
-		r.Log.Warn("job was already closed (abandoned after the in-flight window); its run is stored, the job left as it was",
-			"job", job.JobID, "server", job.Slug, "run", fr.RunID)
 	}
 }
 

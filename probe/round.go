@@ -79,7 +79,8 @@ type Summary struct {
 	// AdvanceMisses counts finishes whose compare-and-set on next_check_at matched nothing: the
 	// server was re-checked, paused or delisted meanwhile.
 	AdvanceMisses int
-	// JobsClosedElsewhere counts finishes that found their job already closed (as abandoned).
+	// JobsClosedElsewhere counts finishes that found their job already closed (as abandoned): late
+	// finishes, whose runs are stored marked late and which advanced nothing.
 	JobsClosedElsewhere int
 	// Fenced counts checks stopped or never made because their job's lease had ended (stored at
 	// probectl's fault, "fault": "probectl" in their result).

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -87,7 +88,7 @@ func ValidateRecord(req RecordRequest) error {
 }
 
 func (req RecordRequest) validate() error {
-	if err := ValidateSettings(req.Settings); err != nil {
+	if err := errors.Join(CheckBounds(req.Settings.Apply(probe.DefaultSettings())), ValidateSettings(req.Settings)); err != nil {
 		return err
 	}
 	if req.Version == "" {

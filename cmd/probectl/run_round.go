@@ -147,7 +147,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		return err
 	}
 	settings := opts.settings(f.Build.Version)
-	if err := settings.Validate(); err != nil {
+	if err := errors.Join(release.CheckBounds(settings), settings.Validate()); err != nil {
 		return err
 	}
 	if opts.DryRun {
@@ -161,7 +161,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
-	settings, overrides, err := release.SettingsForRound(ctx, pool, opts.roundRequest(settings))
+	settings, overrides, err := release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings))
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 	if err != nil {
 		return err
 	}
-	if settings, _, err = release.SettingsForRound(ctx, pool, opts.roundRequest(settings)); err != nil {
+	if settings, _, err = release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings)); err != nil {
 		return err
 	}
 	// As of the database's clock, which the claim judges by, unless a test fixed the time.
