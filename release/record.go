@@ -37,7 +37,7 @@ type Recorded struct {
 // release is deactivated and the new one inserted with it as its previous release, so that
 // `rollback --to-previous` knows where to go.
 func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Recorded, error) {
-	if err := ValidateRecord(req); err != nil {
+	if err := exit.UsageError(req.validate()); err != nil {
 		return nil, err
 	}
 	var out *Recorded
@@ -84,11 +84,16 @@ func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Record
 
 // ValidateRecord checks a request before anything connects: bad input, exit 2, naming the flag.
 func ValidateRecord(req RecordRequest) error {
+	// The bounds are the command's (CheckBounds), not Record's: the incident replay records the
+	// old settings on its own throwaway database.
+	if err := CheckBounds(req.Settings.Apply(probe.DefaultSettings())); err != nil {
+		return exit.UsageError(errors.Join(err, req.validate()))
+	}
 	return exit.UsageError(req.validate())
 }
 
 func (req RecordRequest) validate() error {
-	if err := errors.Join(CheckBounds(req.Settings.Apply(probe.DefaultSettings())), ValidateSettings(req.Settings)); err != nil {
+	if err := ValidateSettings(req.Settings); err != nil {
 		return err
 	}
 	if req.Version == "" {
