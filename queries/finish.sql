@@ -15,15 +15,16 @@ SELECT run_id, advanced, job_finished, finished_at
 
 -- name: AdvanceServer
 -- The first write of an advance-first finish: move next_check_at on by the server's interval, as a
--- compare-and-set on the value that was claimed, and only while the job ($4) is still open: a late
--- finish has lost its lease and never moves the server on. No row means the server was re-checked,
--- rescued, paused or delisted meanwhile, or the job was closed; that change wins.
+-- compare-and-set on the value that was claimed, and only if the job ($4) was not closed as
+-- abandoned: a late finish has lost its lease and never moves the server on. No row means the
+-- server was re-checked, rescued, paused or delisted meanwhile, or the job was abandoned; that
+-- change wins. (A job this prober finished itself still advances: the incident replay's order.)
 UPDATE servers AS s
    SET next_check_at = coalesce($3::timestamptz, clock_timestamp()) + s.check_interval
  WHERE s.id = $1
    AND s.next_check_at = $2
    AND s.status = 'active'
-   AND EXISTS (SELECT 1 FROM probe_jobs AS j WHERE j.id = $4 AND j.finished_at IS NULL)
+   AND EXISTS (SELECT 1 FROM probe_jobs AS j WHERE j.id = $4 AND j.outcome IS DISTINCT FROM 'abandoned')
 RETURNING s.next_check_at;
 
 -- name: FinishJob

@@ -63,7 +63,7 @@ Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not
 	fl := cmd.Flags()
 	fl.Int64Var(&opts.ReleaseID, "release", 0, "release to verify (default: the active one)")
 	fl.IntVar(&opts.Rounds, "rounds", release.DefaultRounds, "rounds after the release to read back")
-	fl.DurationVar(&opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish")
+	fl.DurationVar(&opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish (at most 24h)")
 	fl.StringVar(&opts.Window, "window", "10m", "two jobs of one server requested less than this apart are a duplicate claim")
 	return cmd
 }

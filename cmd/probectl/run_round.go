@@ -56,6 +56,14 @@ round refuses to run unless --unsigned is given. A job's worst case, 8 requests 
 --request-timeout plus --max-duration plus 30 s for the finish's writes, must fit the in-flight
 window.
 
+Bounds (out of bounds exits 2 naming the flag): --request-timeout at most 1m, --max-duration at
+most 14m, --min-spacing 10m to 7d (no server is checked twice within 10 minutes), --fanout at
+most 1000, --claim-limit and --concurrency at most 10000. An active release that ships a setting
+out of bounds is refused (exit 2, naming the release) unless a flag overrides it.
+
+Each job is a lease: the prober's own copy ends 30 s before the in-flight window on either clock,
+and no request is sent after it; such a check is stored as fenced, "fault": "probectl".
+
 The active release ('probectl deploy record') supplies the defaults of --fanout, --claim-limit,
 --concurrency, --min-spacing, --request-timeout, --max-duration and --finish; a flag given on the
 command line overrides it and the summary says so. If the active release is another version
