@@ -15,14 +15,16 @@ import (
 // work checks one claimed server, signs the observation and finishes the job. Whatever happens,
 // the job ends with exactly one run or stays visibly open (a finish that failed), and the round
 // hears about the latter.
-func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob) {
-	s := r.Settings
-	target := check.Target{ServerID: job.ServerID, Slug: job.Slug, URL: job.URL, Kind: job.Kind, Transport: job.Transport}
-	// The check may not outlive its budget, whatever the checker does: the lease depends on it.
-	cctx, cancel := context.WithTimeout(ctx, s.CheckBudget())
-	res := normalise(r.Checker.Check(cctx, target))
-	cancel()
-	if ctx.Err() != nil && res.Outcome != check.OutcomeOK {
+func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob, l lease) {
+	res := r.check(ctx, job, l)
+	if res.Fault == check.FaultProbectl {
+		st.mu.Lock()
+		st.fenced++
+		st.mu.Unlock()
+		st.problem("job %d (%s): %s", job.JobID, job.Slug, res.Error)
+		r.Log.Warn("check fenced: the job's lease ended before or during the check; no request was sent after it",
+			"job", job.JobID, "server", job.Slug)
+	} else if ctx.Err() != nil && res.Outcome != check.OutcomeOK {
 		// The round was stopped (Ctrl-C) while this check ran, or before it began: whatever went
 		// wrong says nothing about the server. The run is still stored (requests may have been
 		// sent), saying so.
@@ -59,7 +61,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	defer wcancel()
 	r.storeTools(wctx, each, st, job, res)
 	var fr queries.FinishResult
-	if s.Finish == FinishAdvanceFirst {
+	if r.Settings.Finish == FinishAdvanceFirst {
 		fr, err = r.finishAdvanceFirst(wctx, each, st, job, p)
 		if errors.Is(err, errAdvanceFailed) {
 			// Finished, not advanced, and already reported: not a compare-and-set miss.
@@ -80,20 +82,44 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	r.reportGuards(st, job, fr)
 }
 
+// check runs the check of one job inside its lease. The check may not outlive its budget nor the
+// lease, whatever the checker does: its context ends with the first of them on the monotonic
+// clock, and its every request asks the lease on both clocks first (check.WithFence). A check
+// whose lease ended before it began is not made; one whose lease ended while it ran is fenced.
+func (r *Round) check(ctx context.Context, job queries.ClaimedJob, l lease) check.Result {
+	if err := l.ended(r.clock()); err != nil {
+		now := time.Now().UTC()
+		return fenced(normalise(check.Result{StartedAt: now, FinishedAt: now}), err)
+	}
+	target := check.Target{ServerID: job.ServerID, Slug: job.Slug, URL: job.URL, Kind: job.Kind, Transport: job.Transport}
+	cctx, cancel := context.WithTimeout(ctx, r.Settings.CheckBudget())
+	defer cancel()
+	cctx, cancelLease := context.WithDeadline(cctx, l.mono)
+	defer cancelLease()
+	cctx = check.WithFence(cctx, func() error { return l.ended(r.clock()) })
+	res := normalise(r.Checker.Check(cctx, target))
+	if err := l.ended(r.clock()); err != nil {
+		return fenced(res, err)
+	}
+	return res
+}
+
 // reportGuards says so when a guarded write matched nothing: that is the guard working, but an
 // operator should know that something changed the row first.
 func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.FinishResult) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if !fr.JobFinished {
+		// Late: the lease was lost, so the finish did not advance the server either.
+		st.closedElsewise++
+		r.Log.Warn("job was already closed (abandoned after the in-flight window); its run is stored as late, "+
+			"the job and the server's next check time left as they were", "job", job.JobID, "server", job.Slug, "run", fr.RunID)
+		return
+	}
 	if !fr.Advanced {
 		st.advanceMisses++
 		r.Log.Warn("next check time not advanced: it changed since the claim (a re-check, pause or delisting), and that change stands",
 			"job", job.JobID, "server", job.Slug, "claimed_next_check_at", job.ClaimedNextCheckAt.UTC().Format(time.RFC3339Nano))
-	}
-	if !fr.JobFinished {
-		st.closedElsewise++
-		r.Log.Warn("job was already closed (abandoned after the in-flight window); its run is stored, the job left as it was",
-			"job", job.JobID, "server", job.Slug, "run", fr.RunID)
 	}
 }
 
@@ -110,7 +136,7 @@ func (r *Round) finishAdvanceFirst(ctx context.Context, each time.Duration, st *
 			actx, acancel := context.WithTimeout(ctx, each)
 			r.hooks.before(actx, writeAdvance)
 			var advanced bool
-			advanced, err = queries.AdvanceServer(actx, r.DB, job.ServerID, job.ClaimedNextCheckAt, nil)
+			advanced, err = queries.AdvanceServer(actx, r.DB, job.JobID, job.ServerID, job.ClaimedNextCheckAt, nil)
 			acancel()
 			if err == nil {
 				return advanced, nil
@@ -157,6 +183,7 @@ func interrupted(res check.Result, cause error) check.Result {
 	res.Outcome = check.OutcomeError
 	res.Summary = "interrupted"
 	res.Error = msg
+	res.Fault = check.FaultProbectl
 	return res
 }
 

@@ -46,9 +46,11 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		// nobody heard of would stay open, unchecked, for the in-flight window. The jobs it
 		// returns are worked as usual (a cancelled round's checks end at once and are recorded
 		// as interrupted).
+		// The jobs' lease starts before the claim is sent: the database dates them later.
+		l := newLease(r.clock())
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		jobs, err := queries.Claim(cctx, r.DB, queries.ClaimParams{
-			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing, SkipLock: r.skipLock,
+			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
 		})
 		cancel()
 		if err != nil {
@@ -68,7 +70,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		report()
 		for _, job := range jobs {
 			go func() {
-				r.work(ctx, st, inv, job)
+				r.work(ctx, st, inv, job, l)
 				done <- struct{}{}
 			}()
 		}

@@ -9,9 +9,9 @@ package probe
 //   - a claim in the finish gap: a finish is parked between its two writes (a hook) and a second
 //     round claims meanwhile.
 //
-// The switches: the lock (probe_claim's p_skip_lock, tests only), the write order (the
-// writeOrder seam puts the incident's order back), the spacing guard (minimum spacing 0) and the
-// unique index (dropped in the test database).
+// The switches: the lock (a lock-less probe_claim installed in the test database), the write
+// order (the writeOrder seam puts the incident's order back), the spacing guard (minimum spacing 0)
+// and the unique index (dropped in the test database).
 
 import (
 	"context"
@@ -39,11 +39,14 @@ func (l layers) spacingSetting() time.Duration {
 	return 0
 }
 
-// prepare switches the database's layers: only the unique index lives there.
+// prepare switches the database's layers: the lock and the unique index live there.
 func (l layers) prepare(t *testing.T, db queries.DBTX) {
 	t.Helper()
 	if !l.index {
 		dropUniqueIndex(t, db)
+	}
+	if !l.lock {
+		installLocklessClaim(t, db)
 	}
 }
 
@@ -54,7 +57,7 @@ type claimFunc func(ctx context.Context, db queries.DBTX, round int64) (int, err
 func realClaim(l layers) claimFunc {
 	return func(ctx context.Context, db queries.DBTX, round int64) (int, error) {
 		jobs, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: 10,
-			MinSpacing: l.spacingSetting(), SkipLock: !l.lock})
+			MinSpacing: l.spacingSetting()})
 		return len(jobs), err
 	}
 }
@@ -246,7 +249,7 @@ func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 	// One claim only: with the incident's order the round's own invocation could otherwise claim
 	// the server again in the gap, racing the second claimer this test is about.
 	s.ClaimLimit = 1
-	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, skipLock: !l.lock,
+	r := &Round{DB: pool, Settings: s, Checker: &okChecker{},
 		hooks: hooks{betweenFinishWrites: func(context.Context, queries.ClaimedJob) {
 			close(parked)
 			<-release
@@ -266,7 +269,7 @@ func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 	}
 	other := testfactory.Round(ctx, t, pool, nil)
 	got, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: other, Limit: 10,
-		MinSpacing: l.spacingSetting(), SkipLock: !l.lock})
+		MinSpacing: l.spacingSetting()})
 	close(release)
 	require.NoError(t, err)
 	require.NoError(t, <-done)

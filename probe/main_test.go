@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +51,19 @@ func newPool(t testing.TB, url string, maxConns int32, tracer pgx.QueryTracer) *
 func testDB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	return newPool(t, migrated.NewDB(t), 8, nil)
+}
+
+// installLocklessClaim switches layer 1 off in a test database: it replaces probe_claim there by
+// the shipped claim without its advisory lock. The shipped claim has no switch for it.
+func installLocklessClaim(t testing.TB, db queries.DBTX) {
+	t.Helper()
+	ctx := context.Background()
+	var def string
+	require.NoError(t, db.QueryRow(ctx, testSQL(t, "claim_definition.sql")).Scan(&def))
+	lock := "PERFORM pg_advisory_xact_lock(" + strconv.FormatInt(queries.ClaimLockKey, 10) + ");"
+	require.Contains(t, def, lock)
+	_, err := db.Exec(ctx, strings.Replace(def, lock, "", 1))
+	require.NoError(t, err)
 }
 
 // dropUniqueIndex switches layer 4 off in a test database: the unique index on open jobs.

@@ -55,7 +55,6 @@ type Round struct {
 	Progress func(Progress)
 
 	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
-	skipLock     bool             // switch layer 1 off in the claims
 	hooks        hooks            // park or delay the round between writes
 	writeOrder   writeOrder       // replaces the order of an advance-first finish's two writes
 	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
@@ -80,8 +79,12 @@ type Summary struct {
 	// AdvanceMisses counts finishes whose compare-and-set on next_check_at matched nothing: the
 	// server was re-checked, paused or delisted meanwhile.
 	AdvanceMisses int
-	// JobsClosedElsewhere counts finishes that found their job already closed (as abandoned).
+	// JobsClosedElsewhere counts finishes that found their job already closed (as abandoned): late
+	// finishes, whose runs are stored marked late and which advanced nothing.
 	JobsClosedElsewhere int
+	// Fenced counts checks stopped or never made because their job's lease had ended (stored at
+	// probectl's fault, "fault": "probectl" in their result).
+	Fenced int
 	// Problems are the errors that make the round incomplete (exit 3), in the order they happened.
 	Problems []string
 	// PerInvocation are the final counts of each invocation.
@@ -158,6 +161,7 @@ type state struct {
 	advanceMisses  int
 	closedElsewise int
 	interrupted    int // checks stopped midway by the round's cancellation
+	fenced         int // checks stopped or not made because their lease ended
 }
 
 func (st *state) problem(format string, args ...any) {
@@ -223,7 +227,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	}
 	st.mu.Lock()
 	sum.Problems = slices.Clone(st.problems)
-	sum.AdvanceMisses, sum.JobsClosedElsewhere = st.advanceMisses, st.closedElsewise
+	sum.AdvanceMisses, sum.JobsClosedElsewhere, sum.Fenced = st.advanceMisses, st.closedElsewise, st.fenced
 	st.mu.Unlock()
 	if interrupted {
 		return sum, &InterruptedError{Cause: context.Cause(ctx), Problems: sum.Problems}

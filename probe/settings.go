@@ -3,6 +3,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/probectl/probectl/probe/check"
@@ -76,7 +77,23 @@ func (s Settings) Capacity() int { return s.Invocations() * s.ClaimLimit }
 
 // CheckBudget bounds one check: every request it may make at the per-request timeout.
 func (s Settings) CheckBudget() time.Duration {
-	return time.Duration(check.MaxRequests) * s.RequestTimeout
+	return mulSat(check.MaxRequests, s.RequestTimeout)
+}
+
+// mulSat is n × d, or the longest duration when that overflows (n >= 0, d >= 0).
+func mulSat(n int, d time.Duration) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * d
+}
+
+// addSat is a + b, or the longest duration when that overflows (a, b >= 0).
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // CheckConfig is the checker's configuration these settings ask for, so that every caller that
@@ -90,7 +107,8 @@ func (s Settings) CheckConfig() check.Config {
 // budget and the finish's. It must fit the in-flight window, or another round could take a live
 // job for abandoned and claim its server again.
 func (s Settings) JobWorstCase() time.Duration {
-	return s.CheckBudget() + s.MaxDuration + finishTimeout
+	// Saturated, never wrapped: a timeout large enough to wrap 8 × timeout must fail the check.
+	return addSat(addSat(s.CheckBudget(), s.MaxDuration), finishTimeout)
 }
 
 // SettingsError is a setting that cannot be used; nothing was claimed. Setting names the flag.

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,4 +67,13 @@ func TestTheCheckerIsConfiguredAsTheRoundRecords(t *testing.T) {
 	s := DefaultSettings()
 	s.RequestTimeout, s.MaxBodyBytes, s.AllowPrivateTargets = 7*time.Second, 4096, true
 	require.Equal(t, check.Config{RequestTimeout: 7 * time.Second, MaxBodyBytes: 4096, AllowPrivate: true}, s.CheckConfig())
+}
+
+func TestTheLeaseCheckRefusesATimeoutThatWouldWrapAround(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	// 8 × 2^61 ns is 2^64 ns: wrapped, the worst case would look like the round's budget alone.
+	s.RequestTimeout = 2305843009213693952
+	require.ErrorContains(t, s.Validate(), "does not fit the 15m0s in-flight window")
+	require.Equal(t, time.Duration(math.MaxInt64), s.JobWorstCase())
 }

@@ -28,9 +28,6 @@ type ClaimParams struct {
 	InFlight time.Duration
 	// Now, when set, stands in for the time of the claim.
 	Now *time.Time
-	// SkipLock switches the advisory lock off. Only tests set it, to show the other layers hold
-	// without it; nothing in probectl does.
-	SkipLock bool
 }
 
 // ClaimedJob is one job a claim created: what the prober needs to check the server and to finish.
@@ -57,7 +54,7 @@ func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 		inFlight = InFlightWindow
 	}
 	rows, err := db.Query(ctx, SQL("Claim"), p.RoundID, p.Invocation, p.Limit,
-		p.MinSpacing.Seconds(), inFlight.Seconds(), p.Now, p.SkipLock)
+		p.MinSpacing.Seconds(), inFlight.Seconds(), p.Now)
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
 	}

@@ -1,5 +1,5 @@
 -- name: Claim
--- One claim: see probe_claim in migrations/00002_claim.sql. Run it outside any transaction of the
+-- One claim: see probe_claim in migrations/00004_fencing.sql. Run it outside any transaction of the
 -- caller's, so the advisory lock is released as soon as the claim commits.
 -- The server's transport is read beside the claim, in the same statement (probe_claim returns
 -- what its first version did, so the previous binary keeps working).
@@ -10,8 +10,7 @@ SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.claimed_next_che
                    p_limit       => $3,
                    p_min_spacing => make_interval(secs => $4::float8),
                    p_in_flight   => make_interval(secs => $5::float8),
-                   p_now         => $6::timestamptz,
-                   p_skip_lock   => $7::boolean) AS c
+                   p_now         => $6::timestamptz) AS c
   LEFT JOIN servers AS s ON s.id = c.server_id;
 
 -- name: ClaimPreview

@@ -58,10 +58,11 @@ func FinishTx(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error
 }
 
 // AdvanceServer is the first write of a two-write finish: it moves the server's next_check_at on
-// by its interval if it still holds claimed, and says whether it did.
-func AdvanceServer(ctx context.Context, db DBTX, serverID int64, claimed time.Time, now *time.Time) (bool, error) {
+// by its interval if it still holds claimed and the job was not closed as abandoned (a late
+// finish never advances), and says whether it did.
+func AdvanceServer(ctx context.Context, db DBTX, jobID, serverID int64, claimed time.Time, now *time.Time) (bool, error) {
 	var next time.Time
-	err := db.QueryRow(ctx, SQL("AdvanceServer"), serverID, claimed, now).Scan(&next)
+	err := db.QueryRow(ctx, SQL("AdvanceServer"), serverID, claimed, now, jobID).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -1,5 +1,5 @@
 -- name: FinishTx
--- The default finish: probe_finish (migrations/00002_claim.sql) advances next_check_at, stores the
+-- The default finish: probe_finish (migrations/00004_fencing.sql) advances next_check_at, stores the
 -- run and finishes the job in one transaction.
 SELECT run_id, advanced, job_finished, finished_at
   FROM probe_finish(p_job_id                => $1,
@@ -15,18 +15,22 @@ SELECT run_id, advanced, job_finished, finished_at
 
 -- name: AdvanceServer
 -- The first write of an advance-first finish: move next_check_at on by the server's interval, as a
--- compare-and-set on the value that was claimed. No row means the server was re-checked, rescued,
--- paused or delisted meanwhile; that change wins.
+-- compare-and-set on the value that was claimed, and only if the job ($4) was not closed as
+-- abandoned: a late finish has lost its lease and never moves the server on. No row means the
+-- server was re-checked, rescued, paused or delisted meanwhile, or the job was abandoned; that
+-- change wins. (A job this prober finished itself still advances: the incident replay's order.)
 UPDATE servers AS s
    SET next_check_at = coalesce($3::timestamptz, clock_timestamp()) + s.check_interval
  WHERE s.id = $1
    AND s.next_check_at = $2
    AND s.status = 'active'
+   AND EXISTS (SELECT 1 FROM probe_jobs AS j WHERE j.id = $4 AND j.outcome IS DISTINCT FROM 'abandoned')
 RETURNING s.next_check_at;
 
 -- name: FinishJob
 -- The second write of an advance-first finish, one statement: store the run and finish the job if
--- it is still open. Returns the run's id and whether the job was still open.
+-- it is still open; a run whose job was closed meanwhile is stored late (probectl's fault). Returns
+-- the run's id and whether the job was still open.
 WITH finished AS (
     UPDATE probe_jobs AS j
        SET finished_at = coalesce($9::timestamptz, clock_timestamp()),
@@ -36,8 +40,8 @@ WITH finished AS (
        AND j.finished_at IS NULL
     RETURNING j.id, j.finished_at
 ), run AS (
-    INSERT INTO probe_runs (job_id, server_id, started_at, finished_at, requests, result, envelope)
-    SELECT j.id, j.server_id, $4, $5, $6, $7, $8
+    INSERT INTO probe_runs (job_id, server_id, started_at, finished_at, requests, result, envelope, late)
+    SELECT j.id, j.server_id, $4, $5, $6, $7, $8, j.finished_at IS NOT NULL
       FROM probe_jobs AS j
      WHERE j.id = $1
     RETURNING id

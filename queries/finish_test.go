@@ -40,7 +40,7 @@ var finishers = []struct {
 		return r
 	}},
 	{"advance first, then the job", func(t *testing.T, db queries.DBTX, p queries.FinishParams) queries.FinishResult {
-		advanced, err := queries.AdvanceServer(t.Context(), db, p.ServerID, p.ClaimedNextCheckAt, p.Now)
+		advanced, err := queries.AdvanceServer(t.Context(), db, p.JobID, p.ServerID, p.ClaimedNextCheckAt, p.Now)
 		require.NoError(t, err)
 		r, err := queries.FinishJob(t.Context(), db, p)
 		require.NoError(t, err)
@@ -118,6 +118,39 @@ func TestAFinishOfAJobClosedAsAbandonedKeepsTheRunAndSaysSo(t *testing.T) {
 			jobs, err := queries.ListRoundJobs(ctx, pool, round)
 			require.NoError(t, err)
 			require.Equal(t, "abandoned", *jobs[0].Outcome)
+
+			// The finish is late: it lost its lease, and the server (claimed again by the later
+			// claim) is not moved on by it; the run says it is late, probectl's fault.
+			require.False(t, r.Advanced, "a late finish must never advance the server")
+			var next time.Time
+			var late bool
+			require.NoError(t, pool.QueryRow(ctx, `SELECT s.next_check_at, r.late FROM servers AS s
+				JOIN probe_runs AS r ON r.server_id = s.id WHERE r.id = $1`, r.RunID).Scan(&next, &late))
+			require.True(t, next.Equal(j.ClaimedNextCheckAt), "next_check_at moved to %s", next)
+			require.True(t, late, "the run must be marked late")
 		})
 	}
+}
+
+func TestAReplayedFinishStoresNothingTwiceAndIsNoError(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := newPool(t)
+	j, _ := claimOne(t, pool)
+	at := now.Add(3 * time.Second)
+	first, err := queries.FinishTx(ctx, pool, finishParams(j, at))
+	require.NoError(t, err)
+	require.True(t, first.JobFinished)
+
+	again, err := queries.FinishTx(ctx, pool, finishParams(j, at.Add(time.Minute)))
+	require.NoError(t, err, "a replayed finish must be a no-op, not an error")
+	require.Equal(t, first.RunID, again.RunID, "the replay names the run already stored")
+	require.False(t, again.Advanced)
+	require.False(t, again.JobFinished)
+	var runs int
+	var next time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM probe_runs WHERE job_id = $1),
+		(SELECT next_check_at FROM servers WHERE id = $2)`, j.JobID, j.ServerID).Scan(&runs, &next))
+	require.Equal(t, 1, runs)
+	require.True(t, next.Equal(at.Add(12*time.Hour)), "the replay moved the server again: %s", next)
 }

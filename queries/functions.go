@@ -19,28 +19,96 @@ const BodyTag = "$probe$"
 // createFunction finds "CREATE [OR REPLACE] FUNCTION name(" (optionally schema-qualified).
 var createFunction = regexp.MustCompile(`(?is)\bCREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*)\s*\(`)
 
+// overloadSeparator joins the bodies of a function's overloads (forms with different numbers of
+// arguments, such as probe_claim's form kept for the previous binary), fewest arguments first.
+const overloadSeparator = "\n-- next overload --\n"
+
 // ShippedFunctionBodies returns the body of every function the embedded migrations define, as
 // PostgreSQL stores it in pg_proc.prosrc: the text between the $probe$ tags. Migrations are read
-// in version order and only their Up sections; a later definition of a name replaces an earlier
-// one.
+// in version order and only their Up sections; a later definition of a name with as many
+// arguments replaces an earlier one, and "DROP FUNCTION name(args)" removes one. A name with
+// several forms maps to their bodies joined, fewest arguments first, as LiveFunctionBodies reads
+// them.
 func ShippedFunctionBodies() (map[string]string, error) {
 	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(names) // zero-padded versions sort in order
-	out := map[string]string{}
+	forms := map[form]string{}
 	for _, name := range names {
 		data, err := fs.ReadFile(migrationFiles, name)
 		if err != nil {
 			return nil, err
 		}
-		if err := functionBodies(upSection(string(data)), out); err != nil {
+		if err := functionBodies(upSection(string(data)), forms); err != nil {
 			return nil, fmt.Errorf("migration %s: %w", path.Base(name), err)
 		}
 	}
-	return out, nil
+	return joinForms(forms), nil
 }
+
+// form is one function: its name and number of arguments.
+type form struct {
+	name  string
+	nargs int
+}
+
+// joinForms maps each name to its forms' bodies, fewest arguments first.
+func joinForms(forms map[form]string) map[string]string {
+	keys := make([]form, 0, len(forms))
+	for f := range forms {
+		keys = append(keys, f)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].name != keys[j].name {
+			return keys[i].name < keys[j].name
+		}
+		return keys[i].nargs < keys[j].nargs
+	})
+	out := map[string]string{}
+	for _, f := range keys {
+		if prev, ok := out[f.name]; ok {
+			out[f.name] = prev + overloadSeparator + forms[f]
+		} else {
+			out[f.name] = forms[f]
+		}
+	}
+	return out
+}
+
+// countArgs counts the arguments of a parenthesised list that starts at src[0] == '(' and
+// returns it with the length of the list.
+func countArgs(src string) (n, length int) {
+	depth, nonEmpty := 0, false
+	for i, c := range src {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				if nonEmpty {
+					n++
+				}
+				return n, i + 1
+			}
+		case ',':
+			if depth == 1 {
+				n++
+			}
+		case ' ', '\t', '\n', '\r':
+		default:
+			if depth == 1 {
+				nonEmpty = true
+			}
+		}
+	}
+	return n, len(src)
+}
+
+// dropFunction finds "DROP FUNCTION [IF EXISTS] name(".
+var dropFunction = regexp.MustCompile(`(?is)\bDROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*)\s*\(`)
 
 // upSection is the part of a goose migration before "-- +goose Down".
 func upSection(src string) string {
@@ -50,14 +118,23 @@ func upSection(src string) string {
 	return src
 }
 
-// functionBodies adds the body of each CREATE FUNCTION in src to out.
-func functionBodies(src string, out map[string]string) error {
+// functionBodies adds the body of each CREATE FUNCTION in src to out and removes each function
+// that src drops, in the order src says so.
+func functionBodies(src string, out map[form]string) error {
 	for {
 		m := createFunction.FindStringSubmatchIndex(src)
+		d := dropFunction.FindStringSubmatchIndex(src)
+		if d != nil && (m == nil || d[0] < m[0]) {
+			nargs, n := countArgs(src[d[1]-1:])
+			delete(out, form{strings.ToLower(src[d[2]:d[3]]), nargs})
+			src = src[d[1]-1+n:]
+			continue
+		}
 		if m == nil {
 			return nil
 		}
 		fn := strings.ToLower(src[m[2]:m[3]])
+		nargs, _ := countArgs(src[m[1]-1:])
 		rest := src[m[1]:]
 		open := strings.Index(rest, BodyTag)
 		if open < 0 {
@@ -72,34 +149,36 @@ func functionBodies(src string, out map[string]string) error {
 		if end < 0 {
 			return fmt.Errorf("function %s: no closing %s", fn, BodyTag)
 		}
-		out[fn] = body[:end]
+		out[form{fn, nargs}] = body[:end]
 		src = body[end+len(BodyTag):]
 	}
 }
 
 // LiveFunctionBodies reads the bodies (pg_proc.prosrc) of the named functions from the database's
-// current schema. A name missing from the result is not defined there; a name defined more than
-// once (overloads) is an error, since its body is then ambiguous.
+// current schema. A name missing from the result is not defined there; a name defined in several
+// forms (overloads) maps to their bodies joined, fewest arguments first, as ShippedFunctionBodies
+// gives them, so a stale or extra overload shows as a difference.
 func LiveFunctionBodies(ctx context.Context, db DBTX, names []string) (map[string]string, error) {
 	rows, err := db.Query(ctx, SQL("LiveFunctionBodies"), names)
 	if err != nil {
 		return nil, fmt.Errorf("read function bodies: %w", err)
 	}
-	type fn struct{ name, body string }
-	fns, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (fn, error) {
-		var f fn
-		err := row.Scan(&f.name, &f.body)
-		return f, err
-	})
+	type fn struct {
+		Name  string `db:"proname"`
+		Nargs int    `db:"pronargs"`
+		Body  string `db:"prosrc"`
+	}
+	fns, err := pgx.CollectRows(rows, pgx.RowToStructByName[fn])
 	if err != nil {
 		return nil, fmt.Errorf("read function bodies: %w", err)
 	}
-	out := make(map[string]string, len(fns))
+	forms := make(map[form]string, len(fns))
 	for _, f := range fns {
-		if _, dup := out[f.name]; dup {
-			return nil, fmt.Errorf("read function bodies: function %s is defined more than once (overloads); drop the stale one", f.name)
+		k := form{f.Name, f.Nargs}
+		if _, dup := forms[k]; dup {
+			return nil, fmt.Errorf("read function bodies: function %s has two forms with %d arguments; drop the stale one", f.Name, f.Nargs)
 		}
-		out[f.name] = f.body
+		forms[k] = f.Body
 	}
-	return out, nil
+	return joinForms(forms), nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -45,7 +46,7 @@ type Recorded struct {
 // release is deactivated and the new one inserted with it as its previous release, so that
 // `rollback --to-previous` knows where to go.
 func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Recorded, error) {
-	if err := ValidateRecord(req); err != nil {
+	if err := exit.UsageError(req.validate()); err != nil {
 		return nil, err
 	}
 	var out *Recorded
@@ -105,6 +106,11 @@ func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Record
 
 // ValidateRecord checks a request before anything connects: bad input, exit 2, naming the flag.
 func ValidateRecord(req RecordRequest) error {
+	// The bounds are the command's (CheckBounds), not Record's: the incident replay records the
+	// old settings on its own throwaway database.
+	if err := CheckBounds(req.Settings.Apply(probe.DefaultSettings())); err != nil {
+		return exit.UsageError(errors.Join(err, req.validate()))
+	}
 	return exit.UsageError(req.validate())
 }
 

@@ -156,6 +156,8 @@ func (req VerifyRequest) validate() error {
 		return fmt.Errorf("--rounds %d: must be at least 1", req.Rounds)
 	case req.Wait.Timeout < 0:
 		return fmt.Errorf("--wait %s: must not be negative", req.Wait.Timeout)
+	case req.Wait.Timeout > MaxVerifyWait:
+		return fmt.Errorf("--wait %s: out of bounds: must be at most 24h", req.Wait.Timeout)
 	case req.Window < 0:
 		return fmt.Errorf("--window %s: must be positive", req.Window)
 	}

@@ -39,7 +39,9 @@ ways back its plan approved:
 A rollback the plan did not approve is refused unless forced with a reason. The settings are
 checked as 'run round' checks them, including the lease check: every request of a check at
 --request-timeout plus the round's --max-duration plus 30 s for the finish's writes must fit the
-15-minute in-flight window.
+15-minute in-flight window. And every setting has a bound (exit 2 naming the flag and the bound):
+--request-timeout at most 1m, --max-duration at most 14m, --min-spacing 10m to 7d, --fanout at
+most 1000, --claim-limit and --concurrency at most 10000.
 Who deployed it is $USER unless --actor says otherwise.`,
 		Example: `  probectl deploy record --ways-back previous,fanout-off --note "fan-out 19, 3 at a time"
   probectl deploy record --version v1.4.0 --fanout 0 --concurrency 1 --ways-back previous

@@ -64,7 +64,7 @@ Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not
 	fl := cmd.Flags()
 	fl.Int64Var(&opts.ReleaseID, "release", 0, "release to verify (default: the active one)")
 	fl.IntVar(&opts.Rounds, "rounds", release.DefaultRounds, "rounds after the release to read back")
-	durationVar(fl, &opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish")
+	durationVar(fl, &opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish (at most 24h)")
 	durationVar(fl, &opts.Window, "window", 10*time.Minute, "two jobs of one server requested less than this apart are a duplicate claim")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "say nothing on stderr while waiting")
 	return cmd

@@ -60,6 +60,14 @@ round refuses to run unless --unsigned is given. A job's worst case, 8 requests 
 --request-timeout plus --max-duration plus 30 s for the finish's writes, must fit the in-flight
 window.
 
+Bounds (out of bounds exits 2 naming the flag): --request-timeout at most 1m, --max-duration at
+most 14m, --min-spacing 10m to 7d (no server is checked twice within 10 minutes), --fanout at
+most 1000, --claim-limit and --concurrency at most 10000. An active release that ships a setting
+out of bounds is refused (exit 2, naming the release) unless a flag overrides it.
+
+Each job is a lease: the prober's own copy ends 30 s before the in-flight window on either clock,
+and no request is sent after it; such a check is stored as fenced, "fault": "probectl".
+
 The active release ('probectl deploy record') supplies the defaults of --fanout, --claim-limit,
 --concurrency, --min-spacing, --request-timeout, --max-duration and --finish; a flag given on the
 command line overrides it and the summary says so. If the active release is another version
@@ -155,7 +163,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		return err
 	}
 	settings := opts.settings(f.Build.Version)
-	if err := settings.Validate(); err != nil {
+	if err := errors.Join(release.CheckBounds(settings), settings.Validate()); err != nil {
 		return err
 	}
 	if err := opts.checkQueueFlags(); err != nil {
@@ -172,7 +180,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
-	settings, overrides, err := release.SettingsForRound(ctx, pool, opts.roundRequest(settings))
+	settings, overrides, err := release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings))
 	if err != nil {
 		return err
 	}
@@ -223,7 +231,7 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 	if err != nil {
 		return err
 	}
-	if settings, _, err = release.SettingsForRound(ctx, pool, opts.roundRequest(settings)); err != nil {
+	if settings, _, err = release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings)); err != nil {
 		return err
 	}
 	// As of the database's clock, which the claim judges by, unless a test fixed the time.

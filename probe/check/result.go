@@ -81,6 +81,9 @@ type Result struct {
 	RefusedRequests int       `json:"refused_requests,omitempty"`
 	StartedAt       time.Time `json:"started_at"`
 	FinishedAt      time.Time `json:"finished_at"`
+	// Fault is FaultProbectl when the result says nothing about the server (interrupted, fenced,
+	// late): nothing downstream counts it against the server. Empty otherwise.
+	Fault string `json:"fault,omitempty"`
 }
 
 // Instructions says whether the server gave instructions, and how long they were (bytes).

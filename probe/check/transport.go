@@ -68,6 +68,13 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	shown := redactedURL(req.URL)
 	start := time.Now()
 	r.see(req.URL)
+	// The fence first: past the job's lease, no request leaves, and none is counted.
+	if err := refuseFenced(req); err != nil {
+		r.mu.Lock()
+		r.noteLocked(err)
+		r.mu.Unlock()
+		return nil, err
+	}
 
 	r.mu.Lock()
 	if len(r.requests) >= r.max {
