@@ -20,6 +20,10 @@ const (
 	// MaxRedirects bounds the redirects one request follows; each hop also counts against the
 	// request budget.
 	MaxRedirects = 5
+	// MaxURLBytes bounds the URL of any request a check sends, a redirect's target included:
+	// RFC 9110 asks recipients to accept at least 8,000 octets, and a longer target is only a
+	// way to make the check costlier (every URL is parsed, stored and redacted).
+	MaxURLBytes = 8192
 )
 
 // Config tunes a Checker; zero fields take the defaults.
@@ -208,6 +212,12 @@ func (c *Checker) newClient() (*recorder, *http.Client) {
 		maxBody: c.cfg.MaxBodyBytes, userAgent: c.cfg.UserAgent,
 	}
 	return rec, &http.Client{Transport: rec, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if err := checkTargetLength(req.URL); err != nil {
+			// Checked before see, so the target is not remembered; net/http quotes it in the
+			// error it returns, so the check's problem is this one, which does not.
+			rec.note(err)
+			return err
+		}
 		rec.see(req.URL) // a refused hop is quoted in the error without reaching the recorder
 		return checkRedirect(req, via)
 	}}
@@ -226,6 +236,14 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return &redirectError{fmt.Sprintf("refused redirect to scheme %q (http or https only)", req.URL.Scheme)}
+	}
+	return nil
+}
+
+// checkTargetLength refuses a request URL longer than MaxURLBytes, without quoting it.
+func checkTargetLength(u *url.URL) error {
+	if n := len(u.String()); n > MaxURLBytes {
+		return &redirectError{fmt.Sprintf("refused a URL of %d bytes: longer than the %d-byte limit", n, MaxURLBytes)}
 	}
 	return nil
 }

@@ -60,9 +60,20 @@ type recorder struct {
 	// secrets maps what error text may quote of a URL the check has seen (user info, query
 	// string, fragment) to what may be stored instead; see redact.
 	secrets map[string]string
+	// replacer is built from secrets once, when first needed after a secret was added: building
+	// it per redaction made a check's CPU grow with the square of a hostile URL's length.
+	replacer *strings.Replacer
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := checkTargetLength(req.URL); err != nil {
+		// Whoever built the request (the SDK follows URLs a server names), it is not sent.
+		r.note(err)
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
 	rpc := rpcMethod(req)
 	shown := redactedURL(req.URL)
 	start := time.Now()
@@ -147,6 +158,12 @@ func (r *recorder) fail(idx int, err error, f func(*Request)) {
 	if q.Error == "" {
 		q.Error = r.redactLocked(err.Error())
 	}
+	r.noteLocked(err)
+}
+
+func (r *recorder) note(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.noteLocked(err)
 }
 
@@ -289,10 +306,16 @@ func (r *recorder) see(u *url.URL) {
 		if old == "" || old == replacement {
 			return
 		}
-		r.secrets[old] = replacement
+		if _, known := r.secrets[old]; !known {
+			r.secrets[old] = replacement
+			r.replacer = nil
+		}
 		// url.Error quotes the URL with %q, which escapes some bytes.
 		if q := strconv.Quote(old); q[1:len(q)-1] != old {
-			r.secrets[q[1:len(q)-1]] = replacement
+			if _, known := r.secrets[q[1:len(q)-1]]; !known {
+				r.secrets[q[1:len(q)-1]] = replacement
+				r.replacer = nil
+			}
 		}
 	}
 	r.mu.Lock()
@@ -324,6 +347,9 @@ func (r *recorder) redactLocked(s string) string {
 	if len(r.secrets) == 0 {
 		return s
 	}
+	if r.replacer != nil {
+		return r.replacer.Replace(s)
+	}
 	olds := make([]string, 0, len(r.secrets))
 	for old := range r.secrets {
 		olds = append(olds, old)
@@ -334,7 +360,8 @@ func (r *recorder) redactLocked(s string) string {
 	for _, old := range olds {
 		pairs = append(pairs, old, r.secrets[old])
 	}
-	return strings.NewReplacer(pairs...).Replace(s)
+	r.replacer = strings.NewReplacer(pairs...)
+	return r.replacer.Replace(s)
 }
 
 func tlsInfo(cs *tls.ConnectionState) *TLSInfo {
