@@ -204,13 +204,17 @@ func (c *Checker) newClient() (*recorder, *http.Client) {
 		// headers and body, and reports them all alike.
 		MaxResponseHeaderBytes: 64 << 10,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConnsPerHost:    2,
-		IdleConnTimeout:        30 * time.Second,
+		// One request per connection. On a kept-alive connection that the server closes, Go's
+		// transport silently sends a GET again on a new one (and HTTP/2 re-sends a refused
+		// stream up to 7 times): the server then receives requests the recorder never saw.
+		// Without reuse, a request is a connection, and the guard's dialer counts them.
+		DisableKeepAlives: true,
 	}
 	rec := &recorder{
 		base: base, max: MaxRequests, timeout: c.cfg.RequestTimeout,
 		maxBody: c.cfg.MaxBodyBytes, userAgent: c.cfg.UserAgent,
 	}
+	g.conns = rec
 	return rec, &http.Client{Transport: rec, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if err := checkTargetLength(req.URL); err != nil {
 			// Checked before see, so the target is not remembered; net/http quotes it in the

@@ -19,15 +19,18 @@ type Target struct {
 
 // Request is one HTTP request made during a check. At most MaxRequests of them per check.
 type Request struct {
-	Method         string    `json:"method"`
-	URL            string    `json:"url"`
-	RPC            string    `json:"rpc,omitempty"` // MCP method, e.g. initialize, tools/list
-	Status         int       `json:"status,omitempty"`
-	LatencySeconds float64   `json:"latency_seconds"`
-	Bytes          int64     `json:"bytes"`
-	Error          string    `json:"error,omitempty"`
-	TLS            *TLSInfo  `json:"tls,omitempty"`
-	StartedAt      time.Time `json:"started_at"`
+	Method         string  `json:"method"`
+	URL            string  `json:"url"`
+	RPC            string  `json:"rpc,omitempty"` // MCP method, e.g. initialize, tools/list
+	Status         int     `json:"status,omitempty"`
+	LatencySeconds float64 `json:"latency_seconds"`
+	Bytes          int64   `json:"bytes"`
+	Error          string  `json:"error,omitempty"`
+	// Resent counts the times the HTTP transport sent this request again on a new connection
+	// (a server that refuses an HTTP/2 stream): each one reached the server and spent the budget.
+	Resent    int       `json:"resent,omitempty"`
+	TLS       *TLSInfo  `json:"tls,omitempty"`
+	StartedAt time.Time `json:"started_at"`
 }
 
 // TLSInfo records what the server's certificate said, so that runs show an expiry coming.

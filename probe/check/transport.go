@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,6 +57,7 @@ type recorder struct {
 
 	mu       sync.Mutex
 	requests []Request
+	conns    int   // connections dialled, each one request on the wire (keep-alives are off)
 	overflow int   // requests refused because the budget was spent
 	problem  error // the first transport-level failure, which explains a failed check best
 	// secrets maps what error text may quote of a URL the check has seen (user info, query
@@ -95,6 +98,14 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(req.Context(), r.timeout)
+	// The transport may send the request again on a new connection (HTTP/2 re-sends a stream
+	// the server refused); every connection it takes for this request is one more sent.
+	var gotConns atomic.Int32
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		if gotConns.Add(1) > 1 {
+			r.update(idx, func(q *Request) { q.Resent++ })
+		}
+	}})
 	out := req.Clone(ctx)
 	out.Header.Set("User-Agent", r.userAgent)
 	resp, err := r.base.RoundTrip(out)
@@ -119,6 +130,26 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &cappedBody{rc: resp.Body, rec: r, idx: idx, parent: req.Context(), ctx: ctx, cancel: cancel}
 	return resp, nil
+}
+
+// reserveConn admits one more connection, hence one more request on the wire, within the budget.
+func (r *recorder) reserveConn(address string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conns >= r.max {
+		err := &BudgetError{Max: r.max, Method: "connect", URL: address}
+		r.noteLocked(err)
+		return err
+	}
+	r.conns++
+	return nil
+}
+
+// releaseConn gives back a reservation whose dial failed: nothing reached the server.
+func (r *recorder) releaseConn() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.conns--
 }
 
 // CloseIdleConnections closes the check's kept-alive connections when it ends (http.Client
