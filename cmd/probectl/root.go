@@ -57,5 +57,6 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newDemoCmd(f),
 	)
 	addHelpTopics(root)
+	refuseUnknownCommands(root)
 	return root
 }
