@@ -69,8 +69,8 @@ var prefixes = []prefixClass{
 var (
 	nat64      = netip.MustParsePrefix("64:ff9b::/96")   // well-known NAT64: the last 32 bits are IPv4
 	localNAT64 = netip.MustParsePrefix("64:ff9b:1::/48") // local-use NAT64 (RFC 8215), any RFC 6052 length
-	sixToFour = netip.MustParsePrefix("2002::/16")    // 6to4: bits 16–48 are IPv4
-	v4compat  = netip.MustParsePrefix("::/96")        // deprecated IPv4-compatible form
+	sixToFour  = netip.MustParsePrefix("2002::/16")      // 6to4: bits 16–48 are IPv4
+	v4compat   = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible form
 )
 
 // classify says whether a is a public unicast address, and if not, what it is. IPv6 forms that

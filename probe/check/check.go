@@ -127,6 +127,10 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 	}
 	res.Outcome = outcomeOf(problem)
 	res.Error = clip(rec.redact(problem.Error()), maxErrorLen)
+	var limited *RateLimitedError
+	if errors.As(problem, &limited) {
+		res.RetryAfterSeconds = limited.RetryAfter.Seconds()
+	}
 	return res
 }
 
@@ -152,8 +156,10 @@ func outcomeOf(err error) string {
 	var invalid x509.CertificateInvalidError
 	var redirect *redirectError
 	var status *statusError
+	var limited *RateLimitedError
 	switch {
-	case errors.As(err, &refused), errors.As(err, &budget), errors.As(err, &oversize),
+	case errors.As(err, &limited),
+		errors.As(err, &refused), errors.As(err, &budget), errors.As(err, &oversize),
 		errors.As(err, &cert), errors.As(err, &unknownAuth), errors.As(err, &hostname),
 		errors.As(err, &invalid), errors.As(err, &redirect), errors.As(err, &status):
 		return OutcomeFailed
@@ -174,7 +180,10 @@ func summaryOf(err error) string {
 	var oversize *OversizeError
 	var timeout *TimeoutError
 	var status *statusError
+	var limited *RateLimitedError
 	switch {
+	case errors.As(err, &limited):
+		return "rate_limited"
 	case errors.As(err, &refused):
 		return "refused by the SSRF guard"
 	case errors.As(err, &budget):

@@ -54,7 +54,11 @@ type Result struct {
 	ToolsTruncated bool `json:"tools_truncated,omitempty"`
 	// RefusedRequests counts requests the check wanted to make past MaxRequests: refused, never
 	// sent, and not in Requests (which holds only requests attempted, at most MaxRequests).
-	RefusedRequests int       `json:"refused_requests,omitempty"`
-	StartedAt       time.Time `json:"started_at"`
-	FinishedAt      time.Time `json:"finished_at"`
+	RefusedRequests int `json:"refused_requests,omitempty"`
+	// RetryAfterSeconds is the wait a rate-limited server asked for (429 or 503 with Retry-After,
+	// Summary "rate_limited"), at most 7 days. The next check comes a full interval after this
+	// one is finished, so never before the wait or the interval, whichever is shorter.
+	RetryAfterSeconds float64   `json:"retry_after_seconds,omitempty"`
+	StartedAt         time.Time `json:"started_at"`
+	FinishedAt        time.Time `json:"finished_at"`
 }

@@ -116,6 +116,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.fail(idx, err, func(q *Request) { q.LatencySeconds = latency })
 		return nil, err
 	}
+	if rl := rateLimit(resp, time.Now()); rl != nil {
+		r.note(rl) // the server asked to be left alone: that explains the check best
+	}
 	r.update(idx, func(q *Request) {
 		q.Status = resp.StatusCode
 		q.LatencySeconds = latency
