@@ -48,6 +48,9 @@ type Settings struct {
 	Trigger string
 	// Version is the probectl version that runs the round.
 	Version string
+	// Contact is the URL every request's User-Agent names, so that an operator can find out who
+	// probes them (check.DefaultContact by default).
+	Contact string
 	// ReleaseID is the release the settings came from, if any.
 	ReleaseID *int64
 }
@@ -65,6 +68,7 @@ func DefaultSettings() Settings {
 		Finish:         FinishTx,
 		Trigger:        TriggerManual,
 		Version:        "dev",
+		Contact:        check.DefaultContact,
 	}
 }
 
@@ -83,7 +87,7 @@ func (s Settings) CheckBudget() time.Duration {
 // runs a round checks with the same timeout, body cap and address policy that the round records.
 func (s Settings) CheckConfig() check.Config {
 	return check.Config{RequestTimeout: s.RequestTimeout, MaxBodyBytes: s.MaxBodyBytes,
-		AllowPrivate: s.AllowPrivateTargets}
+		AllowPrivate: s.AllowPrivateTargets, UserAgent: check.UserAgent(s.Version, s.Contact)}
 }
 
 // JobWorstCase is how long a job may stay open in the worst case: a full check, the round's
@@ -137,6 +141,11 @@ func (s Settings) Validate() error {
 	if s.Trigger != TriggerCron && s.Trigger != TriggerManual {
 		bad("--trigger", "must be %s or %s, got %q", TriggerCron, TriggerManual, s.Trigger)
 	}
+	if s.Contact != "" {
+		if err := check.ValidContact(s.Contact); err != nil {
+			bad("--contact", "%s", err)
+		}
+	}
 	if s.RequestTimeout > 0 && s.MaxDuration > 0 && s.JobWorstCase() > queries.InFlightWindow {
 		bad("lease", "%d requests × --request-timeout %s + --max-duration %s + finish %s = %s does not fit the %s "+
 			"in-flight window; lower --request-timeout or --max-duration", check.MaxRequests, s.RequestTimeout,
@@ -160,5 +169,6 @@ func (s Settings) record(keyID string) map[string]any {
 		"in_flight_seconds":       queries.InFlightWindow.Seconds(),
 		"signed":                  keyID != "",
 		"key_id":                  keyID,
+		"contact":                 s.Contact,
 	}
 }

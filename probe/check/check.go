@@ -36,7 +36,7 @@ type Config struct {
 	// AllowPrivate lets checks reach loopback, private, link-local and other non-public
 	// addresses (a fleet on a test network). Cloud metadata addresses stay refused.
 	AllowPrivate bool
-	// UserAgent is sent with every request (default "probectl/<version> (+directory prober)").
+	// UserAgent is sent with every request (default UserAgent(<module version>, DefaultContact)).
 	UserAgent string
 }
 
@@ -66,7 +66,7 @@ func New(cfg Config) *Checker {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.UserAgent == "" {
-		cfg.UserAgent = "probectl/" + version + " (+directory prober)"
+		cfg.UserAgent = UserAgent(version, DefaultContact)
 	}
 	return &Checker{cfg: cfg, version: version, allow: defaultPolicy(cfg.AllowPrivate)}
 }
