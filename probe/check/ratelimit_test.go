@@ -20,7 +20,7 @@ func TestARateLimitedAnswerIsFailedWithRateLimitedAndTheWait(t *testing.T) {
 		wait       float64
 	}{
 		{"429 with seconds", "http", http.StatusTooManyRequests, "120", "rate_limited", 120},
-		{"503 with an HTTP date", "http", http.StatusServiceUnavailable, time.Now().Add(time.Hour).UTC().Format(http.TimeFormat), "rate_limited", 3600},
+		{"503 with an HTTP date", "http", http.StatusServiceUnavailable, "in an hour", "rate_limited", 3600},
 		{"an MCP server's 429", "mcp", http.StatusTooManyRequests, "60", "rate_limited", 60},
 		{"a wait of a year is kept at 7 days", "http", http.StatusTooManyRequests, "31536000", "rate_limited", 7 * 24 * 3600},
 		{"429 without Retry-After is a plain status", "http", http.StatusTooManyRequests, "", "HTTP 429", 0},
@@ -30,7 +30,11 @@ func TestARateLimitedAnswerIsFailedWithRateLimitedAndTheWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := newFleet(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				if tc.retryAfter != "" {
+				switch tc.retryAfter {
+				case "":
+				case "in an hour": // a date, written when the answer is sent
+					w.Header().Set("Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+				default:
 					w.Header().Set("Retry-After", tc.retryAfter)
 				}
 				w.WriteHeader(tc.status)
