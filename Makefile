@@ -6,6 +6,9 @@ PKGS := ./...
 
 ## test: lint, then every test with the race detector against a real PostgreSQL (the README's test command)
 test: lint
+	@if [ "$${PROBECTL_REQUIRE_BROWSER:-}" != 1 ] && [ -z "$${PROBECTL_CHROMIUM:-}" ] && \
+	   ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+	  echo "make test: no chromium: the status page's browser test is SKIPPED (install chromium; PROBECTL_REQUIRE_BROWSER=1 makes it a failure, as in .ci/run)" >&2; fi
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## lint: what CI refuses: unformatted code, an untidy go.mod, vet findings, a bad goreleaser config

@@ -49,6 +49,9 @@ type Settings struct {
 	Trigger string
 	// Version is the probectl version that runs the round.
 	Version string
+	// Contact is the URL every request's User-Agent names, so that an operator can find out who
+	// probes them (check.DefaultContact by default).
+	Contact string
 	// ReleaseID is the release the settings came from, if any.
 	ReleaseID *int64
 }
@@ -66,6 +69,7 @@ func DefaultSettings() Settings {
 		Finish:         FinishTx,
 		Trigger:        TriggerManual,
 		Version:        "dev",
+		Contact:        check.DefaultContact,
 	}
 }
 
@@ -100,7 +104,7 @@ func addSat(a, b time.Duration) time.Duration {
 // runs a round checks with the same timeout, body cap and address policy that the round records.
 func (s Settings) CheckConfig() check.Config {
 	return check.Config{RequestTimeout: s.RequestTimeout, MaxBodyBytes: s.MaxBodyBytes,
-		AllowPrivate: s.AllowPrivateTargets}
+		AllowPrivate: s.AllowPrivateTargets, UserAgent: check.UserAgent(s.Version, s.Contact)}
 }
 
 // JobWorstCase is how long a job may stay open in the worst case: a full check, the round's
@@ -155,6 +159,11 @@ func (s Settings) Validate() error {
 	if s.Trigger != TriggerCron && s.Trigger != TriggerManual {
 		bad("--trigger", "must be %s or %s, got %q", TriggerCron, TriggerManual, s.Trigger)
 	}
+	if s.Contact != "" {
+		if err := check.ValidContact(s.Contact); err != nil {
+			bad("--contact", "%s", err)
+		}
+	}
 	if s.RequestTimeout > 0 && s.MaxDuration > 0 && s.JobWorstCase() > queries.InFlightWindow {
 		bad("lease", "%d requests × --request-timeout %s + --max-duration %s + finish %s = %s does not fit the %s "+
 			"in-flight window; lower --request-timeout or --max-duration", check.MaxRequests, s.RequestTimeout,
@@ -178,5 +187,6 @@ func (s Settings) record(keyID string) map[string]any {
 		"in_flight_seconds":       queries.InFlightWindow.Seconds(),
 		"signed":                  keyID != "",
 		"key_id":                  keyID,
+		"contact":                 s.Contact,
 	}
 }

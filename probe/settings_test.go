@@ -66,7 +66,9 @@ func TestTheCheckerIsConfiguredAsTheRoundRecords(t *testing.T) {
 	t.Parallel()
 	s := DefaultSettings()
 	s.RequestTimeout, s.MaxBodyBytes, s.AllowPrivateTargets = 7*time.Second, 4096, true
-	require.Equal(t, check.Config{RequestTimeout: 7 * time.Second, MaxBodyBytes: 4096, AllowPrivate: true}, s.CheckConfig())
+	s.Version, s.Contact = "v1.2.0", "https://probe.example/about"
+	require.Equal(t, check.Config{RequestTimeout: 7 * time.Second, MaxBodyBytes: 4096, AllowPrivate: true,
+		UserAgent: "probectl/v1.2.0 (+https://probe.example/about)"}, s.CheckConfig())
 }
 
 func TestTheLeaseCheckRefusesATimeoutThatWouldWrapAround(t *testing.T) {

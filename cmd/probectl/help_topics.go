@@ -33,7 +33,12 @@ PROBECTL_TEST_DATABASE_URL
                         tests only: a server to create throwaway databases on,
                         instead of starting a private PostgreSQL
 
-Passwords in URLs are never printed: errors name the host and port only.`,
+Passwords in URLs are never printed: errors name the host and port only.
+But a password given in --database-url is on the command line, which every user
+of the machine can read ('ps', /proc): keep it out of there. Set
+PROBECTL_DATABASE_URL without a password and put the password in a passfile,
+~/.pgpass or the file PGPASSFILE (or the URL's passfile=) names, one line
+host:port:database:user:password, mode 0600; pgx reads it as libpq does.`,
 	},
 }
 

@@ -62,5 +62,6 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 	addHelpTopics(root)
 	addCompletions(root, f)
 	root.AddCommand(newDocsCmd(root))
+	refuseUnknownCommands(root)
 	return root
 }

@@ -33,6 +33,7 @@ type runRoundOptions struct {
 	IgnoreVersion                           bool
 	ViaQueue, Wait                          bool
 	Quiet                                   bool
+	Contact                                 string
 
 	// changed says which flags were set on the command line: those override the active release.
 	changed func(flag string) bool
@@ -54,6 +55,11 @@ A claim skips servers with an open job (requested within the 15-minute in-flight
 servers with a job within --min-spacing, unless a maintainer claimed them ('servers recheck').
 A finish advances the server's next check time by its interval, stores the run and closes the
 job: in one transaction (--finish tx), or in two writes, advance first (--finish advance-first).
+
+Every request names probectl, its version and --contact in its User-Agent
+("probectl/v1.2.0 (+https://probe.example/about)"): set it to a page or address where the
+operators of the probed servers can reach you. A server that answers 429 or 503 with Retry-After
+is recorded as failed, rate_limited, and is next checked a full interval later.
 
 Runs are signed (DSSE, ed25519) with --signing-key or PROBECTL_SIGNING_KEY; without a key the
 round refuses to run unless --unsigned is given. A job's worst case, 8 requests at
@@ -114,6 +120,7 @@ interrupted by probectl).`,
 	fl.BoolVar(&opts.IgnoreVersion, "ignore-version", false, "run even though the active release is another version")
 	fl.BoolVar(&opts.ViaQueue, "via-queue", false, "queue the invocations for 'probectl worker' processes, print the round id and exit")
 	fl.BoolVar(&opts.Wait, "wait", false, "with --via-queue: wait for the workers and print the round's summary")
+	fl.StringVar(&opts.Contact, "contact", d.Contact, "URL (or mailto:) the User-Agent names, so operators can reach you")
 	return cmd
 }
 
@@ -123,7 +130,7 @@ func (o *runRoundOptions) settings(version string) probe.Settings {
 		Fanout: o.Fanout, ClaimLimit: o.ClaimLimit, Concurrency: o.Concurrency,
 		MinSpacing: o.MinSpacing, MaxDuration: o.MaxDuration, RequestTimeout: o.RequestTimeout,
 		MaxBodyBytes: o.MaxBody, Finish: o.Finish, AllowPrivateTargets: o.AllowPrivateTargets,
-		Trigger: o.Trigger, Version: version,
+		Trigger: o.Trigger, Version: version, Contact: o.Contact,
 	}
 }
 

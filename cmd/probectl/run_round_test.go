@@ -37,10 +37,10 @@ func TestRunRoundFlagsBecomeTheRoundsSettings(t *testing.T) {
 		}()},
 		{"every flag overrides its setting", []string{"--fanout", "3", "--claim-limit", "2", "--concurrency", "1",
 			"--min-spacing", "5m", "--max-duration", "1m", "--request-timeout", "3s", "--max-body", "1000",
-			"--finish", "advance-first", "--allow-private-targets", "--trigger", "cron"},
+			"--finish", "advance-first", "--allow-private-targets", "--trigger", "cron", "--contact", "mailto:probes@example.org"},
 			probe.Settings{Fanout: 3, ClaimLimit: 2, Concurrency: 1, MinSpacing: 5 * time.Minute, MaxDuration: time.Minute,
 				RequestTimeout: 3 * time.Second, MaxBodyBytes: 1000, Finish: "advance-first", AllowPrivateTargets: true,
-				Trigger: "cron", Version: "v1.2.3"}},
+				Trigger: "cron", Version: "v1.2.3", Contact: "mailto:probes@example.org"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,11 @@ type Entry struct {
 	Transport string `json:"transport,omitempty"`
 }
 
+// MaxURLBytes bounds an endpoint URL. Browsers, CDNs and most servers refuse longer ones (RFC 9110
+// recommends supporting at least 8,000 octets, which probectl keeps for redirects), and a long URL
+// is only ever a way to make every check and every page that shows the server costlier.
+const MaxURLBytes = 2048
+
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
 
 // Validate checks an entry and fills in defaults (plan "standard"). The message names the field.
@@ -45,6 +50,10 @@ func (e *Entry) Validate() error {
 	}
 	if !slugPattern.MatchString(e.Slug) {
 		return fmt.Errorf("slug %q: must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit", e.Slug)
+	}
+	if len(e.URL) > MaxURLBytes {
+		// Not quoted: a megabyte of URL helps no one read the error.
+		return fmt.Errorf("url: %d bytes, longer than the %d-byte limit", len(e.URL), MaxURLBytes)
 	}
 	if err := validateURL(e.URL); err != nil {
 		return fmt.Errorf("url %q: %w", redactedURL(e.URL), err)
@@ -104,11 +113,31 @@ func validateURL(raw string) error {
 }
 
 // redactedURL is the URL as it may be printed: a password in it is replaced (the refusal of a URL
-// with credentials must not print them to a terminal or a CI log).
+// with credentials must not print them to a terminal or a CI log). A URL that does not parse may
+// still carry user info: everything before its last '@' goes, whatever it held.
 func redactedURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil || u.Host == "" {
+		// Without a host, url.Parse did not see an authority ("alice:pw@host" reads as scheme
+		// "alice"), so it found no user info to mask either.
+		return redactUnparsed(raw)
+	}
+	if u.User == nil {
 		return raw
 	}
 	return u.Redacted()
+}
+
+// redactUnparsed drops what may be user info from a URL url.Parse refused: the text between the
+// scheme and the last '@' (a password may itself hold '/', '?' or '#', so no cheaper rule is safe).
+func redactUnparsed(raw string) string {
+	at := strings.LastIndexByte(raw, '@')
+	if at < 0 {
+		return raw
+	}
+	scheme := ""
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		scheme = raw[:i+3]
+	}
+	return scheme + "xxxxx@" + raw[at+1:]
 }

@@ -2,6 +2,7 @@ package statuspage_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -18,9 +19,11 @@ import (
 	"github.com/probectl/probectl/internal/statuspage"
 )
 
-// chromiumPath finds the browser: PROBECTL_CHROMIUM, else Debian's chromium package. A missing
-// browser fails the test, never skips it: .ci/run installs the package, and a green run must
-// mean that a browser really showed the pages.
+// chromiumPath finds the browser: PROBECTL_CHROMIUM, else Debian's chromium package. Where
+// PROBECTL_REQUIRE_BROWSER=1 (.ci/run sets it after installing the package) a missing browser
+// fails the test, so a green CI run means a browser really showed the pages; elsewhere it skips,
+// loudly ('make test' says so too), so that a machine with Go and PostgreSQL passes the README's
+// test command.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("PROBECTL_CHROMIUM"); p != "" {
@@ -31,7 +34,12 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no chromium on PATH: install Debian's chromium package (apt-get install chromium; .ci/run does) or set PROBECTL_CHROMIUM")
+	const msg = "no chromium on PATH: install Debian's chromium package (apt-get install chromium; .ci/run does) or set PROBECTL_CHROMIUM"
+	if os.Getenv("PROBECTL_REQUIRE_BROWSER") == "1" {
+		t.Fatal(msg)
+	}
+	fmt.Fprintf(os.Stderr, "SKIPPED %s: %s; PROBECTL_REQUIRE_BROWSER=1 makes this a failure\n", t.Name(), msg)
+	t.Skip(msg)
 	return ""
 }
 

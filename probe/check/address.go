@@ -67,9 +67,10 @@ var prefixes = []prefixClass{
 }
 
 var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96") // well-known NAT64: the last 32 bits are IPv4
-	sixToFour = netip.MustParsePrefix("2002::/16")    // 6to4: bits 16–48 are IPv4
-	v4compat  = netip.MustParsePrefix("::/96")        // deprecated IPv4-compatible form
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")   // well-known NAT64: the last 32 bits are IPv4
+	localNAT64 = netip.MustParsePrefix("64:ff9b:1::/48") // local-use NAT64 (RFC 8215), any RFC 6052 length
+	sixToFour  = netip.MustParsePrefix("2002::/16")      // 6to4: bits 16–48 are IPv4
+	v4compat   = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible form
 )
 
 // classify says whether a is a public unicast address, and if not, what it is. IPv6 forms that
@@ -79,6 +80,9 @@ func classify(a netip.Addr) addrClass {
 	a = a.WithZone("")
 	if embedded, ok := embeddedIPv4(a); ok {
 		return classify(embedded)
+	}
+	if localNAT64.Contains(a) {
+		return classifyLocalNAT64(a)
 	}
 	if metadataAddrs[a] {
 		return classMetadata
@@ -112,4 +116,28 @@ func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
 		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
 	}
 	return netip.Addr{}, false
+}
+
+// rfc6052Offsets are where an IPv4 address sits in an IPv6 address translated under a prefix of
+// /48, /56, /64 and /96 (RFC 6052 §2.2: bits 64–71 are always skipped).
+var rfc6052Offsets = [][4]int{
+	{6, 7, 9, 10},
+	{7, 9, 10, 11},
+	{9, 10, 11, 12},
+	{12, 13, 14, 15},
+}
+
+// classifyLocalNAT64 judges an address of the local-use NAT64 range. Which prefix length the
+// network's translator uses cannot be known from here, so every IPv4 address the address could
+// carry is checked: if any is a metadata address, so is this one (it is refused even when private
+// targets are allowed); otherwise it is private, as the whole range is.
+func classifyLocalNAT64(a netip.Addr) addrClass {
+	b := a.As16()
+	for _, off := range rfc6052Offsets {
+		v4 := netip.AddrFrom4([4]byte{b[off[0]], b[off[1]], b[off[2]], b[off[3]]})
+		if classify(v4) == classMetadata {
+			return classMetadata
+		}
+	}
+	return classPrivate
 }

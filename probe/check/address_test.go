@@ -54,6 +54,11 @@ func TestClassifySortsAddressesByWhyTheyAreRefused(t *testing.T) {
 		{"a public IPv6 address is public", "2606:4700:4700::1111", classPublic},
 		{"an IPv4-mapped public address is public", "::ffff:8.8.8.8", classPublic},
 		{"a NAT64 public address is public", "64:ff9b::808:808", classPublic},
+		{"a local-use NAT64 address is private", "64:ff9b:1::808:808", classPrivate},
+		{"a local-use NAT64 metadata address (/96) is metadata", "64:ff9b:1::a9fe:a9fe", classMetadata},
+		{"a local-use NAT64 metadata address (/48) is metadata", "64:ff9b:1:a9fe:a9:fe00::", classMetadata},
+		{"a local-use NAT64 metadata address (/56) is metadata", "64:ff9b:1:1a9:fe:a9fe::", classMetadata},
+		{"a local-use NAT64 metadata address (/64) is metadata", "64:ff9b:1:1:a9:fea9:fe00:0", classMetadata},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,4 +81,14 @@ func TestAllowingPrivateTargetsNeverAllowsMetadata(t *testing.T) {
 	assert.ErrorContains(t, open(meta), "a cloud metadata address")
 	assert.ErrorContains(t, open(mappedMeta), "a cloud metadata address")
 	assert.NoError(t, strict(netip.MustParseAddrPort("8.8.8.8:443")), "a public address is allowed")
+}
+
+// 169.254.169.254 behind a local-use NAT64 prefix is refused even when private targets are
+// allowed, as the metadata address itself is.
+func TestALocalUseNAT64MetadataAddressIsRefusedUnderAllowPrivate(t *testing.T) {
+	t.Parallel()
+	allow := defaultPolicy(true)
+	var refused *RefusedError
+	assert.ErrorAs(t, allow(netip.MustParseAddrPort("[64:ff9b:1::a9fe:a9fe]:80")), &refused)
+	assert.NoError(t, allow(netip.MustParseAddrPort("[64:ff9b:1::a00:1]:80")), "a private address behind it is allowed")
 }

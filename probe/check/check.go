@@ -20,6 +20,10 @@ const (
 	// MaxRedirects bounds the redirects one request follows; each hop also counts against the
 	// request budget.
 	MaxRedirects = 5
+	// MaxURLBytes bounds the URL of any request a check sends, a redirect's target included:
+	// RFC 9110 asks recipients to accept at least 8,000 octets, and a longer target is only a
+	// way to make the check costlier (every URL is parsed, stored and redacted).
+	MaxURLBytes = 8192
 )
 
 // Config tunes a Checker; zero fields take the defaults.
@@ -32,7 +36,7 @@ type Config struct {
 	// AllowPrivate lets checks reach loopback, private, link-local and other non-public
 	// addresses (a fleet on a test network). Cloud metadata addresses stay refused.
 	AllowPrivate bool
-	// UserAgent is sent with every request (default "probectl/<version> (+directory prober)").
+	// UserAgent is sent with every request (default UserAgent(<module version>, DefaultContact)).
 	UserAgent string
 }
 
@@ -62,7 +66,7 @@ func New(cfg Config) *Checker {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.UserAgent == "" {
-		cfg.UserAgent = "probectl/" + version + " (+directory prober)"
+		cfg.UserAgent = UserAgent(version, DefaultContact)
 	}
 	return &Checker{cfg: cfg, version: version, allow: defaultPolicy(cfg.AllowPrivate)}
 }
@@ -123,6 +127,10 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 	}
 	res.Outcome = outcomeOf(problem)
 	res.Error = clip(rec.redact(problem.Error()), maxErrorLen)
+	var limited *RateLimitedError
+	if errors.As(problem, &limited) {
+		res.RetryAfterSeconds = limited.RetryAfter.Seconds()
+	}
 	return res
 }
 
@@ -148,8 +156,10 @@ func outcomeOf(err error) string {
 	var invalid x509.CertificateInvalidError
 	var redirect *redirectError
 	var status *statusError
+	var limited *RateLimitedError
 	switch {
-	case errors.As(err, &refused), errors.As(err, &budget), errors.As(err, &oversize),
+	case errors.As(err, &limited),
+		errors.As(err, &refused), errors.As(err, &budget), errors.As(err, &oversize),
 		errors.As(err, &cert), errors.As(err, &unknownAuth), errors.As(err, &hostname),
 		errors.As(err, &invalid), errors.As(err, &redirect), errors.As(err, &status):
 		return OutcomeFailed
@@ -170,7 +180,10 @@ func summaryOf(err error) string {
 	var oversize *OversizeError
 	var timeout *TimeoutError
 	var status *statusError
+	var limited *RateLimitedError
 	switch {
+	case errors.As(err, &limited):
+		return "rate_limited"
 	case errors.As(err, &refused):
 		return "refused by the SSRF guard"
 	case errors.As(err, &budget):
@@ -200,14 +213,24 @@ func (c *Checker) newClient() (*recorder, *http.Client) {
 		// headers and body, and reports them all alike.
 		MaxResponseHeaderBytes: 64 << 10,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConnsPerHost:    2,
-		IdleConnTimeout:        30 * time.Second,
+		// One request per connection. On a kept-alive connection that the server closes, Go's
+		// transport silently sends a GET again on a new one (and HTTP/2 re-sends a refused
+		// stream up to 7 times): the server then receives requests the recorder never saw.
+		// Without reuse, a request is a connection, and the guard's dialer counts them.
+		DisableKeepAlives: true,
 	}
 	rec := &recorder{
 		base: base, max: MaxRequests, timeout: c.cfg.RequestTimeout,
 		maxBody: c.cfg.MaxBodyBytes, userAgent: c.cfg.UserAgent,
 	}
+	g.conns = rec
 	return rec, &http.Client{Transport: rec, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if err := checkTargetLength(req.URL); err != nil {
+			// Checked before see, so the target is not remembered; net/http quotes it in the
+			// error it returns, so the check's problem is this one, which does not.
+			rec.note(err)
+			return err
+		}
 		rec.see(req.URL) // a refused hop is quoted in the error without reaching the recorder
 		return checkRedirect(req, via)
 	}}
@@ -226,6 +249,14 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return &redirectError{fmt.Sprintf("refused redirect to scheme %q (http or https only)", req.URL.Scheme)}
+	}
+	return nil
+}
+
+// checkTargetLength refuses a request URL longer than MaxURLBytes, without quoting it.
+func checkTargetLength(u *url.URL) error {
+	if n := len(u.String()); n > MaxURLBytes {
+		return &redirectError{fmt.Sprintf("refused a URL of %d bytes: longer than the %d-byte limit", n, MaxURLBytes)}
 	}
 	return nil
 }

@@ -48,6 +48,16 @@ type guard struct {
 	allow  policy
 	lookup lookupFunc
 	dialer *net.Dialer
+	// conns, if set, admits each connection: with keep-alives off a connection carries one
+	// request, so this is where the request budget is counted at the wire.
+	conns connBudget
+}
+
+// connBudget admits connections: reserve before dialling (an error means: do not dial), release
+// when the dial failed and nothing reached the server.
+type connBudget interface {
+	reserveConn(address string) error
+	releaseConn()
 }
 
 // lookupFunc resolves a name the way net.Resolver.LookupNetIP does.
@@ -85,6 +95,11 @@ func (g *guard) DialContext(ctx context.Context, network, address string) (net.C
 			return nil, err
 		}
 	}
+	if g.conns != nil {
+		if err := g.conns.reserveConn(address); err != nil {
+			return nil, err
+		}
+	}
 	var firstErr error
 	for _, a := range addrs {
 		conn, err := g.dialer.DialContext(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
@@ -97,6 +112,9 @@ func (g *guard) DialContext(ctx context.Context, network, address string) (net.C
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if g.conns != nil {
+		g.conns.releaseConn()
 	}
 	return nil, firstErr
 }

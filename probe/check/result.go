@@ -24,15 +24,18 @@ type Target struct {
 
 // Request is one HTTP request made during a check. At most MaxRequests of them per check.
 type Request struct {
-	Method         string    `json:"method"`
-	URL            string    `json:"url"`
-	RPC            string    `json:"rpc,omitempty"` // MCP method, e.g. initialize, tools/list
-	Status         int       `json:"status,omitempty"`
-	LatencySeconds float64   `json:"latency_seconds"`
-	Bytes          int64     `json:"bytes"`
-	Error          string    `json:"error,omitempty"`
-	TLS            *TLSInfo  `json:"tls,omitempty"`
-	StartedAt      time.Time `json:"started_at"`
+	Method         string  `json:"method"`
+	URL            string  `json:"url"`
+	RPC            string  `json:"rpc,omitempty"` // MCP method, e.g. initialize, tools/list
+	Status         int     `json:"status,omitempty"`
+	LatencySeconds float64 `json:"latency_seconds"`
+	Bytes          int64   `json:"bytes"`
+	Error          string  `json:"error,omitempty"`
+	// Resent counts the times the HTTP transport sent this request again on a new connection
+	// (a server that refuses an HTTP/2 stream): each one reached the server and spent the budget.
+	Resent    int       `json:"resent,omitempty"`
+	TLS       *TLSInfo  `json:"tls,omitempty"`
+	StartedAt time.Time `json:"started_at"`
 }
 
 // TLSInfo records what the server's certificate said, so that runs show an expiry coming.
@@ -78,9 +81,13 @@ type Result struct {
 	ToolDefinitions map[string]json.RawMessage `json:"-"`
 	// RefusedRequests counts requests the check wanted to make past MaxRequests: refused, never
 	// sent, and not in Requests (which holds only requests attempted, at most MaxRequests).
-	RefusedRequests int       `json:"refused_requests,omitempty"`
-	StartedAt       time.Time `json:"started_at"`
-	FinishedAt      time.Time `json:"finished_at"`
+	RefusedRequests int `json:"refused_requests,omitempty"`
+	// RetryAfterSeconds is the wait a rate-limited server asked for (429 or 503 with Retry-After,
+	// Summary "rate_limited"), at most 7 days. The next check comes a full interval after this
+	// one is finished, so never before the wait or the interval, whichever is shorter.
+	RetryAfterSeconds float64   `json:"retry_after_seconds,omitempty"`
+	StartedAt         time.Time `json:"started_at"`
+	FinishedAt        time.Time `json:"finished_at"`
 	// Fault is FaultProbectl when the result says nothing about the server (interrupted, fenced,
 	// late): nothing downstream counts it against the server. Empty otherwise.
 	Fault string `json:"fault,omitempty"`

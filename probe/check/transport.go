@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -56,14 +57,26 @@ type recorder struct {
 
 	mu       sync.Mutex
 	requests []Request
+	conns    int   // connections dialled, each one request on the wire (keep-alives are off)
 	overflow int   // requests refused because the budget was spent
 	problem  error // the first transport-level failure, which explains a failed check best
 	// secrets maps what error text may quote of a URL the check has seen (user info, query
 	// string, fragment) to what may be stored instead; see redact.
 	secrets map[string]string
+	// replacer is built from secrets once, when first needed after a secret was added: building
+	// it per redaction made a check's CPU grow with the square of a hostile URL's length.
+	replacer *strings.Replacer
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := checkTargetLength(req.URL); err != nil {
+		// Whoever built the request (the SDK follows URLs a server names), it is not sent.
+		r.note(err)
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
 	rpc := rpcMethod(req)
 	shown := redactedURL(req.URL)
 	start := time.Now()
@@ -92,6 +105,14 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(req.Context(), r.timeout)
+	// The transport may send the request again on a new connection (HTTP/2 re-sends a stream
+	// the server refused); every connection it takes for this request is one more sent.
+	var gotConns atomic.Int32
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		if gotConns.Add(1) > 1 {
+			r.update(idx, func(q *Request) { q.Resent++ })
+		}
+	}})
 	out := req.Clone(ctx)
 	out.Header.Set("User-Agent", r.userAgent)
 	resp, err := r.base.RoundTrip(out)
@@ -101,6 +122,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		r.fail(idx, err, func(q *Request) { q.LatencySeconds = latency })
 		return nil, err
+	}
+	if rl := rateLimit(resp, time.Now()); rl != nil {
+		r.note(rl) // the server asked to be left alone: that explains the check best
 	}
 	r.update(idx, func(q *Request) {
 		q.Status = resp.StatusCode
@@ -116,6 +140,26 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &cappedBody{rc: resp.Body, rec: r, idx: idx, parent: req.Context(), ctx: ctx, cancel: cancel}
 	return resp, nil
+}
+
+// reserveConn admits one more connection, hence one more request on the wire, within the budget.
+func (r *recorder) reserveConn(address string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conns >= r.max {
+		err := &BudgetError{Max: r.max, Method: "connect", URL: address}
+		r.noteLocked(err)
+		return err
+	}
+	r.conns++
+	return nil
+}
+
+// releaseConn gives back a reservation whose dial failed: nothing reached the server.
+func (r *recorder) releaseConn() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.conns--
 }
 
 // CloseIdleConnections closes the check's kept-alive connections when it ends (http.Client
@@ -155,6 +199,12 @@ func (r *recorder) fail(idx int, err error, f func(*Request)) {
 	if q.Error == "" {
 		q.Error = r.redactLocked(err.Error())
 	}
+	r.noteLocked(err)
+}
+
+func (r *recorder) note(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.noteLocked(err)
 }
 
@@ -303,10 +353,16 @@ func (r *recorder) see(u *url.URL) {
 		if old == "" || old == replacement {
 			return
 		}
-		r.secrets[old] = replacement
+		if _, known := r.secrets[old]; !known {
+			r.secrets[old] = replacement
+			r.replacer = nil
+		}
 		// url.Error quotes the URL with %q, which escapes some bytes.
 		if q := strconv.Quote(old); q[1:len(q)-1] != old {
-			r.secrets[q[1:len(q)-1]] = replacement
+			if _, known := r.secrets[q[1:len(q)-1]]; !known {
+				r.secrets[q[1:len(q)-1]] = replacement
+				r.replacer = nil
+			}
 		}
 	}
 	r.mu.Lock()
@@ -338,6 +394,9 @@ func (r *recorder) redactLocked(s string) string {
 	if len(r.secrets) == 0 {
 		return s
 	}
+	if r.replacer != nil {
+		return r.replacer.Replace(s)
+	}
 	olds := make([]string, 0, len(r.secrets))
 	for old := range r.secrets {
 		olds = append(olds, old)
@@ -348,7 +407,8 @@ func (r *recorder) redactLocked(s string) string {
 	for _, old := range olds {
 		pairs = append(pairs, old, r.secrets[old])
 	}
-	return strings.NewReplacer(pairs...).Replace(s)
+	r.replacer = strings.NewReplacer(pairs...)
+	return r.replacer.Replace(s)
 }
 
 func tlsInfo(cs *tls.ConnectionState) *TLSInfo {
