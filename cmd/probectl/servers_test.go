@@ -171,7 +171,7 @@ func TestImportFromTheMCPRegistryWritesAllOrNothing(t *testing.T) {
 
 	res := runCLI(t, "--database-url", url, "servers", "import", "--format", "mcp-registry", fixture, "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	require.JSONEq(t, `{"inserted": 27, "updated": 0,
+	require.JSONEq(t, `{"inserted": 27, "updated": 0, "dry_run": false,
 		"skipped": {"deleted": 2, "older_version": 5, "packages_only": 8, "templated_url": 2}}`, res.Stdout)
 	require.Equal(t, 27, countServers(t, url))
 
