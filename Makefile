@@ -44,7 +44,7 @@ build:
 
 ## release-check: the whole release, as a snapshot (nothing published): archives, deb and rpm packages,
 ## the Homebrew cask, SBOMs; then checks that each holds what the README promises. CI runs it
-## (about 2.5 min warm, 6 min cold on 2 cores).
+## (2.5 min warm when the machine is idle; 6 to 10 min cold or on a busy 2-core machine).
 release-check:
 	$(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1 release --snapshot --clean --skip=publish
 	sh scripts/check-release.sh
