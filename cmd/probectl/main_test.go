@@ -37,7 +37,14 @@ func (c cli) run(t *testing.T, args ...string) cliResult {
 	t.Helper()
 	io, in, out, errOut := render.Test()
 	in.WriteString(c.stdin)
-	getenv := func(k string) string { return c.env[k] }
+	// The spool lives in the test's own directory unless the test names one.
+	state := t.TempDir()
+	getenv := func(k string) string {
+		if v, ok := c.env[k]; ok || k != "XDG_STATE_HOME" {
+			return v
+		}
+		return state
+	}
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()

@@ -51,6 +51,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newRollbackCmd(f),
 		newKeysCmd(f),
 		newRunCmd(f),
+		newRunsCmd(f),
 		newAuditCmd(f),
 		newStatusCmd(f),
 		newServeCmd(f),
