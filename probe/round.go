@@ -64,6 +64,8 @@ type Round struct {
 	writeOrder   writeOrder       // replaces the order of an advance-first finish's two writes
 	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
 	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
+	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).
+	heartbeatEvery time.Duration
 }
 
 // Summary is what a round did, counted from the database when it ended.
@@ -231,12 +233,14 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 
+	stopBeating := r.beat(ctx, roundID)
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
 	for inv := range s.Invocations() {
 		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
 	}
 	wg.Wait()
+	stopBeating()
 	interrupted := ctx.Err() != nil
 	if interrupted {
 		st.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/status"
+	"github.com/probectl/probectl/queries"
 )
 
 type statusOptions struct {
@@ -132,9 +133,12 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 		tbl := render.NewTable(w, "ROUND", "STARTED (UTC)", "TRIGGER", "VERSION", "JOBS", "RUNS", "SERVERS",
 			"FAILURES", "OPEN", "DURATION")
 		for _, rd := range r.RecentRounds {
-			duration := "running"
+			// An unfinished round is running, or dead: its heartbeat stopped.
+			duration := rd.State
 			if d := rd.Duration(); d != nil {
 				duration = status.HumanDuration(*d)
+			} else if rd.State == queries.RoundDead {
+				duration = st.Fail.Render(duration)
 			}
 			servers := fmt.Sprint(rd.Servers)
 			if rd.Servers < rd.Jobs {

@@ -80,6 +80,8 @@ type roundJSON struct {
 	Failures        int            `json:"failures"`
 	Abandoned       int            `json:"abandoned"`
 	OpenJobs        int            `json:"open_jobs"`
+	State           string         `json:"state"`
+	HeartbeatAt     *time.Time     `json:"heartbeat_at"`
 }
 
 type duplicatesJSON struct {
@@ -137,7 +139,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,
 			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt.UTC(),
 			Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
-			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs}
+			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt}
 		if rd.FinishedAt != nil {
 			fin := rd.FinishedAt.UTC()
 			d := audit.Seconds(*rd.Duration())

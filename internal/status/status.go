@@ -108,7 +108,12 @@ type Round struct {
 	Fanout, ClaimLimit, Concurrency int
 	StartedAt                       time.Time
 	// FinishedAt is nil while the round runs (or if it died).
-	FinishedAt          *time.Time
+	FinishedAt *time.Time
+	// HeartbeatAt is the round's last sign of life; nil for a round of a binary from before
+	// heartbeats. State is running, finished or dead (queries.RoundDeadAfter): a dead round's
+	// process is gone, and its open jobs wait for the in-flight window.
+	HeartbeatAt         *time.Time
+	State               string
 	Jobs, Runs, Servers int
 	// Failures are jobs whose check failed or errored.
 	Failures  int
@@ -188,7 +193,7 @@ func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
 	if r.OpenJobs, err = openJobs(ctx, tx, now); err != nil {
 		return nil, err
 	}
-	if r.RecentRounds, err = rounds(ctx, tx); err != nil {
+	if r.RecentRounds, err = rounds(ctx, tx, now); err != nil {
 		return nil, err
 	}
 	if r.RoundsTotal, err = queries.StatusRoundsTotal(ctx, tx); err != nil {
@@ -242,8 +247,8 @@ func openJobs(ctx context.Context, tx pgx.Tx, now time.Time) ([]OpenJob, error) 
 	return out, nil
 }
 
-func rounds(ctx context.Context, tx pgx.Tx) ([]Round, error) {
-	rs, err := queries.StatusRecentRounds(ctx, tx, RecentRounds)
+func rounds(ctx context.Context, tx pgx.Tx, now time.Time) ([]Round, error) {
+	rs, err := queries.StatusRecentRounds(ctx, tx, RecentRounds, now)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +257,11 @@ func rounds(ctx context.Context, tx pgx.Tx) ([]Round, error) {
 		round := Round{ID: r.ID, Trigger: r.Trigger, Version: r.Version, Fanout: r.Fanout,
 			ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency, StartedAt: r.StartedAt.UTC(),
 			Jobs: r.Jobs, Runs: r.Runs, Servers: r.Servers, Failures: r.Failures,
-			Abandoned: r.Abandoned, OpenJobs: r.OpenJobs}
+			Abandoned: r.Abandoned, OpenJobs: r.OpenJobs, State: r.State}
+		if r.HeartbeatAt != nil {
+			hb := r.HeartbeatAt.UTC()
+			round.HeartbeatAt = &hb
+		}
 		if r.FinishedAt != nil {
 			fin := r.FinishedAt.UTC()
 			round.FinishedAt = &fin
