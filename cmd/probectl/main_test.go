@@ -53,6 +53,17 @@ func (c cli) run(t *testing.T, args ...string) cliResult {
 	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
 }
 
+// testEnv is an empty environment but for the spool, which lives in the test's own directory.
+func testEnv(t *testing.T) func(string) string {
+	state := t.TempDir()
+	return func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return state
+		}
+		return ""
+	}
+}
+
 // runCLI runs probectl with the given arguments and no environment.
 func runCLI(t *testing.T, args ...string) cliResult {
 	t.Helper()

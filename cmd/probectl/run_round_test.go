@@ -46,7 +46,7 @@ func TestRunRoundFlagsBecomeTheRoundsSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			io, _, _, _ := render.Test()
-			f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "v1.2.3"})
+			f := newFactory(io, testEnv(t), buildInfo{Version: "v1.2.3"})
 			var got *runRoundOptions
 			cmd := newRunRoundCmd(f, func(_ context.Context, o *runRoundOptions) error { got = o; return nil })
 			cmd.SetArgs(append([]string{}, tc.args...)) // nil would make cobra read os.Args
@@ -232,7 +232,7 @@ func runAt(t *testing.T, now time.Time, args ...string) cliResult {
 func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	t.Helper()
 	io, _, out, errOut := render.Test()
-	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	setup(f)
 	defer f.Close()
 	root := newRootCmd(f)
@@ -305,7 +305,7 @@ func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
 	loopbackFleet(t, pool, 2)
 	io, _, out, errOut := render.Test()
 	io.ErrTTY = true
-	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	defer f.Close()
 	root := newRootCmd(f)
 	root.SetArgs([]string{"--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",

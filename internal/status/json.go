@@ -22,6 +22,15 @@ type reportJSON struct {
 	RoundsTotal           int64          `json:"rounds_total"`
 	RecentRounds          []roundJSON    `json:"recent_rounds"`
 	Duplicates24h         duplicatesJSON `json:"duplicates_24h"`
+	Spool                 *spoolJSON     `json:"spool"`
+}
+
+// spoolJSON is what waits in the local spool: null when nothing waits (or, on serve's pages, when
+// it was not looked at).
+type spoolJSON struct {
+	Dir     string `json:"dir"`
+	Files   int    `json:"files"`
+	Results int    `json:"results"`
 }
 
 type releaseJSON struct {
@@ -134,6 +143,9 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 			RoundID: j.RoundID, Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt.UTC(),
 			AgeSeconds: audit.Seconds(j.Age), Stale: j.Stale, ServerAdvanced: j.Advanced,
 			NextCheckAt: j.NextCheckAt.UTC()})
+	}
+	if r.Spool != nil {
+		out.Spool = &spoolJSON{Dir: r.Spool.Dir, Files: r.Spool.Files, Results: r.Spool.Results}
 	}
 	for _, rd := range r.RecentRounds {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,

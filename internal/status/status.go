@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -48,6 +49,25 @@ type Report struct {
 	RecentRounds []Round
 	RoundsTotal  int64
 	Duplicates   Duplicates
+	// Spool is what waits in this machine's spool (results a round could not store); nil when
+	// nothing waits, or it was not looked at (serve: the page is about the database).
+	Spool *Spool
+}
+
+// Spool is what waits in a spool directory to be stored (probe.Recover).
+type Spool struct {
+	Dir            string
+	Files, Results int
+}
+
+// ReadSpool counts what waits in the spool directory dir, to show with a report: nil when nothing
+// waits (a missing directory included).
+func ReadSpool(dir string) (*Spool, error) {
+	c, err := probe.InspectSpool(dir)
+	if err != nil || c.Files == 0 {
+		return nil, err
+	}
+	return &Spool{Dir: c.Dir, Files: c.Files, Results: c.Results}, nil
 }
 
 // Release is the active release's round settings.
