@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/status"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -61,26 +60,44 @@ func TestKilledRoundIsDead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "checking", strings.TrimSpace(line))
 
-	rep, err := status.Read(ctx, db, time.Time{})
-	require.NoError(t, err)
-	require.Len(t, rep.RecentRounds, 1)
-	require.Equal(t, queries.RoundRunning, rep.RecentRounds[0].State, "a round that beats is running")
+	// The rounds as status reads them, as of the database's clock unless at is given.
+	rounds := func(at *time.Time) []queries.RecentRound {
+		now, err := queries.StatusNow(ctx, db, at)
+		require.NoError(t, err)
+		rs, err := queries.StatusRecentRounds(ctx, db, 10, now)
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		return rs
+	}
+	require.Equal(t, queries.RoundRunning, rounds(nil)[0].State, "a round that beats is running")
+
+	// It beats while it runs: its heartbeat moves past its start. (This polls the database's view,
+	// as waitForLockWaiters does: the beat is the synchronisation, the loop only observes it.)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var beating bool
+		require.NoError(t, db.QueryRow(ctx, "SELECT heartbeat_at > started_at FROM probe_rounds").Scan(&beating))
+		if beating {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the round never beat")
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	require.NoError(t, cmd.Process.Kill()) // SIGKILL: no deferred write, no goodbye
 	_, _ = cmd.Process.Wait()
-	rep, err = status.Read(ctx, db, time.Time{})
-	require.NoError(t, err)
-	rd := rep.RecentRounds[0]
+	rd := rounds(nil)[0]
 	require.NotNil(t, rd.HeartbeatAt)
 	require.Equal(t, queries.RoundRunning, rd.State, "within 60 s of its last heartbeat a round is not judged dead")
 
 	// As of 60 s after its last heartbeat (the report's time stands in for the clock).
-	rep, err = status.Read(ctx, db, rd.HeartbeatAt.Add(queries.RoundDeadAfter+time.Second))
-	require.NoError(t, err)
-	rd = rep.RecentRounds[0]
+	later := rd.HeartbeatAt.Add(queries.RoundDeadAfter + time.Second)
+	rd = rounds(&later)[0]
 	require.Equal(t, queries.RoundDead, rd.State)
 	require.Nil(t, rd.FinishedAt)
 	require.Equal(t, 2, rd.OpenJobs, "a dead round's jobs stay open until the in-flight window")
-	require.Equal(t, 2, rep.OpenCount)
-	require.Zero(t, rep.StaleCount, "the jobs' lease is not shortened")
+	open, stale, err := queries.StatusOpenJobCounts(ctx, db, later, queries.InFlightWindow)
+	require.NoError(t, err)
+	require.Equal(t, 2, open)
+	require.Zero(t, stale, "the jobs' lease is not shortened")
 }
