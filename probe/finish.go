@@ -68,15 +68,20 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 			return
 		}
 	} else {
-		tctx, tcancel := context.WithTimeout(wctx, each)
-		r.hooks.before(tctx, writeFinishTx)
-		fr, err = queries.FinishTx(tctx, r.DB, p)
-		tcancel()
+		err = retry(wctx, each, r.Log, string(writeFinishTx), func(ctx context.Context) error {
+			r.hooks.before(ctx, writeFinishTx)
+			var err error
+			fr, err = queries.FinishTx(ctx, r.DB, p)
+			return err
+		})
+	}
+	if queries.RunAlreadyStored(err) {
+		// An attempt committed but its answer was lost with the connection: stored once.
+		r.Log.Info("the finish had committed before its connection broke; the run is stored once", "job", job.JobID, "server", job.Slug)
+		return
 	}
 	if err != nil {
-		st.problem("job %d (%s): %v; the job stays open", job.JobID, job.Slug, err)
-		r.Log.Error("finish failed; the job stays open until the in-flight window closes it",
-			"job", job.JobID, "server", job.Slug, "err", err)
+		r.spoolResult(st, inv, job, p, err)
 		return
 	}
 	r.reportGuards(st, job, fr)
@@ -102,6 +107,35 @@ func (r *Round) check(ctx context.Context, job queries.ClaimedJob, l lease) chec
 		return fenced(res, err)
 	}
 	return res
+}
+
+// spoolResult keeps a result whose finish failed for good in the round's spool, for the next
+// round or `runs recover` to store; without a spool, or if the spool fails too, the job stays
+// open and the round says so.
+func (r *Round) spoolResult(st *state, inv int, job queries.ClaimedJob, p queries.FinishParams, cause error) {
+	if st.spool == nil {
+		st.problem("job %d (%s): %v; the job stays open", job.JobID, job.Slug, cause)
+		r.Log.Error("finish failed; the job stays open until the in-flight window closes it",
+			"job", job.JobID, "server", job.Slug, "err", cause)
+		return
+	}
+	err := st.spool.put(spoolEntry{RoundID: st.roundID, Slug: job.Slug, Finish: r.Settings.Finish,
+		JobID: p.JobID, ServerID: p.ServerID, ClaimedNextCheckAt: p.ClaimedNextCheckAt, Outcome: p.Outcome,
+		Error: p.Error, StartedAt: p.StartedAt, CheckFinishedAt: p.CheckFinishedAt, Requests: p.Requests,
+		Result: p.Result, Envelope: p.Envelope, SpooledAt: time.Now().UTC(), Cause: cause.Error()})
+	if err != nil {
+		st.problem("job %d (%s): %v; spooling its result failed too (%v): the job stays open", job.JobID, job.Slug, cause, err)
+		r.Log.Error("finish and spool failed; the job stays open until the in-flight window closes it",
+			"job", job.JobID, "server", job.Slug, "err", cause, "spool_err", err)
+		return
+	}
+	st.mu.Lock()
+	st.spooled++
+	st.mu.Unlock()
+	st.problem("job %d (%s): %v; its result is spooled in %s: the next run round (or runs recover) stores it",
+		job.JobID, job.Slug, cause, st.spool.path())
+	r.Log.Warn("finish failed; the result is spooled for the next round", "job", job.JobID, "server", job.Slug,
+		"invocation", inv, "file", st.spool.path(), "err", cause)
 }
 
 // reportGuards says so when a guarded write matched nothing: that is the guard working, but an
@@ -149,11 +183,13 @@ func (r *Round) finishAdvanceFirst(ctx context.Context, each time.Duration, st *
 			"job", job.JobID, "server", job.Slug, "err", err)
 		return false, err
 	}
-	finishJob := func() (queries.FinishResult, error) {
-		fctx, fcancel := context.WithTimeout(ctx, each)
-		defer fcancel()
-		r.hooks.before(fctx, writeFinishJob)
-		return queries.FinishJob(fctx, r.DB, p)
+	finishJob := func() (fr queries.FinishResult, err error) {
+		err = retry(ctx, each, r.Log, string(writeFinishJob), func(ctx context.Context) error {
+			r.hooks.before(ctx, writeFinishJob)
+			fr, err = queries.FinishJob(ctx, r.DB, p)
+			return err
+		})
+		return fr, err
 	}
 	if r.writeOrder != nil {
 		return r.writeOrder(ctx, job, advance, finishJob, func() { r.hooks.between(ctx, job) })

@@ -53,12 +53,18 @@ type Round struct {
 	// Progress, if set, is called from the invocations' goroutines whenever counts change; it must
 	// be safe for concurrent use.
 	Progress func(Progress)
+	// SpoolDir, if set, is where results that could not be stored wait for the next round: the
+	// round first stores what waits there (Recover), then spools what it cannot store itself. ""
+	// keeps such jobs open, as visible failures, and spools nothing.
+	SpoolDir string
 
 	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
 	hooks        hooks            // park or delay the round between writes
 	writeOrder   writeOrder       // replaces the order of an advance-first finish's two writes
 	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
 	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
+	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).
+	heartbeatEvery time.Duration
 }
 
 // Summary is what a round did, counted from the database when it ended.
@@ -89,6 +95,11 @@ type Summary struct {
 	Problems []string
 	// PerInvocation are the final counts of each invocation.
 	PerInvocation []Progress
+	// Recovered is what the round stored from the spool before it claimed (nil without a spool).
+	Recovered *Recovery
+	// Spooled counts the results this round could not store and spooled, in SpoolFile.
+	Spooled   int
+	SpoolFile string
 }
 
 // Duration is how long the round took.
@@ -162,6 +173,9 @@ type state struct {
 	closedElsewise int
 	interrupted    int // checks stopped midway by the round's cancellation
 	fenced         int // checks stopped or not made because their lease ended
+	spooled        int // results written to the spool
+
+	spool *spool // nil: no spool
 }
 
 func (st *state) problem(format string, args ...any) {
@@ -191,19 +205,39 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 			return nil, err
 		}
 	}
+	var recovered *Recovery
+	if r.SpoolDir != "" {
+		// What an earlier round could not store is stored before this one claims: its servers'
+		// runs come first, and a spool that cannot be used stops the round before it claims.
+		rec, err := Recover(ctx, r.DB, r.SpoolDir, r.Log)
+		if err != nil {
+			return nil, err
+		}
+		recovered = &rec
+	}
 	s := r.Settings
 	roundID, startedAt, err := StartRound(ctx, r.DB, s, keyID)
 	if err != nil {
 		return nil, err
 	}
 	st := &state{roundID: roundID, deadline: r.clock().Add(s.MaxDuration)}
+	if r.SpoolDir != "" {
+		st.spool = &spool{dir: r.SpoolDir, roundID: roundID}
+	}
+	if recovered != nil {
+		for _, p := range recovered.Problems {
+			st.problem("spool: %s", p)
+		}
+	}
 
+	stopBeating := r.beat(ctx, roundID)
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
 	for inv := range s.Invocations() {
 		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
 	}
 	wg.Wait()
+	stopBeating()
 	interrupted := ctx.Err() != nil
 	if interrupted {
 		st.mu.Lock()
@@ -213,21 +247,21 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 			"stored as interrupted by probectl, not as failures of the servers", context.Cause(ctx), n)
 	}
 
-	// The round's own bookkeeping is written even after a cancel, like the finishes.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
 	sum := &Summary{RoundID: roundID, Settings: s, KeyID: keyID, StartedAt: startedAt,
-		Invocations: s.Invocations(), PerInvocation: per, StoppedClaiming: st.stop.Load(), Interrupted: interrupted}
-	if sum.FinishedAt, err = queries.FinishRound(wctx, r.DB, roundID, nil); err != nil {
-		st.problem("%v", err)
-		sum.FinishedAt = time.Now()
+		Invocations: s.Invocations(), PerInvocation: per, StoppedClaiming: st.stop.Load(), Interrupted: interrupted,
+		Recovered: recovered}
+	if st.spool != nil {
+		sum.SpoolFile = st.spool.path()
+		if err := st.spool.close(); err != nil {
+			st.problem("close spool file %s: %v", sum.SpoolFile, err)
+		}
 	}
-	if sum.RoundCounts, err = queries.CountRound(wctx, r.DB, roundID); err != nil {
-		st.problem("%v", err)
-	}
+	r.closeRound(ctx, st, sum)
 	st.mu.Lock()
 	sum.Problems = slices.Clone(st.problems)
 	sum.AdvanceMisses, sum.JobsClosedElsewhere, sum.Fenced = st.advanceMisses, st.closedElsewise, st.fenced
+	sum.AdvanceMisses, sum.JobsClosedElsewhere = st.advanceMisses, st.closedElsewise
+	sum.Spooled = st.spooled
 	st.mu.Unlock()
 	if interrupted {
 		return sum, &InterruptedError{Cause: context.Cause(ctx), Problems: sum.Problems}
@@ -236,6 +270,31 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		return sum, &IncompleteError{Problems: sum.Problems}
 	}
 	return sum, nil
+}
+
+// closeRound writes the round's end and counts what it left. It is written even after a cancel,
+// like the finishes, and retried like them inside the same budget.
+func (r *Round) closeRound(ctx context.Context, st *state, sum *Summary) {
+	all, each := r.finishBudgets()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), all)
+	defer cancel()
+	err := retry(wctx, each, r.Log, "finish round", func(ctx context.Context) error {
+		var err error
+		sum.FinishedAt, err = queries.FinishRound(ctx, r.DB, st.roundID, nil)
+		return err
+	})
+	if err != nil {
+		st.problem("%v", err)
+		sum.FinishedAt = time.Now()
+	}
+	err = retry(wctx, each, r.Log, "count round", func(ctx context.Context) error {
+		var err error
+		sum.RoundCounts, err = queries.CountRound(ctx, r.DB, st.roundID)
+		return err
+	})
+	if err != nil {
+		st.problem("%v", err)
+	}
 }
 
 // KeyError says the signing key cannot sign runs that verify: bad input, nothing was claimed.

@@ -43,6 +43,33 @@ func FinishRound(ctx context.Context, db DBTX, id int64, now *time.Time) (time.T
 	return at, nil
 }
 
+// A round writes its heartbeat at least every RoundHeartbeatEvery while it runs; one whose
+// heartbeat is older than RoundDeadAfter, by the database's clock, is dead: its process is gone
+// and its open jobs wait for the in-flight window. A round a binary from before heartbeats started
+// (heartbeat_at NULL) is judged by its start: dead once RoundDeadWithoutHeartbeat has passed, the
+// longest such a round can run (its claiming budget, at most 14 minutes, then the worst case of a
+// job claimed last, which fits the 15-minute in-flight window).
+const (
+	RoundHeartbeatEvery       = 10 * time.Second
+	RoundDeadAfter            = 60 * time.Second
+	RoundDeadWithoutHeartbeat = 30 * time.Minute
+)
+
+// A round's state, as status and deploy verify show it.
+const (
+	RoundRunning  = "running"
+	RoundFinished = "finished"
+	RoundDead     = "dead"
+)
+
+// RoundHeartbeat says the round is alive (now: nil for the database's clock).
+func RoundHeartbeat(ctx context.Context, db DBTX, id int64, now *time.Time) error {
+	if _, err := db.Exec(ctx, SQL("RoundHeartbeat"), id, now); err != nil {
+		return fmt.Errorf("heartbeat of round %d: %w", id, err)
+	}
+	return nil
+}
+
 // RoundCounts is what a round left in the database.
 type RoundCounts struct {
 	Jobs, Runs, Servers, OK, Failed, Errors, Abandoned, OpenJobs, RunsUnsigned int

@@ -1,13 +1,24 @@
 -- name: InsertRound
-INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, settings, started_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()))
+-- A round starts with its first heartbeat (migrations/00005_round_heartbeat.sql).
+INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, settings, started_at,
+                          heartbeat_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
 RETURNING id, started_at;
 
 -- name: FinishRound
 UPDATE probe_rounds
-   SET finished_at = coalesce($2::timestamptz, clock_timestamp())
+   SET finished_at  = coalesce($2::timestamptz, clock_timestamp()),
+       heartbeat_at = coalesce($2::timestamptz, clock_timestamp())
  WHERE id = $1
 RETURNING finished_at;
+
+-- name: RoundHeartbeat
+-- A running round says it is alive, by the database's clock: a round whose heartbeat is older
+-- than RoundDeadAfter is dead (RoundState).
+UPDATE probe_rounds
+   SET heartbeat_at = coalesce($2::timestamptz, clock_timestamp())
+ WHERE id = $1
+   AND finished_at IS NULL;
 
 -- name: RoundCounts
 -- What a round left in the database: its jobs, their runs, the servers they covered, outcomes and

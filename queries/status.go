@@ -106,18 +106,22 @@ type RecentRound struct {
 	Failures  int
 	Abandoned int
 	OpenJobs  int
+	// HeartbeatAt is the round's last heartbeat (nil for a round of a binary from before them);
+	// State is running, finished or dead (RoundRunning, RoundFinished, RoundDead).
+	HeartbeatAt *time.Time
+	State       string
 }
 
 // StatusRecentRounds lists the last limit rounds, newest first.
-func StatusRecentRounds(ctx context.Context, db DBTX, limit int) ([]RecentRound, error) {
-	rows, err := db.Query(ctx, SQL("StatusRecentRounds"), limit)
+func StatusRecentRounds(ctx context.Context, db DBTX, limit int, now time.Time) ([]RecentRound, error) {
+	rows, err := db.Query(ctx, SQL("StatusRecentRounds"), limit, now, RoundDeadAfter.Seconds(), RoundDeadWithoutHeartbeat.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("list recent rounds: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecentRound, error) {
 		var r RecentRound
 		err := row.Scan(&r.ID, &r.Trigger, &r.Version, &r.Fanout, &r.ClaimLimit, &r.Concurrency,
-			&r.StartedAt, &r.FinishedAt, &r.Jobs, &r.Runs, &r.Servers, &r.Failures, &r.Abandoned, &r.OpenJobs)
+			&r.StartedAt, &r.FinishedAt, &r.Jobs, &r.Runs, &r.Servers, &r.Failures, &r.Abandoned, &r.OpenJobs, &r.HeartbeatAt, &r.State)
 		return r, err
 	})
 	if err != nil {

@@ -49,8 +49,15 @@ SELECT j.id, j.server_id, s.slug, j.round_id, j.invocation, j.reason, j.requeste
 -- name: StatusRecentRounds
 -- The last $1 rounds, newest first, with what they left: jobs, runs, servers, failures (outcome
 -- failed or error), abandoned and still-open jobs.
+-- state is running, finished or dead as of $2: dead when the heartbeat is older than $3 seconds
+-- or, for a round without one (a binary from before 00005), when it started more than $4 seconds
+-- ago (queries.RoundDeadAfter, RoundDeadWithoutHeartbeat).
 SELECT r.id, r.trigger, r.version, r.fanout, r.claim_limit, r.concurrency, r.started_at, r.finished_at,
-       c.jobs, c.runs, c.servers, c.failures, c.abandoned, c.open_jobs
+       c.jobs, c.runs, c.servers, c.failures, c.abandoned, c.open_jobs, r.heartbeat_at,
+       CASE WHEN r.finished_at IS NOT NULL THEN 'finished'
+            WHEN coalesce(r.heartbeat_at + make_interval(secs => $3::float8),
+                          r.started_at + make_interval(secs => $4::float8)) < $2::timestamptz THEN 'dead'
+            ELSE 'running' END AS state
   FROM (SELECT * FROM probe_rounds ORDER BY started_at DESC, id DESC LIMIT $1) AS r
  CROSS JOIN LATERAL (
         SELECT count(*)                                              AS jobs,

@@ -34,13 +34,14 @@ type FactoryRound struct {
 	Fanout, ClaimLimit, Concurrency int
 	StartedAt                       time.Time
 	FinishedAt                      *time.Time
+	HeartbeatAt                     *time.Time
 }
 
 // FactoryInsertRound inserts a round row as given.
 func FactoryInsertRound(ctx context.Context, db DBTX, r FactoryRound) (int64, error) {
 	var id int64
 	err := db.QueryRow(ctx, SQL("FactoryInsertRound"), r.Trigger, r.ReleaseID, r.Version, r.Fanout,
-		r.ClaimLimit, r.Concurrency, r.StartedAt, r.FinishedAt).Scan(&id)
+		r.ClaimLimit, r.Concurrency, r.StartedAt, r.FinishedAt, r.HeartbeatAt).Scan(&id)
 	return id, err
 }
 

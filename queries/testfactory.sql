@@ -7,8 +7,9 @@ VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8), $6, $7, $8, coalesce(
 RETURNING id;
 
 -- name: FactoryInsertRound
-INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, started_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, started_at, finished_at,
+                          heartbeat_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 RETURNING id;
 
 -- name: FactoryInsertJob

@@ -20,19 +20,24 @@ type VerifyRound struct {
 	Servers             int
 	OpenJobs            int
 	RunsMissingEnvelope int
+	// HeartbeatAt is the round's last heartbeat (nil before 00005); Dead: unfinished and its
+	// heartbeat stopped (RoundDeadAfter).
+	HeartbeatAt *time.Time
+	Dead        bool
 }
 
 // VerifyRounds returns the first limit rounds that started at or after since under the release
 // (or under none), oldest first, with their counts.
 func VerifyRounds(ctx context.Context, db DBTX, releaseID int64, since time.Time, limit int) ([]VerifyRound, error) {
-	rows, err := db.Query(ctx, SQL("VerifyRounds"), releaseID, since, limit)
+	rows, err := db.Query(ctx, SQL("VerifyRounds"), releaseID, since, limit, RoundDeadAfter.Seconds(),
+		RoundDeadWithoutHeartbeat.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("read rounds after %s: %w", since.UTC().Format(time.RFC3339), err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (VerifyRound, error) {
 		var r VerifyRound
 		err := row.Scan(&r.ID, &r.StartedAt, &r.FinishedAt, &r.Jobs, &r.Runs, &r.Servers, &r.OpenJobs,
-			&r.RunsMissingEnvelope)
+			&r.RunsMissingEnvelope, &r.HeartbeatAt, &r.Dead)
 		return r, err
 	})
 	if err != nil {
@@ -42,9 +47,10 @@ func VerifyRounds(ctx context.Context, db DBTX, releaseID int64, since time.Time
 }
 
 // VerifyRoundProgress says how many of the first limit rounds after since exist and how many of
-// those have finished.
+// those have finished or died.
 func VerifyRoundProgress(ctx context.Context, db DBTX, releaseID int64, since time.Time, limit int) (found, finished int, err error) {
-	err = db.QueryRow(ctx, SQL("VerifyRoundProgress"), releaseID, since, limit).Scan(&found, &finished)
+	err = db.QueryRow(ctx, SQL("VerifyRoundProgress"), releaseID, since, limit,
+		RoundDeadAfter.Seconds(), RoundDeadWithoutHeartbeat.Seconds()).Scan(&found, &finished)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count rounds after %s: %w", since.UTC().Format(time.RFC3339), err)
 	}

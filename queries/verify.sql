@@ -4,8 +4,13 @@
 -- name: VerifyRounds
 -- The first $3 rounds that started at or after $2 under release $1 (or under no release: rounds
 -- recorded by a binary that did not know releases), with what each left in the database.
+-- dead: unfinished, and its heartbeat older than $4 seconds by the database's clock (a round
+-- without one, from a binary before 00005: started more than $5 seconds ago).
 SELECT r.id, r.started_at, r.finished_at,
-       c.jobs, c.runs, c.servers, c.open_jobs, c.runs_missing_envelope
+       c.jobs, c.runs, c.servers, c.open_jobs, c.runs_missing_envelope, r.heartbeat_at,
+       r.finished_at IS NULL
+       AND coalesce(r.heartbeat_at + make_interval(secs => $4::float8),
+                    r.started_at + make_interval(secs => $5::float8)) < now() AS dead
   FROM probe_rounds AS r
  CROSS JOIN LATERAL (
        SELECT count(*)                                        AS jobs,
@@ -24,9 +29,13 @@ SELECT r.id, r.started_at, r.finished_at,
 
 -- name: VerifyRoundProgress
 -- How many of the first $3 rounds after $2 under release $1 exist, and how many have finished:
--- the cheap question deploy verify --wait asks until the answer is "all of them".
-SELECT count(*), count(finished_at)
-  FROM (SELECT finished_at
+-- the cheap question deploy verify --wait asks until the answer is "all of them". A dead round
+-- ($4, $5 as in VerifyRounds) counts as finished: waiting longer changes nothing, verify fails it.
+SELECT count(*),
+       count(*) FILTER (WHERE finished_at IS NOT NULL
+                           OR coalesce(heartbeat_at + make_interval(secs => $4::float8),
+                                       started_at + make_interval(secs => $5::float8)) < now())
+  FROM (SELECT finished_at, heartbeat_at, started_at
           FROM probe_rounds
          WHERE started_at >= $2
            AND (release_id IS NULL OR release_id = $1)

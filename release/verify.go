@@ -81,6 +81,10 @@ type RoundReport struct {
 	RunsMissingEnvelope int           `json:"runs_missing_envelope"`
 	EnvelopesInvalid    int           `json:"envelopes_invalid"`
 	SecondClaims        []SecondClaim `json:"second_claims"`
+	// State is running, finished or dead: a dead round's heartbeat stopped, its process is gone.
+	State string `json:"state"`
+	// deadOpenJobs name a dead round's open jobs, for the check that fails it.
+	deadOpenJobs []string
 }
 
 // SecondClaim is a duplicate pair whose second job is in the round.
@@ -219,9 +223,19 @@ func report(ctx context.Context, tx pgx.Tx, req VerifyRequest) (*Report, error) 
 	ids := make([]int64, 0, len(rounds))
 	for _, r := range rounds {
 		ids = append(ids, r.ID)
-		rep.Rounds = append(rep.Rounds, RoundReport{ID: r.ID, StartedAt: r.StartedAt.UTC(), FinishedAt: utc(r.FinishedAt),
+		rr := RoundReport{ID: r.ID, StartedAt: r.StartedAt.UTC(), FinishedAt: utc(r.FinishedAt),
 			Jobs: r.Jobs, Runs: r.Runs, Servers: r.Servers, OpenJobs: r.OpenJobs,
-			RunsMissingEnvelope: r.RunsMissingEnvelope, SecondClaims: []SecondClaim{}})
+			RunsMissingEnvelope: r.RunsMissingEnvelope, SecondClaims: []SecondClaim{}, State: queries.RoundRunning}
+		switch {
+		case r.FinishedAt != nil:
+			rr.State = queries.RoundFinished
+		case r.Dead:
+			rr.State = queries.RoundDead
+			if rr.deadOpenJobs, err = openJobsOf(ctx, tx, r.ID); err != nil {
+				return nil, err
+			}
+		}
+		rep.Rounds = append(rep.Rounds, rr)
 	}
 	rep.Checks = append(rep.Checks, checkRoundsFound(rep), checkJobsFound(rep), checkJobsRunsServers(rep),
 		checkOpenJobs(rep), checkEnvelopesPresent(rep))

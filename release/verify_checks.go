@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,7 +66,17 @@ func finished(rep *Report) []RoundReport {
 
 func checkRoundsFound(rep *Report) Check {
 	done := len(finished(rep))
+	var dead []string
+	for _, r := range rep.Rounds {
+		if r.State == queries.RoundDead {
+			dead = append(dead, fmt.Sprintf("round %d is dead (no heartbeat for %s), open jobs: %s", r.ID,
+				queries.RoundDeadAfter, strings.Join(r.deadOpenJobs, ", ")))
+		}
+	}
 	switch {
+	case len(dead) > 0:
+		return fail(CheckRounds, fmt.Sprintf("%d round(s) died before they finished: their prober is gone and its "+
+			"jobs stay open until the in-flight window closes them (see probectl status)", len(dead)), dead)
 	case len(rep.Rounds) < rep.RoundsWanted:
 		return inconclusive(CheckRounds, fmt.Sprintf("%d of %d rounds have started since the release went live; "+
 			"no data is not a pass: wait for more rounds (--wait)", len(rep.Rounds), rep.RoundsWanted))
@@ -75,6 +86,24 @@ func checkRoundsFound(rep *Report) Check {
 	}
 	return pass(CheckRounds, fmt.Sprintf("%d of %d rounds started since the release went live, all finished",
 		done, rep.RoundsWanted))
+}
+
+// openJobsOf names a round's open jobs: "job 12 (weather)".
+func openJobsOf(ctx context.Context, tx pgx.Tx, roundID int64) ([]string, error) {
+	jobs, err := queries.ListRoundJobs(ctx, tx, roundID)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, j := range jobs {
+		if j.FinishedAt == nil {
+			out = append(out, fmt.Sprintf("job %d (%s)", j.JobID, j.Slug))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "none")
+	}
+	return out, nil
 }
 
 func checkJobsFound(rep *Report) Check {

@@ -81,6 +81,9 @@ func (s *scene) round(at time.Duration, finished bool, jobs ...job) int64 {
 	if finished {
 		end := start.Add(time.Minute)
 		opts.FinishedAt = &end
+	} else {
+		// Alive: it beat a moment ago (roundDead plants the other kind).
+		opts.HeartbeatAt = testfactory.Ptr(time.Now())
 	}
 	roundID := testfactory.Round(s.ctx, s.t, s.pool, opts)
 	next := start

@@ -169,7 +169,7 @@ var keptStop = regexp.MustCompile(`kill -INT (\d+); .* rm -rf (\S+)`)
 func TestTheDemoNarratesOnStderrShowsTheCommandsOnStdoutAndKeepsTheDatabase(t *testing.T) {
 	t.Parallel()
 	io, _, out, errOut := render.Test()
-	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "dev"})
+	f := newFactory(io, testEnv(t), buildInfo{Version: "dev"})
 	f.Output = "table"
 	err := runDemo(context.Background(), &demoOptions{f: f, Keep: true, servers: 40})
 	require.NoError(t, err, errOut.String())

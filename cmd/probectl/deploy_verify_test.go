@@ -55,7 +55,7 @@ func TestDeployVerifyJSONHasTheDocumentedShape(t *testing.T) {
 		"claim_limit", "concurrency", "min_spacing_seconds", "finish", "ways_back"}, keysOf(got["release"].(map[string]any)))
 	round := got["rounds"].([]any)[0].(map[string]any)
 	require.ElementsMatch(t, []string{"id", "started_at", "finished_at", "jobs", "runs", "servers", "open_jobs",
-		"runs_missing_envelope", "envelopes_invalid", "second_claims"}, keysOf(round))
+		"runs_missing_envelope", "envelopes_invalid", "second_claims", "state"}, keysOf(round))
 	claim := round["second_claims"].([]any)[0].(map[string]any)
 	require.ElementsMatch(t, []string{"server_id", "slug", "first_job_id", "second_job_id", "gap_after_finish_seconds",
 		"request_gap_seconds", "explained"}, keysOf(claim))
@@ -142,7 +142,7 @@ func TestDeployVerifyWaitIsWiredToTheCommand(t *testing.T) {
 	_, v2 := incident(t, pool)
 	fl := newFleet(t, pool, 4)
 	io, _, out, _ := render.Test()
-	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "v2"})
+	f := newFactory(io, testEnv(t), buildInfo{Version: "v2"})
 	t.Cleanup(f.Close)
 	f.DatabaseURL, f.Output = url, "table"
 	tick, looked := make(chan time.Time), make(chan release.Progress)

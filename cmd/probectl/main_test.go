@@ -37,13 +37,31 @@ func (c cli) run(t *testing.T, args ...string) cliResult {
 	t.Helper()
 	io, in, out, errOut := render.Test()
 	in.WriteString(c.stdin)
-	getenv := func(k string) string { return c.env[k] }
+	// The spool lives in the test's own directory unless the test names one.
+	state := t.TempDir()
+	getenv := func(k string) string {
+		if v, ok := c.env[k]; ok || k != "XDG_STATE_HOME" {
+			return v
+		}
+		return state
+	}
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	code := Execute(ctx, args, io, getenv)
 	return cliResult{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+// testEnv is an empty environment but for the spool, which lives in the test's own directory.
+func testEnv(t *testing.T) func(string) string {
+	state := t.TempDir()
+	return func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return state
+		}
+		return ""
+	}
 }
 
 // runCLI runs probectl with the given arguments and no environment.

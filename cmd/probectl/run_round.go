@@ -34,6 +34,7 @@ type runRoundOptions struct {
 	ViaQueue, Wait                          bool
 	Quiet                                   bool
 	Contact                                 string
+	SpoolDir                                string
 
 	// changed says which flags were set on the command line: those override the active release.
 	changed func(flag string) bool
@@ -88,7 +89,13 @@ be claimed, which skipped and why, and when each becomes claimable.
 Exit 0 when the round ran (failed checks included), 2 for bad flags or a missing key, 3 when the
 round could not run, a claim, finish or signature failed, or the round was interrupted (Ctrl-C,
 SIGTERM: it claims no more, waits for the claims it sent, and stores the checks it stopped as
-interrupted by probectl).`,
+interrupted by probectl).
+
+Nothing checked is lost when the database blinks: a finish tries again, on a fresh connection,
+inside its 30-second budget, and a result that still cannot be stored is written to a spool file
+of this process and round under --spool-dir ($XDG_STATE_HOME/probectl, else
+~/.local/state/probectl; 0600 files in a 0700 directory). Before it claims, a round stores what
+waits there, each result exactly once ('probectl runs recover' does only that).`,
 		Example: `  probectl run round --signing-key probe.key
   PROBECTL_SIGNING_KEY=probe.key probectl run round --trigger cron -o json
   probectl run round --dry-run
@@ -117,6 +124,7 @@ interrupted by probectl).`,
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
 	fl.StringVar(&opts.Trigger, "trigger", d.Trigger, "what started the round: manual or cron")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "claim nothing; explain what would be claimed and skipped")
+	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "where results that could not be stored wait (default $XDG_STATE_HOME/probectl)")
 	fl.BoolVar(&opts.IgnoreVersion, "ignore-version", false, "run even though the active release is another version")
 	fl.BoolVar(&opts.ViaQueue, "via-queue", false, "queue the invocations for 'probectl worker' processes, print the round id and exit")
 	fl.BoolVar(&opts.Wait, "wait", false, "with --via-queue: wait for the workers and print the round's summary")
@@ -183,6 +191,10 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
+	dir, err := spoolDir(f, opts.SpoolDir)
+	if err != nil {
+		return err
+	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
@@ -200,6 +212,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		Checker:  check.New(settings.CheckConfig()),
 		Signer:   signer,
 		Log:      slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)),
+		SpoolDir: dir,
 	}
 	var progress *roundProgress
 	if f.IO.ErrTTY && !opts.Quiet {

@@ -46,30 +46,35 @@ type invocationJSON struct {
 
 // roundJSON is the documented JSON shape of 'run round -o json'.
 type roundJSON struct {
-	RoundID             int64              `json:"round_id"`
-	StartedAt           time.Time          `json:"started_at"`
-	FinishedAt          time.Time          `json:"finished_at"`
-	DurationSeconds     float64            `json:"duration_seconds"`
-	Invocations         int                `json:"invocations"`
-	Jobs                int                `json:"jobs"`
-	Runs                int                `json:"runs"`
-	Servers             int                `json:"servers"`
-	OK                  int                `json:"ok"`
-	Failed              int                `json:"failed"`
-	Errors              int                `json:"errors"`
-	Abandoned           int                `json:"abandoned"`
-	OpenJobs            int                `json:"open_jobs"`
-	RunsUnsigned        int                `json:"runs_unsigned"`
-	KeyID               *string            `json:"key_id"`
-	StoppedClaiming     bool               `json:"stopped_claiming"`
-	Interrupted         bool               `json:"interrupted"`
-	AdvanceMisses       int                `json:"advance_misses"`
-	JobsClosedElsewhere int                `json:"jobs_closed_elsewhere"`
-	Problems            []string           `json:"problems"`
-	Settings            roundSettingsJSON  `json:"settings"`
-	Overrides           []release.Override `json:"overrides"`
-	PerInvocation       []invocationJSON   `json:"per_invocation"`
-	Failures            []roundFailureJSON `json:"failures"`
+	RoundID             int64     `json:"round_id"`
+	StartedAt           time.Time `json:"started_at"`
+	FinishedAt          time.Time `json:"finished_at"`
+	DurationSeconds     float64   `json:"duration_seconds"`
+	Invocations         int       `json:"invocations"`
+	Jobs                int       `json:"jobs"`
+	Runs                int       `json:"runs"`
+	Servers             int       `json:"servers"`
+	OK                  int       `json:"ok"`
+	Failed              int       `json:"failed"`
+	Errors              int       `json:"errors"`
+	Abandoned           int       `json:"abandoned"`
+	OpenJobs            int       `json:"open_jobs"`
+	RunsUnsigned        int       `json:"runs_unsigned"`
+	KeyID               *string   `json:"key_id"`
+	StoppedClaiming     bool      `json:"stopped_claiming"`
+	Interrupted         bool      `json:"interrupted"`
+	AdvanceMisses       int       `json:"advance_misses"`
+	JobsClosedElsewhere int       `json:"jobs_closed_elsewhere"`
+	Problems            []string  `json:"problems"`
+	// Spooled results could not be stored and wait in SpoolFile; Recovered were stored from the
+	// spool before the round claimed.
+	Spooled       int                `json:"spooled"`
+	SpoolFile     *string            `json:"spool_file"`
+	Recovered     int                `json:"recovered"`
+	Settings      roundSettingsJSON  `json:"settings"`
+	Overrides     []release.Override `json:"overrides"`
+	PerInvocation []invocationJSON   `json:"per_invocation"`
+	Failures      []roundFailureJSON `json:"failures"`
 }
 
 func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override, failures []queries.Run) error {
@@ -84,6 +89,13 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures)}
 		if s.KeyID != "" {
 			out.KeyID = &s.KeyID
+		}
+		out.Spooled = s.Spooled
+		if s.SpoolFile != "" {
+			out.SpoolFile = &s.SpoolFile
+		}
+		if s.Recovered != nil {
+			out.Recovered = s.Recovered.Stored
 		}
 		for _, p := range s.PerInvocation {
 			out.PerInvocation = append(out.PerInvocation, invocationJSON{Invocation: p.Invocation, Claimed: p.Claimed, Done: p.Done})
@@ -113,6 +125,13 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	}
 	if s.OpenJobs > 0 {
 		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d job(s) left open: their finish failed (see the errors above)", s.OpenJobs)))
+	}
+	if s.Recovered != nil && s.Recovered.Stored > 0 {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("stored %d result(s) an earlier round had spooled in %s", s.Recovered.Stored, s.Recovered.Dir)))
+	}
+	if s.Spooled > 0 {
+		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d result(s) could not be stored and wait in %s: the next run round (or runs recover) stores them",
+			s.Spooled, s.SpoolFile)))
 	}
 	if s.StoppedClaiming {
 		fmt.Fprintln(w, st.Fail.Render("stopped claiming: advancing a next check time failed twice"))

@@ -46,7 +46,7 @@ func TestRunRoundFlagsBecomeTheRoundsSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			io, _, _, _ := render.Test()
-			f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "v1.2.3"})
+			f := newFactory(io, testEnv(t), buildInfo{Version: "v1.2.3"})
 			var got *runRoundOptions
 			cmd := newRunRoundCmd(f, func(_ context.Context, o *runRoundOptions) error { got = o; return nil })
 			cmd.SetArgs(append([]string{}, tc.args...)) // nil would make cobra read os.Args
@@ -113,10 +113,10 @@ func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 	for _, key := range []string{"round_id", "started_at", "finished_at", "duration_seconds", "invocations", "jobs",
 		"runs", "servers", "ok", "failed", "errors", "abandoned", "open_jobs", "runs_unsigned", "key_id",
 		"stopped_claiming", "interrupted", "advance_misses", "jobs_closed_elsewhere", "problems", "settings", "overrides",
-		"per_invocation", "failures"} {
+		"per_invocation", "failures", "spooled", "spool_file", "recovered"} {
 		assert.Contains(t, got, key)
 	}
-	assert.Len(t, got, 24, "a new key is a change of the documented shape")
+	assert.Len(t, got, 27, "a new key is a change of the documented shape")
 	for key, want := range map[string]any{"invocations": 2.0, "jobs": 4.0, "runs": 4.0, "servers": 4.0, "ok": 4.0,
 		"failed": 0.0, "errors": 0.0, "open_jobs": 0.0, "runs_unsigned": 4.0, "key_id": nil, "stopped_claiming": false,
 		"interrupted": false} {
@@ -233,7 +233,7 @@ func runAt(t *testing.T, now time.Time, args ...string) cliResult {
 func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	t.Helper()
 	io, _, out, errOut := render.Test()
-	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	setup(f)
 	defer f.Close()
 	root := newRootCmd(f)
@@ -306,7 +306,7 @@ func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
 	loopbackFleet(t, pool, 2)
 	io, _, out, errOut := render.Test()
 	io.ErrTTY = true
-	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	defer f.Close()
 	root := newRootCmd(f)
 	root.SetArgs([]string{"--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -15,18 +16,22 @@ func newRunsCmd(f *factory) *cobra.Command {
 		Long: `Every check a round makes is stored as a run: what each request saw, the outcome and why, and
 a DSSE envelope signed with one of the registered keys. 'runs list' finds runs, 'runs show'
 prints one whole and says whether its envelope verifies, and 'runs verify' lets anyone check an
-exported envelope with the public key alone, without our database.`,
+exported envelope with the public key alone, without our database. 'runs recover' stores the
+results a round checked but could not store (the database was unreachable), which wait in the
+local spool.`,
 		Example: `  probectl runs list --server weather --limit 20
   probectl runs list --round 42 --outcome failed,error
   probectl runs show 1234
   probectl runs show 1234 --envelope > run-1234.json
   probectl keys export ed25519:3f9a0c1d2b4e5f60 > probectl.pub
-  probectl runs verify run-1234.json --public-key probectl.pub`,
+  probectl runs verify run-1234.json --public-key probectl.pub
+  probectl runs recover`,
 	}
 	cmd.AddCommand(
 		newRunsListCmd(f),
 		newRunsShowCmd(f),
 		newRunsVerifyCmd(f),
+		newRunsRecoverCmd(f),
 	)
 	return cmd
 }
@@ -69,4 +74,12 @@ func runWhy(r queries.Run) string {
 		return *r.Error
 	}
 	return r.Summary
+}
+
+// spoolDir is --spool-dir, else $XDG_STATE_HOME/probectl, else ~/.local/state/probectl.
+func spoolDir(f *factory, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	return probe.DefaultSpoolDir(f.Getenv)
 }

@@ -11,10 +11,12 @@ import (
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/status"
+	"github.com/probectl/probectl/queries"
 )
 
 type statusOptions struct {
-	f *factory
+	f        *factory
+	SpoolDir string
 }
 
 func newStatusCmd(f *factory) *cobra.Command {
@@ -30,9 +32,12 @@ func newStatusCmd(f *factory) *cobra.Command {
                    open past the 15-minute in-flight window are flagged stale (a probe that
                    died between its writes shows here), and a job whose server's next check
                    already moved on is flagged advanced
-  recent rounds    the last 10: jobs, runs, servers, failures, open jobs and duration
+  recent rounds    the last 10: jobs, runs, servers, failures, open jobs and duration, or
+                   running, or dead (no heartbeat for 60 s: its process is gone)
   duplicates       pairs of jobs of one server less than 10 minutes apart, requested in the
                    last 24 h (the read-only audit of 'probectl audit duplicates')
+  spool            shown when results a round could not store wait on this machine
+                   (--spool-dir): 'probectl runs recover' stores them
 
 Everything is read in one READ ONLY transaction. 'probectl serve' shows the same as a web page
 and as /status.json, whose shape -o json also writes (docs/status.md).
@@ -47,6 +52,7 @@ cannot be read.`,
 			return runStatus(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().StringVar(&opts.SpoolDir, "spool-dir", "", "the spool to look at (default $XDG_STATE_HOME/probectl)")
 	return cmd
 }
 
@@ -56,12 +62,19 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
+	dir, err := spoolDir(f, opts.SpoolDir)
+	if err != nil {
+		return err
+	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
 	rep, err := status.Read(ctx, pool, f.readAt())
 	if err != nil {
+		return exit.UnavailableError(err)
+	}
+	if rep.Spool, err = status.ReadSpool(dir); err != nil {
 		return exit.UnavailableError(err)
 	}
 	if format == "json" {
@@ -134,9 +147,12 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 		tbl := render.NewTable(w, "ROUND", "STARTED (UTC)", "TRIGGER", "VERSION", "JOBS", "RUNS", "SERVERS",
 			"FAILURES", "OPEN", "DURATION")
 		for _, rd := range r.RecentRounds {
-			duration := "running"
+			// An unfinished round is running, or dead: its heartbeat stopped.
+			duration := rd.State
 			if d := rd.Duration(); d != nil {
 				duration = status.HumanDuration(*d)
+			} else if rd.State == queries.RoundDead {
+				duration = st.Fail.Render(duration)
 			}
 			servers := fmt.Sprint(rd.Servers)
 			if rd.Servers < rd.Jobs {
@@ -173,6 +189,11 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 				pair.SecondRequestedAt.UTC().Format(time.RFC3339Nano), render.Duration(pair.RequestGap), after)
 		}
 		p.table(tbl)
+	}
+	if sp := r.Spool; sp != nil {
+		p.title(st, "SPOOL")
+		p.linef("%s", st.Fail.Render(fmt.Sprintf("%d result(s) in %d file(s) in %s could not be stored: "+
+			"'probectl runs recover' (or the next run round) stores them", sp.Results, sp.Files, sp.Dir)))
 	}
 	p.title(st, "")
 	p.linef("%s", st.Muted.Render("as of "+statusTime(r.GeneratedAt)))

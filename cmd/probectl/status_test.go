@@ -16,7 +16,7 @@ import (
 func statusAt(t *testing.T, url string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	io, _, out, errOut := render.Test()
-	f := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
+	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	t.Cleanup(f.Close)
 	f.Clock = func() time.Time { return statustest.Now }
 	root := newRootCmd(f)

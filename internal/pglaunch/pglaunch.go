@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -59,6 +60,8 @@ type Cluster struct {
 	port    int
 	detach  bool     // started with Options.Detach
 	proc    *process // the postmaster; nil until started
+	binDir  string
+	cred    *syscall.Credential
 
 	stopOnce sync.Once
 	stopErr  error

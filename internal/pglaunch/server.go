@@ -52,7 +52,10 @@ func (c *Cluster) serve(ctx context.Context, binDir string, cred *syscall.Creden
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		err := c.startPostgres(binDir, cred)
+		port, err := freePort()
+		if err == nil {
+			err = c.startPostgres(binDir, cred, port)
+		}
 		if err == nil {
 			err = c.waitReady(ctx)
 		}
@@ -62,12 +65,9 @@ func (c *Cluster) serve(ctx context.Context, binDir string, cred *syscall.Creden
 	}
 }
 
-func (c *Cluster) startPostgres(binDir string, cred *syscall.Credential) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+func (c *Cluster) startPostgres(binDir string, cred *syscall.Credential, port int) error {
+	c.binDir, c.cred = binDir, cred
+	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("create server log: %w", err)
 	}

@@ -22,6 +22,15 @@ type reportJSON struct {
 	RoundsTotal           int64          `json:"rounds_total"`
 	RecentRounds          []roundJSON    `json:"recent_rounds"`
 	Duplicates24h         duplicatesJSON `json:"duplicates_24h"`
+	Spool                 *spoolJSON     `json:"spool"`
+}
+
+// spoolJSON is what waits in the local spool: null when nothing waits (or, on serve's pages, when
+// it was not looked at).
+type spoolJSON struct {
+	Dir     string `json:"dir"`
+	Files   int    `json:"files"`
+	Results int    `json:"results"`
 }
 
 type releaseJSON struct {
@@ -82,6 +91,8 @@ type roundJSON struct {
 	Failures        int            `json:"failures"`
 	Abandoned       int            `json:"abandoned"`
 	OpenJobs        int            `json:"open_jobs"`
+	State           string         `json:"state"`
+	HeartbeatAt     *time.Time     `json:"heartbeat_at"`
 }
 
 type duplicatesJSON struct {
@@ -136,11 +147,14 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 			AgeSeconds: audit.Seconds(j.Age), Stale: j.Stale, ServerAdvanced: j.Advanced,
 			NextCheckAt: j.NextCheckAt.UTC()})
 	}
+	if r.Spool != nil {
+		out.Spool = &spoolJSON{Dir: r.Spool.Dir, Files: r.Spool.Files, Results: r.Spool.Results}
+	}
 	for _, rd := range r.RecentRounds {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,
 			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt.UTC(),
 			Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
-			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs}
+			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt}
 		if rd.FinishedAt != nil {
 			fin := rd.FinishedAt.UTC()
 			d := audit.Seconds(*rd.Duration())

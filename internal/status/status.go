@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -48,6 +49,25 @@ type Report struct {
 	RecentRounds []Round
 	RoundsTotal  int64
 	Duplicates   Duplicates
+	// Spool is what waits in this machine's spool (results a round could not store); nil when
+	// nothing waits, or it was not looked at (serve: the page is about the database).
+	Spool *Spool
+}
+
+// Spool is what waits in a spool directory to be stored (probe.Recover).
+type Spool struct {
+	Dir            string
+	Files, Results int
+}
+
+// ReadSpool counts what waits in the spool directory dir, to show with a report: nil when nothing
+// waits (a missing directory included).
+func ReadSpool(dir string) (*Spool, error) {
+	c, err := probe.InspectSpool(dir)
+	if err != nil || c.Files == 0 {
+		return nil, err
+	}
+	return &Spool{Dir: c.Dir, Files: c.Files, Results: c.Results}, nil
 }
 
 // Release is the active release's round settings.
@@ -110,7 +130,12 @@ type Round struct {
 	Fanout, ClaimLimit, Concurrency int
 	StartedAt                       time.Time
 	// FinishedAt is nil while the round runs (or if it died).
-	FinishedAt          *time.Time
+	FinishedAt *time.Time
+	// HeartbeatAt is the round's last sign of life; nil for a round of a binary from before
+	// heartbeats. State is running, finished or dead (queries.RoundDeadAfter): a dead round's
+	// process is gone, and its open jobs wait for the in-flight window.
+	HeartbeatAt         *time.Time
+	State               string
 	Jobs, Runs, Servers int
 	// Failures are jobs whose check failed or errored.
 	Failures  int
@@ -190,7 +215,7 @@ func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
 	if r.OpenJobs, err = openJobs(ctx, tx, now); err != nil {
 		return nil, err
 	}
-	if r.RecentRounds, err = rounds(ctx, tx); err != nil {
+	if r.RecentRounds, err = rounds(ctx, tx, now); err != nil {
 		return nil, err
 	}
 	if r.RoundsTotal, err = queries.StatusRoundsTotal(ctx, tx); err != nil {
@@ -248,8 +273,8 @@ func openJobs(ctx context.Context, tx pgx.Tx, now time.Time) ([]OpenJob, error) 
 	return out, nil
 }
 
-func rounds(ctx context.Context, tx pgx.Tx) ([]Round, error) {
-	rs, err := queries.StatusRecentRounds(ctx, tx, RecentRounds)
+func rounds(ctx context.Context, tx pgx.Tx, now time.Time) ([]Round, error) {
+	rs, err := queries.StatusRecentRounds(ctx, tx, RecentRounds, now)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +283,11 @@ func rounds(ctx context.Context, tx pgx.Tx) ([]Round, error) {
 		round := Round{ID: r.ID, Trigger: r.Trigger, Version: r.Version, Fanout: r.Fanout,
 			ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency, StartedAt: r.StartedAt.UTC(),
 			Jobs: r.Jobs, Runs: r.Runs, Servers: r.Servers, Failures: r.Failures,
-			Abandoned: r.Abandoned, OpenJobs: r.OpenJobs}
+			Abandoned: r.Abandoned, OpenJobs: r.OpenJobs, State: r.State}
+		if r.HeartbeatAt != nil {
+			hb := r.HeartbeatAt.UTC()
+			round.HeartbeatAt = &hb
+		}
 		if r.FinishedAt != nil {
 			fin := r.FinishedAt.UTC()
 			round.FinishedAt = &fin

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/status"
+	"github.com/probectl/probectl/queries"
 )
 
 // maxPairs bounds the duplicate pairs a page lists; the count is always complete.
@@ -56,7 +57,7 @@ type openJobView struct {
 type roundView struct {
 	ID, Started, StartedISO, Trigger, Version, Duration string
 	Jobs, Runs, Servers, Failures, OpenJobs             int
-	Running, Short                                      bool
+	Running, Dead, Short                                bool
 }
 
 type pairView struct {
@@ -103,7 +104,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		rv := roundView{ID: strconv.FormatInt(rd.ID, 10), Started: timestamp(rd.StartedAt),
 			StartedISO: rd.StartedAt.UTC().Format(time.RFC3339Nano), Trigger: translate(l.Triggers, rd.Trigger),
 			Version: rd.Version, Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
-			OpenJobs: rd.OpenJobs, Running: rd.FinishedAt == nil}
+			OpenJobs: rd.OpenJobs, Running: rd.State == queries.RoundRunning, Dead: rd.State == queries.RoundDead}
 		if d := rd.Duration(); d != nil {
 			rv.Duration = l.duration(*d)
 		}

@@ -67,6 +67,9 @@ type RoundOpts struct {
 	Fanout, ClaimLimit, Concurrency int
 	StartedAt                       *time.Time
 	FinishedAt                      *time.Time
+	// HeartbeatAt is the round's last heartbeat; nil leaves it NULL, as a binary from before
+	// heartbeats does.
+	HeartbeatAt *time.Time
 }
 
 // Round inserts a round and returns its id.
@@ -78,6 +81,7 @@ func Round(ctx context.Context, t testing.TB, db queries.DBTX, opts *RoundOpts) 
 	r := queries.FactoryRound{
 		Trigger: or(opts.Trigger, "manual"), ReleaseID: opts.ReleaseID, Version: or(opts.Version, "test"),
 		Fanout: opts.Fanout, ClaimLimit: opts.ClaimLimit, Concurrency: opts.Concurrency, FinishedAt: opts.FinishedAt,
+		HeartbeatAt: opts.HeartbeatAt,
 	}
 	if r.ClaimLimit == 0 {
 		r.ClaimLimit = 5

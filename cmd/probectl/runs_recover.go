@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe"
+)
+
+type runsRecoverOptions struct {
+	f        *factory
+	SpoolDir string
+}
+
+func newRunsRecoverCmd(f *factory) *cobra.Command {
+	opts := &runsRecoverOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "recover",
+		Short: "Store the results that waited in the local spool, each exactly once",
+		Long: `Store the results a round checked but could not store: when every attempt of a finish failed
+inside its 30-second budget (the database was down), the round wrote the result, as its signed
+run would hold it, to a spool file of its own (0600, fsync'd) under --spool-dir, by default
+$XDG_STATE_HOME/probectl or ~/.local/state/probectl. 'run round' does the same before it claims.
+
+A result whose run is already stored changes nothing: a run's job is unique, so a result is
+stored exactly once however often it is replayed. A file still written by a live round is left
+for later. A file is removed once all its results are stored; what cannot be stored stays, and
+'probectl status' shows it.
+
+-o json prints dir, files (replayed and removed), stored, already_stored, busy (files a live
+round still writes), left (results still waiting) and problems. Exit 0 when nothing is left, 3
+when results could not be stored (check the database) or the directory cannot be used.`,
+		Example: `  probectl runs recover
+  probectl runs recover --spool-dir /var/lib/probectl/spool -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRunsRecover(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.SpoolDir, "spool-dir", "", "where results wait to be stored (default $XDG_STATE_HOME/probectl)")
+	return cmd
+}
+
+// recoveryJSON is the shape of runs recover -o json (docs/runs.md).
+type recoveryJSON struct {
+	Dir           string   `json:"dir"`
+	Files         int      `json:"files"`
+	Stored        int      `json:"stored"`
+	AlreadyStored int      `json:"already_stored"`
+	Busy          int      `json:"busy"`
+	Left          int      `json:"left"`
+	Problems      []string `json:"problems"`
+}
+
+// recoverIncompleteError says results stay in the spool: the work is not all done.
+type recoverIncompleteError struct{ left int }
+
+func (e *recoverIncompleteError) Error() string {
+	return fmt.Sprintf("%d result(s) could not be stored and stay in the spool; check the database and run 'probectl runs recover' again", e.left)
+}
+
+func (e *recoverIncompleteError) ExitCode() int { return exit.Unavailable }
+
+func runRunsRecover(ctx context.Context, opts *runsRecoverOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	dir, err := spoolDir(f, opts.SpoolDir)
+	if err != nil {
+		return err
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := probe.Recover(ctx, pool, dir, slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)))
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		problems := rec.Problems
+		if problems == nil {
+			problems = []string{}
+		}
+		err = render.JSON(f.IO.Out, recoveryJSON{Dir: rec.Dir, Files: rec.Files, Stored: rec.Stored,
+			AlreadyStored: rec.AlreadyStored, Busy: rec.Busy, Left: rec.Left, Problems: problems})
+	} else {
+		_, err = fmt.Fprintf(f.IO.Out, "%s: %d stored, %d already stored, %d file(s) replayed, %d busy, %d left\n",
+			rec.Dir, rec.Stored, rec.AlreadyStored, rec.Files, rec.Busy, rec.Left)
+		for _, p := range rec.Problems {
+			fmt.Fprintf(f.IO.ErrOut, "probectl: %s\n", p)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Left > 0 {
+		return &recoverIncompleteError{left: rec.Left}
+	}
+	return nil
+}

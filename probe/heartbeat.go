@@ -1,0 +1,45 @@
+package probe
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// beat writes the round's heartbeat every queries.RoundHeartbeatEvery (tests: heartbeatEvery)
+// until the returned stop is called, so that a round whose process dies is seen as dead within
+// queries.RoundDeadAfter. It beats on after the round's context is cancelled: the round still
+// finishes the checks it holds. A beat that fails is logged and the next one tries again; it
+// never stops the round (the jobs' leases, not the heartbeat, keep servers from being checked
+// twice).
+func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
+	every := queries.RoundHeartbeatEvery
+	if r.heartbeatEvery > 0 {
+		every = r.heartbeatEvery
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			bctx, bcancel := context.WithTimeout(ctx, every)
+			err := queries.RoundHeartbeat(bctx, r.DB, roundID, nil)
+			bcancel()
+			if err != nil && ctx.Err() == nil {
+				r.Log.Warn("heartbeat failed; the next one tries again", "round", roundID, "err", err)
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

@@ -1,0 +1,224 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// Recovery is what a replay of the spool did.
+type Recovery struct {
+	Dir string
+	// Files were replayed whole and removed.
+	Files int
+	// Stored results were stored now; AlreadyStored ones had their run already (a replay that ran
+	// before, or a finish that committed without its round hearing it): nothing was written.
+	Stored, AlreadyStored int
+	// Busy files are still written by a live round: left for a later replay.
+	Busy int
+	// Left are results that could not be stored: they stay in the spool, and status shows them.
+	Left int
+	// Problems say why, one per result or file.
+	Problems []string
+}
+
+// SpoolContents is what waits in a spool directory.
+type SpoolContents struct {
+	Dir     string
+	Files   int
+	Results int
+}
+
+// maxSpoolLine bounds one line of a spool file: a result is capped well below it.
+const maxSpoolLine = 16 << 20
+
+// spoolFiles lists the spool files of dir, oldest name first; a missing dir has none.
+func spoolFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read spool directory %s: %w", dir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), spoolExt) && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// InspectSpool counts the results waiting in dir, without replaying or locking anything.
+func InspectSpool(dir string) (SpoolContents, error) {
+	c := SpoolContents{Dir: dir}
+	files, err := spoolFiles(dir)
+	if err != nil {
+		return c, err
+	}
+	for _, p := range files {
+		entries, _, err := readSpoolFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return c, err
+		}
+		if err == nil {
+			c.Files++
+			c.Results += len(entries)
+		}
+	}
+	return c, nil
+}
+
+// Recover stores every result waiting in the spool directory dir, each exactly once: the run's
+// job id is unique, so a result whose run exists is counted as already stored and changes
+// nothing. A file is removed once all its results are stored; a file a live round still writes is
+// left alone. The error is a *SpoolError when dir cannot be used, else nil: results that could not
+// be stored stay in the spool and are counted in Left and Problems.
+func Recover(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger) (Recovery, error) {
+	rec := Recovery{Dir: dir}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := prepareSpoolDir(dir); err != nil {
+		return rec, err
+	}
+	files, err := spoolFiles(dir)
+	if err != nil {
+		return rec, &SpoolError{Msg: err.Error()}
+	}
+	for _, p := range files {
+		recoverFile(ctx, db, p, log, &rec)
+	}
+	return rec, nil
+}
+
+// recoverFile replays one spool file under its lock, and removes it when all of it is stored.
+func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Logger, rec *Recovery) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return // another replay took it
+	}
+	if err != nil {
+		rec.Problems = append(rec.Problems, fmt.Sprintf("open spool file %s: %v", path, err))
+		return
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		rec.Busy++
+		log.Info("spool file is still written by a live round; left for later", "file", path)
+		return
+	}
+	// Another replay may have emptied and removed it between our open and our lock.
+	if fi, err := f.Stat(); err != nil || !sameFile(path, fi) {
+		return
+	}
+	entries, bad, err := readSpoolFile(path)
+	if err != nil {
+		rec.Problems = append(rec.Problems, err.Error())
+		return
+	}
+	left := 0
+	for _, e := range entries {
+		already, err := storeSpooled(ctx, db, e, log)
+		switch {
+		case err != nil:
+			left++
+			rec.Problems = append(rec.Problems, fmt.Sprintf("job %d (%s) from %s: %v; it stays in the spool",
+				e.JobID, e.Slug, filepath.Base(path), err))
+		case already:
+			rec.AlreadyStored++
+		default:
+			rec.Stored++
+		}
+	}
+	for _, b := range bad {
+		rec.Problems = append(rec.Problems, fmt.Sprintf("%s: %s; the file is kept for a person to read", filepath.Base(path), b))
+	}
+	rec.Left += left
+	if left > 0 || len(bad) > 0 {
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		rec.Problems = append(rec.Problems, fmt.Sprintf("remove replayed spool file %s: %v (replaying it again changes nothing)", path, err))
+		return
+	}
+	_ = syncDir(filepath.Dir(path))
+	rec.Files++
+}
+
+func sameFile(path string, fi os.FileInfo) bool {
+	cur, err := os.Stat(path)
+	return err == nil && os.SameFile(cur, fi)
+}
+
+// readSpoolFile reads a spool file's entries; bad lists the lines that do not parse (a line cut
+// short by a crash in the middle of its write was never acknowledged to the round).
+func readSpoolFile(path string) (entries []spoolEntry, bad []string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open spool file %s: %w", path, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxSpoolLine)
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var e spoolEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.JobID == 0 {
+			bad = append(bad, fmt.Sprintf("line %d does not hold a result", n))
+			continue
+		}
+		entries = append(entries, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read spool file %s: %w", path, err)
+	}
+	return entries, bad, nil
+}
+
+// storeSpooled stores one spooled result the way its round would have, with the finish's retries
+// and budget. already: its run existed, nothing was written.
+func storeSpooled(ctx context.Context, db queries.DBTX, e spoolEntry, log *slog.Logger) (already bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, finishTimeout)
+	defer cancel()
+	each := finishTimeout / finishWrites
+	p := e.params()
+	if e.Finish == FinishAdvanceFirst {
+		// The advance is a compare-and-set on the claimed value: replayed, it moves the server on
+		// only if nothing did since.
+		err = retry(wctx, each, log, "advance (replay)", func(ctx context.Context) error {
+			_, err := queries.AdvanceServer(ctx, db, e.JobID, e.ServerID, e.ClaimedNextCheckAt, nil)
+			return err
+		})
+		if err == nil {
+			err = retry(wctx, each, log, "finish job (replay)", func(ctx context.Context) error {
+				_, err := queries.FinishJob(ctx, db, p)
+				return err
+			})
+		}
+	} else {
+		err = retry(wctx, each, log, "finish (replay)", func(ctx context.Context) error {
+			_, err := queries.FinishTx(ctx, db, p)
+			return err
+		})
+	}
+	if queries.RunAlreadyStored(err) {
+		return true, nil
+	}
+	return false, err
+}

@@ -1,0 +1,192 @@
+package probe
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// A spool holds the results a round checked but could not store, so that the next round (or
+// `probectl runs recover`) stores them: one JSON-lines file per process and round, each line
+// written and fsync'd before the round moves on. A line holds what the run would have held (the
+// result and its signed envelope) and nothing more: no database URL, no key.
+//
+// A file is locked (flock) by the round that writes it for as long as it writes, and by a replay
+// while it replays, so a replay never takes a file a live round still appends to. A file is
+// created under a hidden name, locked, then renamed to its final name: a replay never sees a file
+// its writer has not locked yet.
+
+// spoolExt ends the name of every spool file a replay reads.
+const spoolExt = ".jsonl"
+
+// DefaultSpoolDir is where results wait when --spool-dir is not given: $XDG_STATE_HOME/probectl,
+// else ~/.local/state/probectl.
+func DefaultSpoolDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "probectl"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("spool directory: no XDG_STATE_HOME and no home directory: %w", err)
+		}
+	}
+	return filepath.Join(home, ".local", "state", "probectl"), nil
+}
+
+// SpoolError says the spool directory cannot be used: nothing was claimed.
+type SpoolError struct{ Msg string }
+
+func (e *SpoolError) Error() string { return e.Msg }
+
+// ExitCode: the round could not make sure it loses nothing.
+func (e *SpoolError) ExitCode() int { return 3 }
+
+// prepareSpoolDir makes dir (0700) if it is missing and refuses one that others may write: a
+// shared directory would let another user plant results for the next replay. (Its files are
+// 0600 whatever the directory's mode.)
+func prepareSpoolDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v (check --spool-dir or XDG_STATE_HOME)", dir, err)}
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+	}
+	if !fi.IsDir() {
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s is not a directory (check --spool-dir)", dir)}
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s has mode %v: others may write it; "+
+			"chmod 700 it or choose another --spool-dir", dir, fi.Mode().Perm())}
+	}
+	return nil
+}
+
+// spoolEntry is one line of a spool file: a finish that could not be made.
+type spoolEntry struct {
+	RoundID            int64           `json:"round_id"`
+	Slug               string          `json:"slug"`
+	Finish             string          `json:"finish"` // tx | advance-first: how to store it
+	JobID              int64           `json:"job_id"`
+	ServerID           int64           `json:"server_id"`
+	ClaimedNextCheckAt time.Time       `json:"claimed_next_check_at"`
+	Outcome            string          `json:"outcome"`
+	Error              string          `json:"error,omitempty"`
+	StartedAt          time.Time       `json:"started_at"`
+	CheckFinishedAt    time.Time       `json:"check_finished_at"`
+	Requests           int             `json:"requests"`
+	Result             json.RawMessage `json:"result"`
+	Envelope           json.RawMessage `json:"envelope,omitempty"`
+	SpooledAt          time.Time       `json:"spooled_at"`
+	Cause              string          `json:"cause"` // why the finish failed, for whoever reads the file
+}
+
+func (e spoolEntry) params() queries.FinishParams {
+	return queries.FinishParams{JobID: e.JobID, ServerID: e.ServerID, ClaimedNextCheckAt: e.ClaimedNextCheckAt,
+		Outcome: e.Outcome, Error: e.Error, StartedAt: e.StartedAt, CheckFinishedAt: e.CheckFinishedAt,
+		Requests: e.Requests, Result: e.Result, Envelope: e.Envelope}
+}
+
+// spool is one round's spool file, made when the first result needs it.
+type spool struct {
+	dir     string
+	roundID int64
+
+	mu   sync.Mutex
+	f    *os.File // nil until the first put
+	name string   // the file's path under its final name
+}
+
+// put appends one entry and fsyncs it: when put returns nil, the result survives a crash.
+func (s *spool) put(e spoolEntry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode spooled result: %w", err)
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		if s.f, s.name, err = createSpoolFile(s.dir, s.roundID); err != nil {
+			return err
+		}
+	}
+	if _, err := s.f.Write(line); err != nil {
+		return fmt.Errorf("write spool file %s: %w", s.name, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("fsync spool file %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// path is the spool file's name, "" when nothing was spooled.
+func (s *spool) path() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.name
+}
+
+// close releases the file (and its lock): from then on a replay may take it.
+func (s *spool) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
+// createSpoolFile makes this process's file for the round, locked, under its final name.
+func createSpoolFile(dir string, roundID int64) (*os.File, string, error) {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("round-%d-pid-%d-%s%s", roundID, os.Getpid(), hex.EncodeToString(b[:]), spoolExt)
+	final := filepath.Join(dir, name)
+	hidden := filepath.Join(dir, "."+name+".new")
+	f, err := os.OpenFile(hidden, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, "", fmt.Errorf("create spool file in %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		os.Remove(hidden)
+		return nil, "", fmt.Errorf("lock spool file %s: %w", hidden, err)
+	}
+	if err := os.Rename(hidden, final); err != nil {
+		f.Close()
+		os.Remove(hidden)
+		return nil, "", fmt.Errorf("name spool file %s: %w", final, err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return f, final, nil
+}
+
+// syncDir makes a file's creation, rename or removal in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open spool directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("fsync spool directory %s: %w", dir, err)
+	}
+	return nil
+}
