@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,14 +69,22 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 			return
 		}
 	} else {
+		attempts := 0
 		err = retry(wctx, each, r.Log, string(writeFinishTx), func(ctx context.Context) error {
 			r.hooks.before(ctx, writeFinishTx)
+			if attempts++; attempts > 1 {
+				// The attempt before may have committed without our hearing it, and probe_finish
+				// answers a repeated job with a no-op that would read as a late finish.
+				if stored, err := queries.RunStored(ctx, r.DB, p.JobID); err != nil || stored {
+					return cmp.Or(err, errRunStored)
+				}
+			}
 			var err error
 			fr, err = queries.FinishTx(ctx, r.DB, p)
 			return err
 		})
 	}
-	if queries.RunAlreadyStored(err) {
+	if queries.RunAlreadyStored(err) || errors.Is(err, errRunStored) {
 		// An attempt committed but its answer was lost with the connection: stored once.
 		r.Log.Info("the finish had committed before its connection broke; the run is stored once", "job", job.JobID, "server", job.Slug)
 		return
@@ -86,6 +95,9 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	}
 	r.reportGuards(st, job, fr)
 }
+
+// errRunStored: a retried finish found its job's run stored by an earlier attempt.
+var errRunStored = errors.New("the job's run is stored already")
 
 // check runs the check of one job inside its lease. The check may not outlive its budget nor the
 // lease, whatever the checker does: its context ends with the first of them on the monotonic

@@ -198,6 +198,14 @@ func storeSpooled(ctx context.Context, db queries.DBTX, e spoolEntry, log *slog.
 	defer cancel()
 	each := finishTimeout / finishWrites
 	p := e.params()
+	// Asked first: probe_finish answers a repeated job with a no-op, not an error.
+	err = retry(wctx, each, log, "read the run (replay)", func(ctx context.Context) error {
+		already, err = queries.RunStored(ctx, db, e.JobID)
+		return err
+	})
+	if err != nil || already {
+		return already, err
+	}
 	if e.Finish == FinishAdvanceFirst {
 		// The advance is a compare-and-set on the claimed value: replayed, it moves the server on
 		// only if nothing did since.

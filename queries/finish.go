@@ -96,3 +96,13 @@ func jsonArg(raw json.RawMessage) any {
 	}
 	return string(raw)
 }
+
+// RunStored says whether the job has its run already. A replayed or retried finish asks it first:
+// probe_finish answers a repeated job with a no-op whose result looks like a late finish's.
+func RunStored(ctx context.Context, db DBTX, jobID int64) (bool, error) {
+	var stored bool
+	if err := db.QueryRow(ctx, SQL("RunStored"), jobID).Scan(&stored); err != nil {
+		return false, fmt.Errorf("read the run of job %d: %w", jobID, err)
+	}
+	return stored, nil
+}

@@ -48,3 +48,8 @@ WITH finished AS (
 )
 SELECT run.id, EXISTS (SELECT 1 FROM finished), (SELECT f.finished_at FROM finished AS f)
   FROM run;
+
+-- name: RunStored
+-- Whether job $1 has its run already: a replayed or retried finish asks first, since probe_finish
+-- (migrations/00004_fencing.sql) answers a repeated job with a no-op that looks like a late finish.
+SELECT EXISTS (SELECT 1 FROM probe_runs AS r WHERE r.job_id = $1);
