@@ -16,9 +16,11 @@
 // The finish has two modes. FinishTx (default) advances next_check_at, stores the run and closes
 // the job in one transaction (probe_finish). FinishAdvanceFirst makes two writes in the safe order:
 // advance first, so that the job is still open while the server is due, then the run and the job.
-// The unsafe order (job first, then advance) is reachable only through an unexported seam, set
-// by tests to show that the order tests can fail and by ReplayIncident for `probectl demo
-// --reproduce-incident`; no flag of `run round` and no release setting can select it.
+// The unsafe order (job first, then advance) is not in this package: it lives in probe/incident,
+// which a round takes through Round.WriteOrder (nil, the default, is the safe order). probe's
+// tests use it to show that the order tests can fail, and `probectl demo --reproduce-incident` to
+// replay the incident; no flag of `run round` and no release setting can select it, and a test
+// over `go list -deps` fails if any package of the binary but internal/demo imports it.
 //
 // A round whose context is cancelled (Ctrl-C, SIGTERM) claims no more, but every claim already
 // sent is waited for and every job claimed is finished: a check stopped midway is stored as a run

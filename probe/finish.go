@@ -203,12 +203,21 @@ func (r *Round) finishAdvanceFirst(ctx context.Context, each time.Duration, st *
 		})
 		return fr, err
 	}
-	if r.writeOrder != nil {
-		return r.writeOrder(ctx, job, advance, finishJob, func() { r.hooks.between(ctx, job) })
+	order := r.WriteOrder
+	if order == nil {
+		order = safeOrder
 	}
-	advanced, advErr := advance()
-	r.hooks.between(ctx, job)
-	fr, err := finishJob()
+	var (
+		fr                 queries.FinishResult
+		err, advErr        error
+		advanced, finished bool
+	)
+	order(ctx, job, func() { advanced, advErr = advance() },
+		func() error { fr, err = finishJob(); finished = true; return err },
+		func() { r.hooks.between(ctx, job) })
+	if !finished {
+		return fr, errors.New("the write order did not finish the job")
+	}
 	if err != nil {
 		return fr, err
 	}

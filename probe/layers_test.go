@@ -10,7 +10,7 @@ package probe
 //     round claims meanwhile.
 //
 // The switches: the lock (a lock-less probe_claim installed in the test database), the write
-// order (the writeOrder seam puts the incident's order back), the spacing guard (minimum spacing 0)
+// order (Round.WriteOrder puts the incident's order back), the spacing guard (minimum spacing 0)
 // and the unique index (dropped in the test database).
 
 import (
@@ -255,7 +255,7 @@ func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 			<-release
 		}}}
 	if !l.order {
-		r.writeOrder = incidentOrder()
+		r.WriteOrder = incidentOrder()
 	}
 	done := make(chan error, 1)
 	go func() {

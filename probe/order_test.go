@@ -2,8 +2,8 @@ package probe
 
 // Proofs 1 and 2 of issue 3: the order of an advance-first finish's writes, and a second claimer
 // in the gap between them. Each proof is a function that reports what it found, run twice: once
-// on the code as it is (it must pass) and once with the incident's order put back through the
-// writeOrder seam (it must fail), so the suite itself shows that the proofs can fail.
+// on the code as it is (it must pass) and once with the incident's order put back through
+// Round.WriteOrder (it must fail), so the suite itself shows that the proofs can fail.
 
 import (
 	"context"
@@ -15,16 +15,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/probe/incident"
 	"github.com/probectl/probectl/queries"
 )
 
 // incidentOrder is the incident's order of writes (finish the job, then move the next check
-// time) exactly as ReplayIncident puts it back for the demo, so that the tests prove the order
-// the demo replays rather than a copy of it.
-func incidentOrder() writeOrder {
-	var r Round
-	ReplayIncident(&r, nil)
-	return r.writeOrder
+// time) exactly as the demo puts it back (probe/incident), so that the tests prove the order the
+// demo replays rather than a copy of it.
+func incidentOrder() WriteOrder {
+	return incident.Order(nil)
 }
 
 // callRecorder is a pgx tracer that records, in order, which of the named queries a pool sent.
@@ -55,14 +54,14 @@ func (c *callRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 
 // finishCalls runs a one-server round in advance-first mode and returns the database calls the
 // driver sent for it.
-func finishCalls(t *testing.T, order writeOrder) []string {
+func finishCalls(t *testing.T, order WriteOrder) []string {
 	t.Helper()
 	rec := newCallRecorder("Claim", "AdvanceServer", "FinishJob", "FinishTx")
 	pool := newPool(t, migrated.NewDB(t), 4, rec)
 	dueServers(t, pool, 1)
 	s := settings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
-	_, err := (&Round{DB: pool, Settings: s, Checker: &okChecker{}, writeOrder: order}).Run(t.Context())
+	_, err := (&Round{DB: pool, Settings: s, Checker: &okChecker{}, WriteOrder: order}).Run(t.Context())
 	require.NoError(t, err)
 	return rec.calls
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/incident"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -15,9 +16,7 @@ import (
 
 func TestTheIncidentReplayFinishesTheJobBeforeItAdvances(t *testing.T) {
 	t.Parallel()
-	var r Round
-	ReplayIncident(&r, nil)
-	calls := finishCalls(t, r.writeOrder)
+	calls := finishCalls(t, incident.Order(nil))
 	require.Equal(t, []string{"Claim", "FinishJob", "AdvanceServer"}, calls)
 	require.Error(t, advanceComesFirst(calls))
 }
@@ -32,11 +31,11 @@ func TestUnderTheIncidentReplayAClaimInTheGapTakesTheServerAgain(t *testing.T) {
 	other := testfactory.Round(ctx, t, pool, nil)
 	var got []queries.ClaimedJob
 	var claimErr error
-	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}}
 	// The gap hook is where the replay widens the gap; here a second round claims in it.
-	ReplayIncident(r, func(ctx context.Context, job queries.ClaimedJob) {
-		got, claimErr = queries.Claim(ctx, pool, queries.ClaimParams{RoundID: other, Limit: 10})
-	})
+	r := &Round{DB: pool, Settings: s, Checker: &okChecker{},
+		WriteOrder: incident.Order(func(ctx context.Context, job queries.ClaimedJob) {
+			got, claimErr = queries.Claim(ctx, pool, queries.ClaimParams{RoundID: other, Limit: 10})
+		})}
 	sum, err := r.Run(ctx)
 	require.NoError(t, err)
 	require.NoError(t, claimErr)

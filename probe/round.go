@@ -57,10 +57,12 @@ type Round struct {
 	// round first stores what waits there (Recover), then spools what it cannot store itself. ""
 	// keeps such jobs open, as visible failures, and spools nothing.
 	SpoolDir string
+	// WriteOrder, if set, makes the two writes of an advance-first finish in an order of its own;
+	// nil (the default) is the safe order. See WriteOrder: no flag and no release setting sets it.
+	WriteOrder WriteOrder
 
 	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
 	hooks        hooks            // park or delay the round between writes
-	writeOrder   writeOrder       // replaces the order of an advance-first finish's two writes
 	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
 	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
 	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).

@@ -36,12 +36,3 @@ func (h hooks) between(ctx context.Context, job queries.ClaimedJob) {
 		h.betweenFinishWrites(ctx, job)
 	}
 }
-
-// writeOrder, when set, makes the two writes of an advance-first finish in an order of its own.
-// Tests set it, to put the incident's order (job first, advance second) back and show that the
-// order and interleaving tests then fail; outside the tests only ReplayIncident sets it, for
-// `probectl demo --reproduce-incident` on its own throwaway database. No flag of `run round` and
-// no release setting reaches it.
-// between is the betweenFinishWrites hook, to call between the two writes.
-type writeOrder func(ctx context.Context, job queries.ClaimedJob, advance func() (bool, error),
-	finishJob func() (queries.FinishResult, error), between func()) (queries.FinishResult, error)

@@ -182,7 +182,7 @@ func TestTheStressChecksFindTheIncidentsDuplicates(t *testing.T) {
 	// is TestASecondClaimerBetweenTheTwoWrites..., parked on a channel.
 	violations := stress(t, func(r *Round) {
 		r.Settings.Finish, r.Settings.MinSpacing = FinishAdvanceFirst, 0
-		r.writeOrder = incidentOrder()
+		r.WriteOrder = incidentOrder()
 		r.hooks.betweenFinishWrites = func(context.Context, queries.ClaimedJob) { time.Sleep(10 * time.Millisecond) }
 	})
 	require.NotEmpty(t, violations)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/incident"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
@@ -56,7 +57,7 @@ func incidentParallel() release.Settings {
 // oldOrder puts the incident's order of writes into a round, with the gap widened as above.
 func (e *env) oldOrder(r *probe.Round) {
 	var widened atomic.Int32
-	probe.ReplayIncident(r, func(ctx context.Context, job queries.ClaimedJob) {
+	r.WriteOrder = incident.Order(func(ctx context.Context, job queries.ClaimedJob) {
 		if widened.Add(1) > widenedPerRound {
 			return
 		}
