@@ -15,9 +15,10 @@ import (
 
 // work checks one claimed server, signs the observation and finishes the job. Whatever happens,
 // the job ends with exactly one run or stays visibly open (a finish that failed), and the round
-// hears about the latter.
-func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob, l lease) {
+// hears about the latter. It returns the check's outcome, for the round's progress.
+func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob, l lease) (outcome string) {
 	res := r.check(ctx, job, l)
+	outcome = res.Outcome
 	if res.Fault == check.FaultProbectl {
 		st.mu.Lock()
 		st.fenced++
@@ -94,6 +95,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		return
 	}
 	r.reportGuards(st, job, fr)
+	return
 }
 
 // errRunStored: a retried finish found its job's run stored by an earlier attempt.

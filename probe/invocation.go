@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -19,7 +20,7 @@ const claimTimeout = 30 * time.Second
 func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 	s := r.Settings
 	p := Progress{Invocation: inv, Claiming: true}
-	done := make(chan struct{}, s.Concurrency)
+	done := make(chan string, s.Concurrency) // each check's outcome
 	report := func() {
 		if r.Progress != nil {
 			r.Progress(p)
@@ -30,9 +31,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 			break
 		}
 		if p.InFlight == s.Concurrency {
-			<-done
-			p.InFlight--
-			p.Done++
+			p.finished(<-done)
 			report()
 			continue
 		}
@@ -70,18 +69,24 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		report()
 		for _, job := range jobs {
 			go func() {
-				r.work(ctx, st, inv, job, l)
-				done <- struct{}{}
+				done <- r.work(ctx, st, inv, job, l)
 			}()
 		}
 	}
 	p.Claiming = false
 	report()
 	for p.InFlight > 0 {
-		<-done
-		p.InFlight--
-		p.Done++
+		p.finished(<-done)
 		report()
 	}
 	return p
+}
+
+// finished counts one check that ended with outcome.
+func (p *Progress) finished(outcome string) {
+	p.InFlight--
+	p.Done++
+	if outcome != check.OutcomeOK {
+		p.NotOK++
+	}
 }

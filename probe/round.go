@@ -36,6 +36,7 @@ type Progress struct {
 	Claimed    int // jobs claimed so far
 	InFlight   int // checks running
 	Done       int // jobs finished (or left open after a finish error)
+	NotOK      int // of those, checks whose outcome was not ok (failed or error)
 	Claiming   bool
 }
 

@@ -58,18 +58,19 @@ func (rp *roundProgress) totalsLocked() (claimed, done int, claiming bool) {
 	return claimed, done, claiming || len(rp.per) == 0
 }
 
-// words: "claimed 40, in flight 12, done 28, 3.2s elapsed, ~1s left" (short: it shares a
-// terminal line with the bar).
+// words: "claimed 40, in flight 12, done 28, failed 2, 3.2s elapsed, ~1s left" (short: it shares
+// a terminal line with the bar; failed counts the checks done whose outcome was not ok).
 func (rp *roundProgress) words() string {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	claimed, done, claiming := rp.totalsLocked()
-	inFlight := 0
+	inFlight, failed := 0, 0
 	for _, pr := range rp.per {
 		inFlight += pr.InFlight
+		failed += pr.NotOK
 	}
 	elapsed := time.Since(rp.start)
-	s := fmt.Sprintf("claimed %d, in flight %d, done %d, %s elapsed", claimed, inFlight, done, render.Duration(elapsed.Truncate(time.Second/10)))
+	s := fmt.Sprintf("claimed %d, in flight %d, done %d, failed %d, %s elapsed", claimed, inFlight, done, failed, render.Duration(elapsed.Truncate(time.Second/10)))
 	total := claimed
 	if claiming {
 		total = rp.limit

@@ -313,7 +313,7 @@ func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
 		"--fanout", "0", "--concurrency", "1", "-o", "json"})
 	require.NoError(t, root.ExecuteContext(t.Context()))
 	// One display, redrawn in place; its last drawing has the round's final counts.
-	assert.Regexp(t, `claimed 2, in flight 0, done 2, \S+s elapsed`, errOut.String(), "%q", errOut.String())
+	assert.Regexp(t, `claimed 2, in flight 0, done 2, failed 0, \S+s elapsed`, errOut.String(), "%q", errOut.String())
 	assert.NotContains(t, errOut.String(), "invocation  0:", "no scrolling line per event")
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), "stdout stays clean JSON")
