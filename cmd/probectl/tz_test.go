@@ -55,3 +55,16 @@ func TestBadZoneExitsTwoBeforeConnecting(t *testing.T) {
 	require.Contains(t, res.Stderr, "PROBECTL_TZ")
 	require.NotContains(t, res.Stderr, "--tz")
 }
+
+// Audit tables carry the zone too, to the millisecond; their CSV stays UTC.
+func TestAuditTextFollowsTheZone(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := withDB(url).run(t, "--tz", "Asia/Shanghai", "audit", "open")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Regexp(t, `as of \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+08:00`, res.Stdout)
+
+	res = withDB(url).run(t, "audit", "open")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Regexp(t, `as of \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`, res.Stdout)
+}

@@ -42,3 +42,8 @@ func (s *Streams) TimeNano(t time.Time) string { return t.In(s.zone()).Format(ti
 
 // Clock is the time of day in the chosen zone, for tables whose heading names the zone.
 func (s *Streams) Clock(t time.Time) string { return t.In(s.zone()).Format("15:04:05") }
+
+// TimeMillis is Time to the millisecond, as audits show the gaps they judge.
+func (s *Streams) TimeMillis(t time.Time) string {
+	return t.In(s.zone()).Format("2006-01-02T15:04:05.000Z07:00")
+}
