@@ -76,14 +76,11 @@ func auditError(err error) error {
 	return err
 }
 
-// utcMillis is how audit tables print times: UTC, to the millisecond the gaps are shown in.
-func utcMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-func utcMillisOr(t *time.Time, missing string) string {
+func millisOr(io *render.Streams, t *time.Time, missing string) string {
 	if t == nil {
 		return missing
 	}
-	return utcMillis(*t)
+	return io.TimeMillis(*t)
 }
 
 func durationOr(d *time.Duration, missing string) string {

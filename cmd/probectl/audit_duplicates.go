@@ -124,19 +124,19 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 	}
 	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("Duplicate claims: a job requested less than %s after the previous job for the same server", render.Duration(r.Window))))
 	fmt.Fprintf(w, "population  %d jobs for %d servers, requested from %s to %s\n", pop.Jobs, pop.Servers,
-		utcMillis(pop.Since), utcMillis(pop.Until))
+		io.TimeMillis(pop.Since), io.TimeMillis(pop.Until))
 	fmt.Fprintf(w, "duplicates  %s (%d unexplained: %s)\n", verdict, r.Unexplained(), strings.Join(classes, ", "))
 	if c := r.Closest; c != nil {
 		fmt.Fprintf(w, "closest     %s apart: server %s, jobs %d and %d, at %s\n", render.Duration(c.Gap),
-			c.Slug, c.FirstJobID, c.SecondJobID, utcMillis(c.SecondRequestedAt))
+			c.Slug, c.FirstJobID, c.SecondJobID, io.TimeMillis(c.SecondRequestedAt))
 	} else {
 		fmt.Fprintln(w, "closest     no server has two jobs to compare")
 	}
 	if len(r.Periods) > 1 {
 		fmt.Fprintln(w)
-		tbl := render.NewTable(w, "PERIOD (UTC)", "JOBS", "SERVERS", "PAIRS", "UNEXPLAINED")
+		tbl := render.NewTable(w, io.TimeHeader("PERIOD"), "JOBS", "SERVERS", "PAIRS", "UNEXPLAINED")
 		for _, p := range r.Periods {
-			tbl.Row(utcMillis(p.Since)+" to "+utcMillis(p.Until), p.Jobs, p.Servers, p.Pairs, p.Unexplained)
+			tbl.Row(io.TimeMillis(p.Since)+" to "+io.TimeMillis(p.Until), p.Jobs, p.Servers, p.Pairs, p.Unexplained)
 		}
 		if err := tbl.Render(); err != nil {
 			return err
@@ -157,8 +157,8 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 		if !p.Explained() {
 			class = st.Fail.Render(class)
 		}
-		tbl.Row(p.Slug, first, p.SecondJobID, utcMillis(p.FirstRequestedAt), utcMillisOr(p.FirstFinishedAt, "open"),
-			utcMillis(p.SecondRequestedAt), render.Duration(p.RequestGap), durationOr(p.GapAfterFinish, "-"), class)
+		tbl.Row(p.Slug, first, p.SecondJobID, io.TimeMillis(p.FirstRequestedAt), millisOr(io, p.FirstFinishedAt, "open"),
+			io.TimeMillis(p.SecondRequestedAt), render.Duration(p.RequestGap), durationOr(p.GapAfterFinish, "-"), class)
 	}
 	return tbl.Render()
 }

@@ -71,7 +71,7 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 	if r.Stale() > 0 {
 		stale = st.Fail.Render(strconv.Itoa(r.Stale()))
 	}
-	fmt.Fprintf(w, "open jobs   %d, as of %s\n", len(r.Jobs), utcMillis(r.Now))
+	fmt.Fprintf(w, "open jobs   %d, as of %s\n", len(r.Jobs), io.TimeMillis(r.Now))
 	fmt.Fprintf(w, "stale       %s (open for %s or more)\n", stale, render.Duration(r.InFlight))
 	if len(r.Jobs) == 0 {
 		return nil
@@ -83,7 +83,7 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 		if j.Stale {
 			state = st.Fail.Render("stale")
 		}
-		tbl.Row(j.JobID, j.Slug, openJobRound(j), orDash(j.Invocation), j.Reason, utcMillis(j.RequestedAt),
+		tbl.Row(j.JobID, j.Slug, openJobRound(j), orDash(j.Invocation), j.Reason, io.TimeMillis(j.RequestedAt),
 			render.Duration(j.Age), state)
 	}
 	return tbl.Render()

@@ -78,7 +78,7 @@ func writeRateTable(io *render.Streams, r *audit.RateReport) error {
 		over = st.Fail.Render(strconv.Itoa(len(r.Over)))
 	}
 	fmt.Fprintf(w, "%s\n", st.Title.Render(fmt.Sprintf("The promise: at most one round of at most %d requests per check interval", audit.MaxRequestsPerRound)))
-	fmt.Fprintf(w, "window      %s to %s\n", utcMillis(r.Since), utcMillis(r.Until))
+	fmt.Fprintf(w, "window      %s to %s\n", io.TimeMillis(r.Since), io.TimeMillis(r.Until))
 	fmt.Fprintf(w, "checked     %d jobs and %d requests for %d servers\n", r.Rounds, r.Requests, r.Servers)
 	fmt.Fprintf(w, "over        %s of %d servers\n", over, r.Servers)
 	if len(r.Over) == 0 {

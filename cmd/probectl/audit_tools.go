@@ -87,7 +87,7 @@ func writeToolsTable(io *render.Streams, r *audit.ToolsReport) error {
 	if r.Flagged() > 0 {
 		flagged = st.Fail.Render(strconv.Itoa(r.Flagged()))
 	}
-	fmt.Fprintf(w, "window      %s to %s\n", utcMillis(r.Since), utcMillis(r.Until))
+	fmt.Fprintf(w, "window      %s to %s\n", io.TimeMillis(r.Since), io.TimeMillis(r.Until))
 	fmt.Fprintf(w, "compared    %d runs with a complete tool list, of %d servers\n", r.Runs, r.Servers)
 	fmt.Fprintf(w, "changes     %d, without a version bump %s\n", len(r.Changes), flagged)
 	if len(r.Changes) == 0 {
@@ -100,7 +100,7 @@ func writeToolsTable(io *render.Streams, r *audit.ToolsReport) error {
 		if c.Flag != "" {
 			flag = st.Fail.Render(c.Flag)
 		}
-		tbl.Row(c.Server, utcMillis(c.At), fmt.Sprintf("%d→%d", c.FromRun, c.ToRun), orNone(c.Added), orNone(c.Removed),
+		tbl.Row(c.Server, io.TimeMillis(c.At), fmt.Sprintf("%d→%d", c.FromRun, c.ToRun), orNone(c.Added), orNone(c.Removed),
 			changedCell(c.Changed), fmt.Sprintf("%s→%s", orDash(c.VersionBefore), orDash(c.VersionAfter)), flag)
 	}
 	if err := tbl.Render(); err != nil {

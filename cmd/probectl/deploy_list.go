@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -77,14 +76,14 @@ func runDeployList(ctx context.Context, opts *deployListOptions) error {
 		return err
 	}
 	tbl := render.NewTable(f.IO.Out, "", "ID", "VERSION", "KIND", "FANOUT", "CLAIM", "CONC", "SPACING", "FINISH", "WAYS BACK",
-		"DEPLOYED (UTC)", "BY", "PREVIOUS")
+		f.IO.TimeHeader("DEPLOYED"), "BY", "PREVIOUS")
 	for _, r := range h.Releases {
 		mark := ""
 		if r.Active {
 			mark = "*"
 		}
 		tbl.Row(mark, r.ID, r.Version, r.Kind, r.Fanout, r.ClaimLimit, r.Concurrency, r.MinSpacing, r.FinishMode,
-			waysText(r.WaysBack), r.DeployedAt.UTC().Format(time.RFC3339), r.DeployedBy, idText(r.PreviousID))
+			waysText(r.WaysBack), f.IO.Time(r.DeployedAt), r.DeployedBy, idText(r.PreviousID))
 	}
 	if err := tbl.Render(); err != nil {
 		return err
@@ -92,7 +91,7 @@ func runDeployList(ctx context.Context, opts *deployListOptions) error {
 	if _, err := fmt.Fprintln(f.IO.Out, "\n"+st.Title.Render("History")); err != nil {
 		return err
 	}
-	ev := render.NewTable(f.IO.Out, "WHEN (UTC)", "WHAT", "RELEASE", "FROM", "BY", "WHY")
+	ev := render.NewTable(f.IO.Out, f.IO.TimeHeader("WHEN"), "WHAT", "RELEASE", "FROM", "BY", "WHY")
 	for _, e := range h.Events {
 		what := e.Action
 		if e.Action != release.ActionDeploy {
@@ -101,7 +100,7 @@ func runDeployList(ctx context.Context, opts *deployListOptions) error {
 		if e.Forced {
 			what += " (forced)"
 		}
-		ev.Row(e.At.UTC().Format(time.RFC3339), what, fmt.Sprintf("#%d", e.ReleaseID), idText(e.FromReleaseID), e.Actor, dash(e.Reason))
+		ev.Row(f.IO.Time(e.At), what, fmt.Sprintf("#%d", e.ReleaseID), idText(e.FromReleaseID), e.Actor, dash(e.Reason))
 	}
 	return ev.Render()
 }

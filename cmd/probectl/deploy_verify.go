@@ -121,7 +121,7 @@ func writeVerifyReport(f *factory, rep *release.Report) error {
 		state = "not active"
 	}
 	if _, err := fmt.Fprintf(f.IO.Out, "release #%d (%s, %s) live since %s; the first %d round(s) after it:\n\n",
-		r.ID, r.Version, state, rep.Since.Format(time.RFC3339), rep.RoundsWanted); err != nil {
+		r.ID, r.Version, state, f.IO.Time(rep.Since), rep.RoundsWanted); err != nil {
 		return err
 	}
 	if len(rep.Rounds) == 0 {
@@ -129,10 +129,10 @@ func writeVerifyReport(f *factory, rep *release.Report) error {
 			return err
 		}
 	} else {
-		tbl := render.NewTable(f.IO.Out, "ROUND", "STARTED (UTC)", "JOBS", "RUNS", "SERVERS", "OPEN", "NO ENVELOPE",
+		tbl := render.NewTable(f.IO.Out, "ROUND", f.IO.TimeHeader("STARTED"), "JOBS", "RUNS", "SERVERS", "OPEN", "NO ENVELOPE",
 			"BAD ENVELOPE", "SECOND CLAIM, AFTER THE FIRST JOB FINISHED")
 		for _, rd := range rep.Rounds {
-			started := rd.StartedAt.Format("15:04:05")
+			started := f.IO.Clock(rd.StartedAt)
 			if rd.FinishedAt == nil {
 				started += " (running)"
 			}

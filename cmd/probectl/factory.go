@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
@@ -38,6 +39,7 @@ type factory struct {
 	DatabaseURL string
 	Output      string
 	NoColor     bool
+	TZ          string
 
 	mu    sync.Mutex
 	pools []*pgxpool.Pool
@@ -106,4 +108,19 @@ func (f *factory) readAt() time.Time {
 		return time.Time{}
 	}
 	return f.Clock()
+}
+
+// resolveZone sets the zone tables show times in from --tz, else PROBECTL_TZ, else UTC; a bad name
+// is a usage error naming where it came from, before anything connects.
+func (f *factory) resolveZone(cmd *cobra.Command) error {
+	name, source := f.TZ, "--tz"
+	if !cmd.Flags().Changed("tz") {
+		name, source = f.Getenv("PROBECTL_TZ"), "PROBECTL_TZ"
+	}
+	loc, err := render.LoadZone(name)
+	if err != nil {
+		return exit.UsageError(fmt.Errorf("%s: %w", source, err))
+	}
+	f.IO.Zone = loc
+	return nil
 }

@@ -29,6 +29,9 @@ PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ...
                         libpq variables, used when no URL is set at all
 PROBECTL_SIGNING_KEY    path of the ed25519 private key that signs runs
 NO_COLOR                any value turns colour off (as --no-color does)
+PROBECTL_TZ             time zone of times in tables and text, used when --tz is
+                        not given: an IANA name (Europe/Berlin), UTC or Local;
+                        default UTC. JSON and CSV stay UTC whatever it says
 PROBECTL_TEST_DATABASE_URL
                         tests only: a server to create throwaway databases on,
                         instead of starting a private PostgreSQL

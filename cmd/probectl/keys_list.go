@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -57,9 +56,9 @@ func runKeysList(ctx context.Context, opts *keysListOptions) error {
 	for _, k := range keys {
 		retired := "-"
 		if k.RetiredAt != nil {
-			retired = k.RetiredAt.UTC().Format(time.RFC3339)
+			retired = f.IO.Time(*k.RetiredAt)
 		}
-		tbl.Row(k.KeyID, k.Algorithm, k.CreatedAt.UTC().Format(time.RFC3339), retired)
+		tbl.Row(k.KeyID, k.Algorithm, f.IO.Time(k.CreatedAt), retired)
 	}
 	return tbl.Render()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // --tz must work on hosts without a zone database (minimal containers)
 
 	"github.com/probectl/probectl/internal/render"
 )

@@ -193,7 +193,7 @@ func renderPlan(f *factory, format string, p *probe.Plan) error {
 		return render.JSON(f.IO.Out, out)
 	}
 	w := f.IO.Out
-	fmt.Fprintf(w, "dry run at %s: nothing claimed\n", p.Now.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "dry run at %s: nothing claimed\n", f.IO.Time(p.Now))
 	fmt.Fprintf(w, "%d due: %d claimable, would claim %d (capacity %d = %d invocations × claim limit %d)",
 		len(p.Servers), p.Claimable, p.WouldClaim, p.Capacity, p.Settings.Invocations(), p.Settings.ClaimLimit)
 	if skipped := skippedText(p.Skipped); skipped != "" {
@@ -209,7 +209,7 @@ func renderPlan(f *factory, format string, p *probe.Plan) error {
 	}
 	next := "none"
 	if p.NextDueAt != nil {
-		next = "next at " + p.NextDueAt.UTC().Format(time.RFC3339)
+		next = "next at " + f.IO.Time(*p.NextDueAt)
 	}
 	fmt.Fprintf(w, "%d active server(s) not due yet (%s)\n", p.NotDue, next)
 	if len(p.Servers) == 0 {
@@ -224,12 +224,12 @@ func renderPlan(f *factory, format string, p *probe.Plan) error {
 		}
 		at := "never (not active)"
 		if s.ClaimableAt != nil {
-			at = s.ClaimableAt.UTC().Format(time.RFC3339)
+			at = f.IO.Time(*s.ClaimableAt)
 			if !s.ClaimableAt.After(p.Now) {
 				at = "now"
 			}
 		}
-		tbl.Row(s.Slug, s.State, claim, s.NextCheckAt.UTC().Format(time.RFC3339), at, s.Why)
+		tbl.Row(s.Slug, s.State, claim, f.IO.Time(s.NextCheckAt), at, s.Why)
 	}
 	return tbl.Render()
 }

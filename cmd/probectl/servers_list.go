@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -65,7 +64,7 @@ func runServersList(ctx context.Context, opts *serversListOptions) error {
 		if s.Transport != nil {
 			transport = *s.Transport
 		}
-		tbl.Row(s.Slug, s.Kind, transport, s.Plan, s.Status, s.NextCheckAt.UTC().Format(time.RFC3339), s.EndpointURL)
+		tbl.Row(s.Slug, s.Kind, transport, s.Plan, s.Status, f.IO.Time(s.NextCheckAt), s.EndpointURL)
 	}
 	return tbl.Render()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -138,21 +137,22 @@ func runServersShow(ctx context.Context, opts *serversShowOptions) error {
 	if format == "json" {
 		return render.JSON(f.IO.Out, toServerShowJSON(v))
 	}
-	return writeServerShow(f.IO.Out, v)
+	return writeServerShow(f.IO, v)
 }
 
-func writeServerShow(w io.Writer, v *history.ServerView) error {
+func writeServerShow(io *render.Streams, v *history.ServerView) error {
+	w := io.Out
 	s := v.Server
 	kv := render.NewTable(w, "SERVER", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, s.CheckInterval))
 	kv.Row("url", s.EndpointURL)
 	status := s.Status
 	if c := v.StatusChange; c != nil {
-		status += fmt.Sprintf(" (%s -> %s by %s at %s: %s)", c.StatusFrom, c.StatusTo, c.ChangedBy, c.ChangedAt.UTC().Format(time.RFC3339), c.Reason)
+		status += fmt.Sprintf(" (%s -> %s by %s at %s: %s)", c.StatusFrom, c.StatusTo, c.ChangedBy, io.Time(c.ChangedAt), c.Reason)
 	}
 	kv.Row("status", status)
 	next := v.Next.State
 	if v.Next.At != nil {
-		next = v.Next.At.UTC().Format(time.RFC3339) + " (" + v.Next.State + ")"
+		next = io.Time(*v.Next.At) + " (" + v.Next.State + ")"
 	}
 	kv.Row("next check", next+": "+v.Next.Why)
 	kv.Row("uptime", fmt.Sprintf("24h %s  7d %s  30d %s", percent(v.Uptime24h), percent(v.Uptime7d), percent(v.Uptime30d)))
@@ -163,13 +163,13 @@ func writeServerShow(w io.Writer, v *history.ServerView) error {
 	kv.Row("latency", lat)
 	cert := "-"
 	if v.Cert != nil {
-		cert = fmt.Sprintf("valid until %s (%d days left), seen %s", v.Cert.CertNotAfter.UTC().Format(time.RFC3339),
-			*v.CertDaysLeft(), v.Cert.SeenAt.UTC().Format(time.RFC3339))
+		cert = fmt.Sprintf("valid until %s (%d days left), seen %s", io.Time(v.Cert.CertNotAfter),
+			*v.CertDaysLeft(), io.Time(v.Cert.SeenAt))
 	}
 	kv.Row("certificate", cert)
 	tools := "-"
 	if v.Tools != nil {
-		tools = fmt.Sprintf("%d, since %s", v.Tools.Count, v.Tools.ChangedAt.UTC().Format(time.RFC3339))
+		tools = fmt.Sprintf("%d, since %s", v.Tools.Count, io.Time(v.Tools.ChangedAt))
 	}
 	kv.Row("tools", tools)
 	if err := kv.Render(); err != nil {

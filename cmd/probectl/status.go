@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -80,12 +79,14 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	if format == "json" {
 		return render.JSON(f.IO.Out, rep)
 	}
-	return writeStatus(f.IO.Out, render.StylesFor(f.IO), rep)
+	return writeStatus(f.IO, render.StylesFor(f.IO), rep)
 }
 
 // writeStatus prints the report as titled sections, each a sentence or a table.
-func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
+func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
+	w := io.Out
 	p := &statusPrinter{w: w}
+	statusTime := io.Time
 	p.title(st, "ACTIVE RELEASE")
 	if rel := r.ActiveRelease; rel != nil {
 		p.linef("%s (%s), deployed %s by %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s",
@@ -113,7 +114,7 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 	}
 	p.linef("%d open, %s (open past the %s in-flight window)", r.OpenCount, stale, status.HumanDuration(status.InFlight))
 	if len(r.OpenJobs) > 0 {
-		tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", "REQUESTED (UTC)", "AGE", "STATE")
+		tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", io.TimeHeader("REQUESTED"), "AGE", "STATE")
 		var anyAdvanced bool
 		for _, j := range r.OpenJobs {
 			state := "open"
@@ -144,7 +145,7 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 		p.linef("%s", st.Muted.Render("no rounds yet"))
 	} else {
 		p.linef("the last %d of %d, newest first", len(r.RecentRounds), r.RoundsTotal)
-		tbl := render.NewTable(w, "ROUND", "STARTED (UTC)", "TRIGGER", "VERSION", "JOBS", "RUNS", "SERVERS",
+		tbl := render.NewTable(w, "ROUND", io.TimeHeader("STARTED"), "TRIGGER", "VERSION", "JOBS", "RUNS", "SERVERS",
 			"FAILURES", "OPEN", "DURATION")
 		for _, rd := range r.RecentRounds {
 			// An unfinished round is running, or dead: its heartbeat stopped.
@@ -178,7 +179,7 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 			pairs = "pair"
 		}
 		p.linef("%d %s of jobs of one server within %s, %s", d.Pairs(), pairs, status.HumanDuration(d.Window), unexplained)
-		tbl := render.NewTable(w, "SERVER", "CLASS", "FIRST JOB", "SECOND JOB", "SECOND REQUESTED (UTC)",
+		tbl := render.NewTable(w, "SERVER", "CLASS", "FIRST JOB", "SECOND JOB", io.TimeHeader("SECOND REQUESTED"),
 			"REQUEST GAP", "AFTER FIRST FINISHED")
 		for _, pair := range d.Report.Pairs {
 			after := "-"
@@ -186,7 +187,7 @@ func writeStatus(w io.Writer, st render.Styles, r *status.Report) error {
 				after = render.Duration(*pair.GapAfterFinish)
 			}
 			tbl.Row(pair.Slug, string(pair.Class), pair.FirstJobID, pair.SecondJobID,
-				pair.SecondRequestedAt.UTC().Format(time.RFC3339Nano), render.Duration(pair.RequestGap), after)
+				io.TimeNano(pair.SecondRequestedAt), render.Duration(pair.RequestGap), after)
 		}
 		p.table(tbl)
 	}
@@ -229,5 +230,3 @@ func (p *statusPrinter) table(t *render.Table) {
 		p.err = t.Render()
 	}
 }
-
-func statusTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"time"
 
 	"github.com/mattn/go-isatty"
 )
@@ -23,6 +24,9 @@ type Streams struct {
 	InTTY  bool
 	// NoColor is set by --no-color or NO_COLOR.
 	NoColor bool
+	// Zone is where tables and text show times (--tz, PROBECTL_TZ); nil means UTC. JSON and CSV
+	// ignore it.
+	Zone *time.Location
 }
 
 // System returns the process's own streams.
