@@ -57,6 +57,16 @@ func GetServerTools(ctx context.Context, db DBTX, serverID int64) (*ServerTools,
 	return optionalRow[ServerTools](ctx, db, "ServerTools", serverID)
 }
 
+// ServerAuth is what a server's newest run says of auth.
+type ServerAuth struct {
+	Auth *string `db:"auth"`
+}
+
+// GetServerAuth returns the auth of the server's newest run, or nil when it has no run.
+func GetServerAuth(ctx context.Context, db DBTX, serverID int64) (*ServerAuth, error) {
+	return optionalRow[ServerAuth](ctx, db, "ServerAuth", serverID)
+}
+
 // ServerSchedule is what decides a server's next claim.
 type ServerSchedule struct {
 	OpenJobID         *int64     `db:"open_job_id"`

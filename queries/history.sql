@@ -52,6 +52,15 @@ SELECT t.n AS count,
            AND r.started_at > coalesce(other.at, '-infinity')) AS changed_at
   FROM t;
 
+-- name: ServerAuth
+-- What the server's newest run says of auth ("required" when its MCP check met a bearer challenge
+-- and saw no tools); no row when it has no run, a null auth when the run did not say.
+SELECT r.result->>'auth' AS auth
+  FROM probe_runs AS r
+ WHERE r.server_id = $1
+ ORDER BY r.started_at DESC
+ LIMIT 1;
+
 -- name: ServerSchedule
 -- What decides a server's next claim, as of $2: its open job, its last job, and the spacing guard
 -- of the active release (10 minutes without one, as a round's default).

@@ -34,7 +34,8 @@ func newServersShowCmd(f *factory) *cobra.Command {
                (interrupted, fenced or stored late by probectl); null when there is none
   latency      p50 and p95 of its ok checks over 30 days
   certificate  expiry and days left, from its newest run within 30 days that saw one
-  tools        the tool count its newest MCP run listed, and since when it has been that count
+  tools        the tool count its newest MCP run listed, and since when it has been that count;
+               'auth required, tools not verified' when its newest run met a bearer challenge
   last runs    its last %d runs, as 'runs list' shows them`, history.LastRuns),
 		Example: `  probectl servers show weather
   probectl servers show weather -o json | jq .uptime
@@ -58,6 +59,7 @@ type serverShowJSON struct {
 	LatencySeconds map[string]*float64  `json:"latency_seconds"`
 	TLS            *tlsJSON             `json:"tls"`
 	Tools          *toolsJSON           `json:"tools"`
+	Auth           *string              `json:"auth"`
 	LastRuns       []runJSON            `json:"last_runs"`
 }
 
@@ -100,6 +102,9 @@ func toServerShowJSON(v *history.ServerView) serverShowJSON {
 	}
 	if v.Tools != nil {
 		out.Tools = &toolsJSON{Count: v.Tools.Count, ChangedAt: v.Tools.ChangedAt.UTC()}
+	}
+	if v.Auth != "" {
+		out.Auth = &v.Auth
 	}
 	return out
 }
@@ -170,6 +175,9 @@ func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	tools := "-"
 	if v.Tools != nil {
 		tools = fmt.Sprintf("%d, since %s", v.Tools.Count, io.Time(v.Tools.ChangedAt))
+	}
+	if v.AuthRequired() {
+		tools = "auth required, tools not verified"
 	}
 	kv.Row("tools", tools)
 	if err := kv.Render(); err != nil {

@@ -20,10 +20,10 @@ func TestServersShowJSONHasTheDocumentedShape(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got), res.Stdout)
-	for _, key := range []string{"at", "server", "status_change", "next_check", "uptime", "latency_seconds", "tls", "tools", "last_runs"} {
+	for _, key := range []string{"at", "server", "status_change", "next_check", "uptime", "latency_seconds", "tls", "tools", "auth", "last_runs"} {
 		assert.Contains(t, got, key)
 	}
-	assert.Len(t, got, 9, "a new key is a change of the documented shape")
+	assert.Len(t, got, 10, "a new key is a change of the documented shape")
 	assert.Equal(t, map[string]any{"24h": 0.0, "7d": 0.0, "30d": 0.0}, got["uptime"])
 	assert.Equal(t, map[string]any{"p50": nil, "p95": nil}, got["latency_seconds"], "no ok check, no latency")
 	assert.Nil(t, got["tls"])

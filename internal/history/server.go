@@ -25,7 +25,9 @@ type ServerView struct {
 	LatencyP50, LatencyP95 *time.Duration
 	Cert                   *queries.ServerCert
 	Tools                  *queries.ServerTools
-	LastRuns               []queries.Run
+	// Auth is the newest run's result auth ("required" or empty).
+	Auth     string
+	LastRuns []queries.Run
 }
 
 // CertDaysLeft is how many whole days the certificate has left at At (negative: expired).
@@ -88,6 +90,17 @@ func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Tim
 	if v.Tools, err = queries.GetServerTools(ctx, db, s.ID); err != nil {
 		return nil, err
 	}
+	auth, err := queries.GetServerAuth(ctx, db, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	if auth != nil && auth.Auth != nil {
+		v.Auth = *auth.Auth
+	}
+	if v.AuthRequired() {
+		// Its tools were not seen: an older run's count is not presented as current.
+		v.Tools = nil
+	}
 	if v.LastRuns, err = queries.ListRuns(ctx, db, queries.RunFilter{Server: slug, Limit: LastRuns}); err != nil {
 		return nil, err
 	}
@@ -145,3 +158,10 @@ func nextCheck(s queries.Server, sched queries.ServerSchedule, change *queries.S
 	}
 	return NextCheck{State: "due", At: &due, Why: why}
 }
+
+// AuthRequired reports whether the server's newest run met an auth challenge, so that its tools
+// were not verified.
+func (v *ServerView) AuthRequired() bool { return v.Auth == AuthRequired }
+
+// AuthRequired is the auth a run records for a server behind bearer auth.
+const AuthRequired = "required"

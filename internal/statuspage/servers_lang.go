@@ -11,7 +11,7 @@ type pagesLang struct {
 	SortBy, Page, Previous, Next                                                                   string
 
 	Title, Settings, NextCheck, UptimeTitle, Latency, LatencyOK, Certificate, DaysLeft, Tools,
-	ToolsNone, ToolsSince, BarTitle, BarLegend, LatencyTitle, ToolsTitle, LastRuns, NoRuns,
+	ToolsNone, ToolsSince, ToolsAuth, BarTitle, BarLegend, LatencyTitle, ToolsTitle, LastRuns, NoRuns,
 	Run, Started, Outcome, Duration, Why, NoData, StatusChange, NotFound string
 
 	Outcomes map[string]string
@@ -29,7 +29,7 @@ var pagesEnglish = pagesLang{
 
 	Title: "Server", Settings: "Settings", NextCheck: "Next check", UptimeTitle: "Uptime",
 	Latency: "Latency", LatencyOK: "p50 %s, p95 %s (ok checks, 30 d)", Certificate: "Certificate",
-	DaysLeft: "%s (%d days left)", Tools: "Tools", ToolsNone: "none listed", ToolsSince: "%d, since %s",
+	DaysLeft: "%s (%d days left)", Tools: "Tools", ToolsNone: "none listed", ToolsAuth: "auth required, tools not verified", ToolsSince: "%d, since %s",
 	BarTitle: "Last 90 runs", BarLegend: "Oldest on the left; hover a cell for its run.",
 	LatencyTitle: "Check duration over 30 days (ok checks)", ToolsTitle: "Tool count over 30 days",
 	LastRuns: "Last runs", NoRuns: "No runs yet.", Run: "Run", Started: "Started", Outcome: "Outcome",
@@ -50,7 +50,7 @@ var pagesChinese = pagesLang{
 
 	Title: "server", Settings: "设置", NextCheck: "下次检查", UptimeTitle: "可用率",
 	Latency: "延迟", LatencyOK: "p50 %s，p95 %s（30 天内成功的检查）", Certificate: "证书",
-	DaysLeft: "%s（还剩 %d 天）", Tools: "工具", ToolsNone: "未列出", ToolsSince: "%d 个，自 %s 起",
+	DaysLeft: "%s（还剩 %d 天）", Tools: "工具", ToolsNone: "未列出", ToolsAuth: "需要授权，工具未验证", ToolsSince: "%d 个，自 %s 起",
 	BarTitle: "最近 90 次 run", BarLegend: "最左边最早；鼠标悬停可看每次 run。",
 	LatencyTitle: "30 天内的检查用时（成功的检查）", ToolsTitle: "30 天内的工具数",
 	LastRuns: "最近的 run", NoRuns: "还没有 run。", Run: "run", Started: "开始时间", Outcome: "结果",

@@ -162,6 +162,9 @@ func (v *serverView) fill(h *history.ServerHistory) {
 	if h.Tools != nil {
 		v.Tools = fmt.Sprintf(l.ToolsSince, h.Tools.Count, timestamp(h.Tools.ChangedAt))
 	}
+	if h.AuthRequired() {
+		v.Tools = l.ToolsAuth
+	}
 	v.Bar = uptimeBar(l, h.Bar)
 	from := h.At.Add(-30 * 24 * time.Hour)
 	var lat, tools []chartPoint
