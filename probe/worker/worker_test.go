@@ -31,13 +31,14 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 
 var migrated = dbtest.NewTemplate("worker_tmpl", queries.MigrateURL)
 
-// buildBinary builds probectl once for the test: the workers are real processes. It is stamped
-// "dev", the version the test's release names: unstamped, a build in a git checkout takes its
-// version from the module's build info (a pseudo-version), and the workers would refuse to probe.
+// buildBinary builds probectl once for the test: the workers are real processes. It is built
+// without VCS stamping, so it says "dev", the version the test's release names: in a git checkout
+// Go records a pseudo-version from the commit, which probectl reports, and the workers would refuse
+// a release of another version.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "probectl")
-	cmd := exec.Command("go", "build", "-ldflags", "-X main.version=dev", "-o", bin, "github.com/probectl/probectl/cmd/probectl")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", bin, "github.com/probectl/probectl/cmd/probectl")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
