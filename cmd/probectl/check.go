@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/internal/directory"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/release"
 )
 
 type checkOptions struct {
@@ -122,24 +123,16 @@ func (o *checkOptions) validate() error {
 	if o.Transport != "" && (o.Kind == "http" || (o.Kind == "" && probe.GuessKind(o.URL) == "http")) {
 		return exit.UsageError(fmt.Errorf("--transport: only mcp servers have a transport (add --kind mcp)"))
 	}
-	if o.Settings.RequestTimeout <= 0 {
-		return exit.UsageError(fmt.Errorf("--request-timeout %s: must be positive", o.Settings.RequestTimeout))
+	if o.Settings.RequestTimeout <= 0 || o.Settings.RequestTimeout > release.MaxRequestTimeout {
+		return exit.UsageError(fmt.Errorf("--request-timeout %s: must be positive and at most %s (a round's bound)",
+			render.Duration(o.Settings.RequestTimeout), render.Duration(release.MaxRequestTimeout)))
 	}
 	if o.Settings.MaxBodyBytes <= 0 {
 		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive", o.Settings.MaxBodyBytes))
 	}
-	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
-		return exit.UsageError(fmt.Errorf("URL %q: must be http:// or https://", redactArg(o.URL)))
+	// The URL a round could hold: the directory's rule (length, scheme, host, no credentials).
+	if err := directory.ValidateURL(o.URL); err != nil {
+		return exit.UsageError(fmt.Errorf("URL%w", err))
 	}
 	return nil
-}
-
-// redactArg keeps a URL's user info out of an error message.
-func redactArg(s string) string {
-	if at := strings.LastIndex(s, "@"); at >= 0 {
-		if scheme := strings.Index(s, "://"); scheme >= 0 && scheme < at {
-			return s[:scheme+3] + "***@" + s[at+1:]
-		}
-	}
-	return s
 }

@@ -51,12 +51,8 @@ func (e *Entry) Validate() error {
 	if !slugPattern.MatchString(e.Slug) {
 		return fmt.Errorf("slug %q: must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit", e.Slug)
 	}
-	if len(e.URL) > MaxURLBytes {
-		// Not quoted: a megabyte of URL helps no one read the error.
-		return fmt.Errorf("url: %d bytes, longer than the %d-byte limit", len(e.URL), MaxURLBytes)
-	}
-	if err := validateURL(e.URL); err != nil {
-		return fmt.Errorf("url %q: %w", redactedURL(e.URL), err)
+	if err := ValidateURL(e.URL); err != nil {
+		return fmt.Errorf("url%w", err)
 	}
 	if e.Kind != "mcp" && e.Kind != "http" {
 		return fmt.Errorf("kind %q: must be mcp or http", e.Kind)
@@ -82,6 +78,20 @@ func (e *Entry) validateTransport() error {
 		e.Transport = "streamable-http"
 	case e.Transport != "streamable-http" && e.Transport != "sse":
 		return fmt.Errorf("transport %q: must be streamable-http or sse", e.Transport)
+	}
+	return nil
+}
+
+// ValidateURL is the rule every endpoint URL meets, in the directory and in a one-off check: at
+// most MaxURLBytes, http or https with a host, no credentials, no fragment. Its message starts with
+// what follows a field name (` "https://…": no host`) and never prints user info or a long URL.
+func ValidateURL(raw string) error {
+	if len(raw) > MaxURLBytes {
+		// Not quoted: a megabyte of URL helps no one read the error.
+		return fmt.Errorf(": %d bytes, longer than the %d-byte limit", len(raw), MaxURLBytes)
+	}
+	if err := validateURL(raw); err != nil {
+		return fmt.Errorf(" %q: %w", redactedURL(raw), err)
 	}
 	return nil
 }
