@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/pgutc"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -48,6 +49,7 @@ func TestAClaimCancelledWhileQueuedOnTheLockLeavesNoJobOpenUnchecked(t *testing.
 	require.NoError(t, err)
 	cfg.MaxConns = 8
 	cfg.ConnConfig.Tracer = w
+	cfg.AfterConnect = pgutc.AfterConnect
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if gated.Load() {
 			<-gate

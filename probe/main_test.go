@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/pgutc"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -41,6 +42,7 @@ func newPool(t testing.TB, url string, maxConns int32, tracer pgx.QueryTracer) *
 	require.NoError(t, err)
 	cfg.MaxConns = maxConns
 	cfg.ConnConfig.Tracer = tracer
+	cfg.AfterConnect = pgutc.AfterConnect
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)

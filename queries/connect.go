@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/probectl/probectl/internal/pgutc"
 )
 
 // URLSource says where a database URL came from, for messages like "from PROBECTL_DATABASE_URL".
@@ -145,6 +147,8 @@ func Connect(ctx context.Context, url string, source URLSource, opts ConnectOpti
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	// Every timestamptz scanned comes back in UTC: callers never convert what they read.
+	cfg.AfterConnect = pgutc.AfterConnect
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/probectl/probectl/internal/pgutc"
 )
 
 // EnvURL names the environment variable that points tests at an existing
@@ -61,7 +63,13 @@ func Pool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("dbtest: open pool: %v", err)
+	}
+	// As queries.Connect does: scanned times are UTC, so tests compare what the binary sees.
+	cfg.AfterConnect = pgutc.AfterConnect
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatalf("dbtest: open pool: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/pgutc"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
 )
@@ -216,6 +217,7 @@ func benchPool(b *testing.B, url string, maxConns int32, tracer pgx.QueryTracer)
 	require.NoError(b, err)
 	cfg.MaxConns = maxConns
 	cfg.ConnConfig.Tracer = tracer
+	cfg.AfterConnect = pgutc.AfterConnect
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(b, err)
 	b.Cleanup(pool.Close)
