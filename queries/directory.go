@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // OutcomeCount is how many active servers last ran with an outcome ("" for never).
@@ -82,8 +80,8 @@ func DirectoryPage(ctx context.Context, db DBTX, sort string, desc bool, limit, 
 	if err != nil {
 		return nil, 0, err
 	}
-	var total int64
-	if err := db.QueryRow(ctx, SQL("DirectoryTotal")).Scan(&total); err != nil {
+	total, err := valueOf[int64](ctx, db, "DirectoryTotal")
+	if err != nil {
 		return nil, 0, fmt.Errorf("count servers: %w", err)
 	}
 	return rows, total, nil
@@ -106,19 +104,6 @@ type SeriesPoint struct {
 // probectl's fault.
 func ServerSeries(ctx context.Context, db DBTX, serverID int64, at time.Time) ([]SeriesPoint, error) {
 	return collect[SeriesPoint](ctx, db, "ServerSeries", serverID, at)
-}
-
-// collect runs a named query and collects its rows by name.
-func collect[T any](ctx context.Context, db DBTX, name string, args ...any) ([]T, error) {
-	rows, err := db.Query(ctx, SQL(name), args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, nil
 }
 
 // RunTotal is the count and duration histogram of the runs of one kind and outcome.

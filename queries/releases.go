@@ -12,38 +12,38 @@ import (
 // Release is one row of releases: the round settings a version ships and the ways back its plan
 // approved.
 type Release struct {
-	ID             int64
-	Version        string
-	Fanout         int
-	ClaimLimit     int
-	Concurrency    int
-	MinSpacing     time.Duration
-	RequestTimeout time.Duration
-	MaxDuration    time.Duration
-	FinishMode     string
-	WaysBack       []string
-	Note           string
-	DeployedAt     time.Time
-	DeployedBy     string
-	Active         bool
-	Kind           string // deploy | fanout-off
-	PreviousID     *int64
-	DerivedFrom    *int64
-	RolledBackAt   *time.Time
-	RolledBackBy   *string
-	RollbackReason *string
+	ID             int64         `db:"id"`
+	Version        string        `db:"version"`
+	Fanout         int           `db:"fanout"`
+	ClaimLimit     int           `db:"claim_limit"`
+	Concurrency    int           `db:"concurrency"`
+	MinSpacing     time.Duration `db:"min_spacing"`
+	RequestTimeout time.Duration `db:"request_timeout"`
+	MaxDuration    time.Duration `db:"max_duration"`
+	FinishMode     string        `db:"finish_mode"`
+	WaysBack       []string      `db:"ways_back"`
+	Note           string        `db:"note"`
+	DeployedAt     time.Time     `db:"deployed_at"`
+	DeployedBy     string        `db:"deployed_by"`
+	Active         bool          `db:"active"`
+	Kind           string        `db:"kind"` // deploy | fanout-off
+	PreviousID     *int64        `db:"previous_id"`
+	DerivedFrom    *int64        `db:"derived_from"`
+	RolledBackAt   *time.Time    `db:"rolled_back_at"`
+	RolledBackBy   *string       `db:"rolled_back_by"`
+	RollbackReason *string       `db:"rollback_reason"`
 }
 
 // ReleaseEvent is one activation of a release: a deploy or a rollback, with who and why.
 type ReleaseEvent struct {
-	ID            int64
-	ReleaseID     int64
-	FromReleaseID *int64
-	Action        string // deploy | to-previous | fanout-off
-	Forced        bool
-	Actor         string
-	Reason        string
-	At            time.Time
+	ID            int64     `db:"id"`
+	ReleaseID     int64     `db:"release_id"`
+	FromReleaseID *int64    `db:"from_release_id"`
+	Action        string    `db:"action"` // deploy | to-previous | fanout-off
+	Forced        bool      `db:"forced"`
+	Actor         string    `db:"actor"`
+	Reason        string    `db:"reason"`
+	At            time.Time `db:"at"`
 }
 
 // ErrNoRelease says there is no release with that id, or no active release.
@@ -60,30 +60,44 @@ func LockReleases(ctx context.Context, tx pgx.Tx) error {
 
 // ActiveRelease returns the active release, or ErrNoRelease.
 func ActiveRelease(ctx context.Context, db DBTX) (Release, error) {
-	return oneRelease(db.Query(ctx, SQL("ActiveRelease")))
+	return oneRelease(ctx, db, nil, true)
 }
 
 // ActiveReleaseForUpdate returns the active release and locks its row until the transaction ends.
 func ActiveReleaseForUpdate(ctx context.Context, tx pgx.Tx) (Release, error) {
-	return oneRelease(tx.Query(ctx, SQL("ActiveReleaseForUpdate")))
+	id, err := valueOf[int64](ctx, tx, "LockActiveRelease")
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Release{}, ErrNoRelease
+	}
+	if err != nil {
+		return Release{}, fmt.Errorf("read release: %w", err)
+	}
+	return oneRelease(ctx, tx, &id, false)
 }
 
 // GetRelease returns the release with that id, or ErrNoRelease.
 func GetRelease(ctx context.Context, db DBTX, id int64) (Release, error) {
-	return oneRelease(db.Query(ctx, SQL("GetRelease"), id))
+	return oneRelease(ctx, db, &id, false)
 }
 
 // ListReleases returns up to limit releases, newest first.
 func ListReleases(ctx context.Context, db DBTX, limit int) ([]Release, error) {
-	rows, err := db.Query(ctx, SQL("ListReleases"), limit)
-	if err != nil {
-		return nil, fmt.Errorf("list releases: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanRelease)
+	out, err := rowsOf[Release](ctx, db, "Releases", nil, false, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list releases: %w", err)
 	}
 	return out, nil
+}
+
+func oneRelease(ctx context.Context, db DBTX, id *int64, active bool) (Release, error) {
+	r, err := rowOf[Release](ctx, db, "Releases", id, active, 1)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, ErrNoRelease
+	}
+	if err != nil {
+		return r, fmt.Errorf("read release: %w", err)
+	}
+	return r, nil
 }
 
 // InsertReleaseParams are the fields of a new release row.
@@ -111,10 +125,9 @@ func InsertRelease(ctx context.Context, tx pgx.Tx, p InsertReleaseParams) (int64
 	if waysBack == nil {
 		waysBack = []string{}
 	}
-	var id int64
-	err := tx.QueryRow(ctx, SQL("InsertRelease"), p.Version, p.Fanout, p.ClaimLimit, p.Concurrency,
-		p.MinSpacing.Seconds(), p.FinishMode, waysBack, p.Note, p.DeployedBy, p.Kind, p.PreviousID,
-		p.DerivedFrom, p.Active, p.Now, p.RequestTimeout.Seconds(), p.MaxDuration.Seconds()).Scan(&id)
+	id, err := valueOf[int64](ctx, tx, "InsertRelease", p.Version, p.Fanout, p.ClaimLimit, p.Concurrency,
+		p.MinSpacing, p.FinishMode, waysBack, p.Note, p.DeployedBy, p.Kind, p.PreviousID,
+		p.DerivedFrom, p.Active, p.Now, p.RequestTimeout, p.MaxDuration)
 	if err != nil {
 		return 0, fmt.Errorf("insert release %s: %w", p.Version, err)
 	}
@@ -138,22 +151,18 @@ func MarkReleaseRolledBack(ctx context.Context, tx pgx.Tx, id int64, by, reason 
 
 // InsertReleaseEvent records one activation and returns it with its id and time filled in.
 func InsertReleaseEvent(ctx context.Context, tx pgx.Tx, e ReleaseEvent, now *time.Time) (ReleaseEvent, error) {
-	err := tx.QueryRow(ctx, SQL("InsertReleaseEvent"), e.ReleaseID, e.FromReleaseID, e.Action, e.Forced,
-		e.Actor, e.Reason, now).Scan(&e.ID, &e.At)
+	stored, err := rowOf[ReleaseEvent](ctx, tx, "InsertReleaseEvent", e.ReleaseID, e.FromReleaseID, e.Action,
+		e.Forced, e.Actor, e.Reason, now)
 	if err != nil {
 		return e, fmt.Errorf("record %s of release %d: %w", e.Action, e.ReleaseID, err)
 	}
-	return e, nil
+	return stored, nil
 }
 
 // LastActivation returns the event that last made the release active, or ErrNoRelease when it
 // has none (a row written before release_events existed).
 func LastActivation(ctx context.Context, db DBTX, releaseID int64) (ReleaseEvent, error) {
-	rows, err := db.Query(ctx, SQL("LastActivation"), releaseID)
-	if err != nil {
-		return ReleaseEvent{}, fmt.Errorf("read activation of release %d: %w", releaseID, err)
-	}
-	e, err := pgx.CollectExactlyOneRow(rows, scanReleaseEvent)
+	e, err := rowOf[ReleaseEvent](ctx, db, "ReleaseEvents", releaseID, 1)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNoRelease
 	}
@@ -165,53 +174,11 @@ func LastActivation(ctx context.Context, db DBTX, releaseID int64) (ReleaseEvent
 
 // ListReleaseEvents returns up to limit events, newest first.
 func ListReleaseEvents(ctx context.Context, db DBTX, limit int) ([]ReleaseEvent, error) {
-	rows, err := db.Query(ctx, SQL("ListReleaseEvents"), limit)
-	if err != nil {
-		return nil, fmt.Errorf("list release events: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanReleaseEvent)
+	out, err := rowsOf[ReleaseEvent](ctx, db, "ReleaseEvents", nil, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list release events: %w", err)
 	}
 	return out, nil
-}
-
-func oneRelease(rows pgx.Rows, err error) (Release, error) {
-	if err != nil {
-		return Release{}, fmt.Errorf("read release: %w", err)
-	}
-	r, err := pgx.CollectExactlyOneRow(rows, scanRelease)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, ErrNoRelease
-	}
-	if err != nil {
-		return r, fmt.Errorf("read release: %w", err)
-	}
-	return r, nil
-}
-
-func scanRelease(row pgx.CollectableRow) (Release, error) {
-	var r Release
-	var spacing, timeout, budget float64
-	err := row.Scan(&r.ID, &r.Version, &r.Fanout, &r.ClaimLimit, &r.Concurrency, &spacing, &r.FinishMode,
-		&r.WaysBack, &r.Note, &r.DeployedAt, &r.DeployedBy, &r.Active, &r.Kind, &r.PreviousID, &r.DerivedFrom,
-		&r.RolledBackAt, &r.RolledBackBy, &r.RollbackReason, &timeout, &budget)
-	r.MinSpacing = intervalSeconds(spacing)
-	r.RequestTimeout = intervalSeconds(timeout)
-	r.MaxDuration = intervalSeconds(budget)
-	return r, err
-}
-
-// intervalSeconds turns an interval read as epoch seconds back into a duration, rounded to the
-// microsecond PostgreSQL keeps.
-func intervalSeconds(s float64) time.Duration {
-	return (time.Duration(s*1e6+0.5) * time.Microsecond)
-}
-
-func scanReleaseEvent(row pgx.CollectableRow) (ReleaseEvent, error) {
-	var e ReleaseEvent
-	err := row.Scan(&e.ID, &e.ReleaseID, &e.FromReleaseID, &e.Action, &e.Forced, &e.Actor, &e.Reason, &e.At)
-	return e, err
 }
 
 // execReleaseRow runs a statement that must change exactly one row.

@@ -7,48 +7,30 @@
 -- the previous holder committed. The two-key form keeps clear of other advisory locks.
 SELECT pg_advisory_xact_lock(2024061500, 3);
 
--- name: ActiveRelease
-SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
-       finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
-       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
+-- name: Releases
+-- Every read of releases, so the columns are listed once: the release with id $1 (NULL: any),
+-- only the active one when $2, newest first, at most $3.
+SELECT id, version, fanout, claim_limit, concurrency, min_spacing, finish_mode, ways_back, note,
+       deployed_at, deployed_by, active, kind, previous_id, derived_from, rolled_back_at,
+       rolled_back_by, rollback_reason, request_timeout, max_duration
 FROM releases
-WHERE active;
-
--- name: ActiveReleaseForUpdate
-SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
-       finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
-       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
-FROM releases
-WHERE active
-FOR UPDATE;
-
--- name: GetRelease
-SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
-       finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
-       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
-FROM releases
-WHERE id = $1;
-
--- name: ListReleases
-SELECT id, version, fanout, claim_limit, concurrency, extract(epoch FROM min_spacing)::float8,
-       finish_mode, ways_back, note, deployed_at, deployed_by, active, kind, previous_id,
-       derived_from, rolled_back_at, rolled_back_by, rollback_reason,
-       extract(epoch FROM request_timeout)::float8, extract(epoch FROM max_duration)::float8
-FROM releases
+WHERE ($1::bigint IS NULL OR id = $1) AND (NOT $2::bool OR active)
 ORDER BY id DESC
-LIMIT $1;
+LIMIT $3;
+
+-- name: LockActiveRelease
+-- Locks the active release's row until the transaction ends and says which it is; Releases then
+-- reads it by id. A writer that waited here for the row finds no row when the holder made it
+-- inactive (READ COMMITTED rechecks the WHERE on the row's new version).
+SELECT id FROM releases WHERE active FOR UPDATE;
 
 -- name: InsertRelease
 -- $14 stands in for now() in tests.
 INSERT INTO releases (version, fanout, claim_limit, concurrency, min_spacing, finish_mode, ways_back,
                       note, deployed_by, kind, previous_id, derived_from, active, deployed_at,
                       request_timeout, max_duration)
-VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8), $6, $7, $8, $9, $10, $11, $12, $13,
-        coalesce($14::timestamptz, now()), make_interval(secs => $15::float8),
-        make_interval(secs => $16::float8))
+VALUES ($1, $2, $3, $4, $5::interval, $6, $7, $8, $9, $10, $11, $12, $13,
+        coalesce($14::timestamptz, now()), $15::interval, $16::interval)
 RETURNING id;
 
 -- name: DeactivateRelease
@@ -66,18 +48,13 @@ WHERE id = $1;
 -- name: InsertReleaseEvent
 INSERT INTO release_events (release_id, from_release_id, action, forced, actor, reason, at)
 VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::timestamptz, now()))
-RETURNING id, at;
+RETURNING id, release_id, from_release_id, action, forced, actor, reason, at;
 
--- name: LastActivation
--- How the release last became active: the most recent event that made it so.
+-- name: ReleaseEvents
+-- Activations, newest first: of release $1 (NULL: of every release), at most $2. LastActivation
+-- is the first one of a release: how it last became active.
 SELECT id, release_id, from_release_id, action, forced, actor, reason, at
 FROM release_events
-WHERE release_id = $1
+WHERE ($1::bigint IS NULL OR release_id = $1)
 ORDER BY at DESC, id DESC
-LIMIT 1;
-
--- name: ListReleaseEvents
-SELECT id, release_id, from_release_id, action, forced, actor, reason, at
-FROM release_events
-ORDER BY at DESC, id DESC
-LIMIT $1;
+LIMIT $2;

@@ -11,13 +11,13 @@ import (
 
 // Schedule is how often the active release's rounds start; Every is 0 when it has no schedule.
 type Schedule struct {
-	ReleaseID int64
-	Every     time.Duration
+	ReleaseID int64         `db:"release_id"`
+	Every     time.Duration `db:"every"`
 }
 
 // SetReleaseEvery stores the schedule of release id (d > 0), in the transaction that records it.
 func SetReleaseEvery(ctx context.Context, tx pgx.Tx, id int64, d time.Duration) error {
-	if _, err := tx.Exec(ctx, SQL("SetReleaseEvery"), id, d.Seconds()); err != nil {
+	if _, err := tx.Exec(ctx, SQL("SetReleaseEvery"), id, d); err != nil {
 		return fmt.Errorf("store the schedule of release %d: %w", id, err)
 	}
 	return nil
@@ -25,17 +25,12 @@ func SetReleaseEvery(ctx context.Context, tx pgx.Tx, id int64, d time.Duration) 
 
 // ActiveSchedule reads the active release's schedule; ErrNoRelease when no release is active.
 func ActiveSchedule(ctx context.Context, db DBTX) (Schedule, error) {
-	var s Schedule
-	var secs *float64
-	err := db.QueryRow(ctx, SQL("ActiveSchedule")).Scan(&s.ReleaseID, &secs)
+	s, err := rowOf[Schedule](ctx, db, "ActiveSchedule")
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Schedule{}, ErrNoRelease
 	}
 	if err != nil {
 		return Schedule{}, fmt.Errorf("read the active release's schedule: %w", err)
-	}
-	if secs != nil {
-		s.Every = intervalSeconds(*secs)
 	}
 	return s, nil
 }
@@ -51,21 +46,17 @@ func LockSchedule(ctx context.Context, tx pgx.Tx) error {
 // SinceScheduledRound is how long ago the last cron round started, by the database's clock; nil
 // when none ever did.
 func SinceScheduledRound(ctx context.Context, db DBTX) (*time.Duration, error) {
-	var secs *float64
-	if err := db.QueryRow(ctx, SQL("LastScheduledRound")).Scan(&secs); err != nil {
+	since, err := valueOf[*time.Duration](ctx, db, "LastScheduledRound")
+	if err != nil {
 		return nil, fmt.Errorf("read the last scheduled round: %w", err)
 	}
-	if secs == nil {
-		return nil, nil
-	}
-	d := intervalSeconds(*secs)
-	return &d, nil
+	return since, nil
 }
 
 // LiveInvocations counts invocation jobs that are queued, running or waiting for a retry.
 func LiveInvocations(ctx context.Context, db DBTX) (int, error) {
-	var n int
-	if err := db.QueryRow(ctx, SQL("LiveInvocations")).Scan(&n); err != nil {
+	n, err := valueOf[int](ctx, db, "LiveInvocations")
+	if err != nil {
 		return 0, fmt.Errorf("count queued invocations: %w", err)
 	}
 	return n, nil
@@ -86,8 +77,8 @@ func RoundsDone(ctx context.Context, db DBTX) ([]int64, error) {
 
 // RoundFinishedAt is when round id finished; nil while it runs.
 func RoundFinishedAt(ctx context.Context, db DBTX, id int64) (*time.Time, error) {
-	var at *time.Time
-	if err := db.QueryRow(ctx, SQL("RoundFinishedAt"), id).Scan(&at); err != nil {
+	at, err := valueOf[*time.Time](ctx, db, "RoundFinishedAt", id)
+	if err != nil {
 		return nil, fmt.Errorf("read round %d: %w", id, err)
 	}
 	return at, nil

@@ -4,12 +4,12 @@
 
 -- name: SetReleaseEvery
 -- The schedule of a release just recorded, in the transaction that records it.
-UPDATE releases SET round_every = make_interval(secs => $2::float8) WHERE id = $1;
+UPDATE releases SET round_every = $2::interval WHERE id = $1;
 
 -- name: ActiveSchedule
 -- The active release's schedule; a fan-out-off release runs on the one it was derived from.
-SELECT r.id AS release_id,
-       extract(epoch FROM coalesce(r.round_every, d.round_every))::float8 AS every_seconds
+-- every: zero when it has none.
+SELECT r.id AS release_id, coalesce(r.round_every, d.round_every, interval '0') AS every
   FROM releases r
   LEFT JOIN releases d ON d.id = r.derived_from
  WHERE r.active;
@@ -21,7 +21,7 @@ SELECT pg_advisory_xact_lock(2024061500, 8);
 
 -- name: LastScheduledRound
 -- How long ago the last scheduled round started, by the database's clock (NULL: never).
-SELECT extract(epoch FROM now() - max(started_at))::float8 FROM probe_rounds WHERE trigger = 'cron';
+SELECT now() - max(started_at) AS since FROM probe_rounds WHERE trigger = 'cron';
 
 -- name: LiveInvocations
 -- Invocation jobs still waiting, running or to be retried, of any round. A job running past its
