@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ClaimLockKey is the transaction-level advisory lock key probe_claim takes before it reads:
@@ -32,17 +30,17 @@ type ClaimParams struct {
 
 // ClaimedJob is one job a claim created: what the prober needs to check the server and to finish.
 type ClaimedJob struct {
-	JobID    int64
-	ServerID int64
-	Slug     string
-	URL      string
-	Kind     string
+	JobID    int64  `db:"job_id"`
+	ServerID int64  `db:"server_id"`
+	Slug     string `db:"slug"`
+	URL      string `db:"endpoint_url"`
+	Kind     string `db:"kind"`
 	// ClaimedNextCheckAt is the server's next_check_at when it was claimed: the finish advances it
 	// only if it still has this value (a compare-and-set).
-	ClaimedNextCheckAt time.Time
-	Reason             string // scheduled | maintainer_claim
-	RequestedAt        time.Time
-	Transport          string // an mcp server's transport (see Transport); "" for http
+	ClaimedNextCheckAt time.Time `db:"claimed_next_check_at"`
+	Reason             string    `db:"reason"` // scheduled | maintainer_claim
+	RequestedAt        time.Time `db:"requested_at"`
+	Transport          string    `db:"transport"` // an mcp server's transport (see Transport); "" for http
 }
 
 // Claim calls probe_claim: it closes jobs past the in-flight window and claims up to p.Limit due
@@ -53,39 +51,32 @@ func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	if inFlight <= 0 {
 		inFlight = InFlightWindow
 	}
-	rows, err := db.Query(ctx, SQL("Claim"), p.RoundID, p.Invocation, p.Limit,
-		p.MinSpacing.Seconds(), inFlight.Seconds(), p.Now)
+	jobs, err := rowsOf[ClaimedJob](ctx, db, "Claim", p.RoundID, p.Invocation, p.Limit, p.MinSpacing, inFlight, p.Now)
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
 	}
-	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedJob, error) {
-		var j ClaimedJob
-		var transport *string
-		err := row.Scan(&j.JobID, &j.ServerID, &j.Slug, &j.URL, &j.Kind, &j.ClaimedNextCheckAt, &j.Reason, &j.RequestedAt, &transport)
-		if t := Transport(j.Kind, transport); t != nil {
-			j.Transport = *t
+	for i, j := range jobs {
+		jobs[i].Transport = ""
+		if t := Transport(j.Kind, nullIfEmpty(j.Transport)); t != nil {
+			jobs[i].Transport = *t
 		}
-		return j, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim due servers: %w", err)
 	}
 	return jobs, nil
 }
 
 // PreviewServer is what a claim would decide now for one server whose next check time has passed.
 type PreviewServer struct {
-	ServerID        int64
-	Slug            string
-	Status          string
-	NextCheckAt     time.Time
-	Reason          string // the reason its job would carry: scheduled | maintainer_claim
-	LastRequestedAt *time.Time
+	ServerID        int64      `db:"server_id"`
+	Slug            string     `db:"slug"`
+	Status          string     `db:"status"`
+	NextCheckAt     time.Time  `db:"next_check_at"`
+	Reason          string     `db:"reason"` // the reason its job would carry: scheduled | maintainer_claim
+	LastRequestedAt *time.Time `db:"last_requested_at"`
 	// State: claimable, open_job, spacing, paused or delisted.
-	State string
+	State string `db:"state"`
 	// ClaimableAt is when the server becomes claimable if nothing else changes; nil when paused or
 	// delisted.
-	ClaimableAt *time.Time
+	ClaimableAt *time.Time `db:"claimable_at"`
 }
 
 // ClaimPreview lists the servers whose next check time has passed and what a claim would do with
@@ -94,15 +85,7 @@ func ClaimPreview(ctx context.Context, db DBTX, minSpacing, inFlight time.Durati
 	if inFlight <= 0 {
 		inFlight = InFlightWindow
 	}
-	rows, err := db.Query(ctx, SQL("ClaimPreview"), minSpacing.Seconds(), inFlight.Seconds(), now)
-	if err != nil {
-		return nil, fmt.Errorf("preview the claim: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PreviewServer, error) {
-		var s PreviewServer
-		err := row.Scan(&s.ServerID, &s.Slug, &s.Status, &s.NextCheckAt, &s.Reason, &s.LastRequestedAt, &s.State, &s.ClaimableAt)
-		return s, err
-	})
+	out, err := rowsOf[PreviewServer](ctx, db, "ClaimPreview", minSpacing, inFlight, now)
 	if err != nil {
 		return nil, fmt.Errorf("preview the claim: %w", err)
 	}
@@ -111,10 +94,12 @@ func ClaimPreview(ctx context.Context, db DBTX, minSpacing, inFlight time.Durati
 
 // CountNotDue counts the active servers not due yet and says when the soonest becomes due.
 func CountNotDue(ctx context.Context, db DBTX, now *time.Time) (int, *time.Time, error) {
-	var n int
-	var soonest *time.Time
-	if err := db.QueryRow(ctx, SQL("CountNotDue"), now).Scan(&n, &soonest); err != nil {
+	c, err := rowOf[struct {
+		Servers int        `db:"servers"`
+		Soonest *time.Time `db:"soonest"`
+	}](ctx, db, "CountNotDue", now)
+	if err != nil {
 		return 0, nil, fmt.Errorf("count servers not due: %w", err)
 	}
-	return n, soonest, nil
+	return c.Servers, c.Soonest, nil
 }

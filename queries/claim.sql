@@ -4,12 +4,12 @@
 -- The server's transport is read beside the claim, in the same statement (probe_claim returns
 -- what its first version did, so the previous binary keeps working).
 SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.claimed_next_check_at, c.reason, c.requested_at,
-       s.transport
+       coalesce(s.transport, '') AS transport
   FROM probe_claim(p_round_id    => $1,
                    p_invocation  => $2,
                    p_limit       => $3,
-                   p_min_spacing => make_interval(secs => $4::float8),
-                   p_in_flight   => make_interval(secs => $5::float8),
+                   p_min_spacing => $4::interval,
+                   p_in_flight   => $5::interval,
                    p_now         => $6::timestamptz) AS c
   LEFT JOIN servers AS s ON s.id = c.server_id;
 
@@ -20,9 +20,9 @@ SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.claimed_next_che
 -- server becomes claimable if nothing else changes (an open job: when it would be closed as
 -- abandoned, unless its finish moves the next check first); NULL for paused or delisted servers.
 WITH p AS (
-    SELECT coalesce($3::timestamptz, now())  AS now,
-           make_interval(secs => $1::float8) AS spacing,
-           make_interval(secs => $2::float8) AS in_flight
+    SELECT coalesce($3::timestamptz, now()) AS now,
+           $1::interval                     AS spacing,
+           $2::interval                     AS in_flight
 ), v AS (
     SELECT s.id, s.slug, s.status, s.next_check_at,
            CASE WHEN s.maintainer_claimed_at IS NOT NULL
@@ -37,7 +37,7 @@ WITH p AS (
       FROM servers AS s, p
      WHERE s.next_check_at <= p.now
 )
-SELECT v.id, v.slug, v.status, v.next_check_at, v.reason, v.last_requested_at,
+SELECT v.id AS server_id, v.slug, v.status, v.next_check_at, v.reason, v.last_requested_at,
        CASE WHEN v.status <> 'active'                 THEN v.status
             WHEN v.open_requested_at IS NOT NULL      THEN 'open_job'
             WHEN v.reason = 'scheduled' AND v.last_requested_at > v.now - v.spacing THEN 'spacing'
@@ -52,6 +52,6 @@ SELECT v.id, v.slug, v.status, v.next_check_at, v.reason, v.last_requested_at,
 
 -- name: CountNotDue
 -- Active servers whose next check time has not come yet, and the soonest of them.
-SELECT count(*), min(s.next_check_at)
+SELECT count(*) AS servers, min(s.next_check_at) AS soonest
   FROM servers AS s
  WHERE s.status = 'active' AND s.next_check_at > coalesce($1::timestamptz, now());

@@ -27,8 +27,8 @@ func RegisterSigningKey(ctx context.Context, db DBTX, keyID string, pub ed25519.
 	if _, err := db.Exec(ctx, SQL("RegisterSigningKey"), keyID, []byte(pub)); err != nil {
 		return fmt.Errorf("register signing key %s: %w", keyID, err)
 	}
-	var stored []byte
-	if err := db.QueryRow(ctx, SQL("SigningKeyPublic"), keyID).Scan(&stored); err != nil {
+	stored, err := valueOf[[]byte](ctx, db, "SigningKeyPublic", keyID)
+	if err != nil {
 		return fmt.Errorf("register signing key %s: read back: %w", keyID, err)
 	}
 	if !bytes.Equal(stored, pub) {
@@ -43,64 +43,52 @@ type VerificationKey struct {
 	RetiredAt *time.Time
 }
 
+// keyRow is one row of VerificationKeys.
+type keyRow struct {
+	KeyID     string     `db:"key_id"`
+	Public    []byte     `db:"public_key"`
+	RetiredAt *time.Time `db:"retired_at"`
+}
+
 // VerificationKeys returns every registered key, retired ones included, by key id.
 func VerificationKeys(ctx context.Context, db DBTX) (map[string]VerificationKey, error) {
-	rows, err := db.Query(ctx, SQL("VerificationKeys"))
+	rows, err := rowsOf[keyRow](ctx, db, "VerificationKeys")
 	if err != nil {
 		return nil, fmt.Errorf("read signing keys: %w", err)
 	}
-	out := map[string]VerificationKey{}
-	var id string
-	var pub []byte
-	var retired *time.Time
-	_, err = pgx.ForEachRow(rows, []any{&id, &pub, &retired}, func() error {
-		out[id] = VerificationKey{Public: ed25519.PublicKey(bytes.Clone(pub)), RetiredAt: retired}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read signing keys: %w", err)
+	out := make(map[string]VerificationKey, len(rows))
+	for _, k := range rows {
+		out[k.KeyID] = VerificationKey{Public: ed25519.PublicKey(k.Public), RetiredAt: k.RetiredAt}
 	}
 	return out, nil
 }
 
 // SigningKeys returns the keys that are not retired, by key id: the keys a round may sign with.
 func SigningKeys(ctx context.Context, db DBTX) (map[string]ed25519.PublicKey, error) {
-	rows, err := db.Query(ctx, SQL("SigningKeys"))
+	keys, err := VerificationKeys(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("read signing keys: %w", err)
+		return nil, err
 	}
 	out := map[string]ed25519.PublicKey{}
-	var id string
-	var pub []byte
-	_, err = pgx.ForEachRow(rows, []any{&id, &pub}, func() error {
-		out[id] = ed25519.PublicKey(bytes.Clone(pub))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read signing keys: %w", err)
+	for id, k := range keys {
+		if k.RetiredAt == nil {
+			out[id] = k.Public
+		}
 	}
 	return out, nil
 }
 
 // SigningKey is one row of signing_keys, without the key itself (public, but noise in a listing).
 type SigningKey struct {
-	KeyID     string
-	Algorithm string
-	CreatedAt time.Time
-	RetiredAt *time.Time
+	KeyID     string     `db:"key_id"`
+	Algorithm string     `db:"algorithm"`
+	CreatedAt time.Time  `db:"created_at"`
+	RetiredAt *time.Time `db:"retired_at"`
 }
 
 // ListSigningKeys returns every key, retired ones included, oldest first.
 func ListSigningKeys(ctx context.Context, db DBTX) ([]SigningKey, error) {
-	rows, err := db.Query(ctx, SQL("ListSigningKeys"))
-	if err != nil {
-		return nil, fmt.Errorf("list signing keys: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SigningKey, error) {
-		var k SigningKey
-		err := row.Scan(&k.KeyID, &k.Algorithm, &k.CreatedAt, &k.RetiredAt)
-		return k, err
-	})
+	out, err := rowsOf[SigningKey](ctx, db, "ListSigningKeys")
 	if err != nil {
 		return nil, fmt.Errorf("list signing keys: %w", err)
 	}
@@ -114,11 +102,11 @@ var ErrFutureRetirement = errors.New("a key is retired from now or from a moment
 // KeyRetirement is what RetireSigningKey did.
 type KeyRetirement struct {
 	// RetiredAt is the key's retirement time after the call.
-	RetiredAt time.Time
+	RetiredAt time.Time `db:"retired_at"`
 	// Before is its retirement time before the call; nil: it was not retired.
-	Before *time.Time
+	Before *time.Time `db:"before"`
 	// KeysLeft counts the other keys rounds may still sign with.
-	KeysLeft int
+	KeysLeft int `db:"keys_left"`
 }
 
 // Changed says whether the call retired the key or moved its retirement earlier.
@@ -130,11 +118,10 @@ func (r KeyRetirement) Changed() bool { return r.Before == nil || !r.Before.Equa
 // retired already is moved to an earlier at (a leak found after a rotation) and otherwise left as
 // it is. ErrNoSuchKey: no key has that id; ErrFutureRetirement: at is after this host's clock.
 func RetireSigningKey(ctx context.Context, db DBTX, keyID string, at *time.Time) (KeyRetirement, error) {
-	var r KeyRetirement
 	if at != nil && at.After(time.Now()) {
-		return r, fmt.Errorf("retire signing key %s: %w", keyID, ErrFutureRetirement)
+		return KeyRetirement{}, fmt.Errorf("retire signing key %s: %w", keyID, ErrFutureRetirement)
 	}
-	err := db.QueryRow(ctx, SQL("RetireSigningKey"), keyID, at).Scan(&r.RetiredAt, &r.Before, &r.KeysLeft)
+	r, err := rowOf[KeyRetirement](ctx, db, "RetireSigningKey", keyID, at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("retire signing key %s: %w", keyID, ErrNoSuchKey)
 	}

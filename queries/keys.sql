@@ -8,13 +8,10 @@ ON CONFLICT (key_id) DO NOTHING;
 -- name: SigningKeyPublic
 SELECT public_key FROM signing_keys WHERE key_id = $1;
 
--- name: SigningKeys
--- The keys a round may sign with: every key not retired.
-SELECT key_id, public_key FROM signing_keys WHERE retired_at IS NULL ORDER BY key_id;
-
 -- name: VerificationKeys
 -- The keys runs are verified against: every key, with when it was retired; a retired key still
--- verifies the runs that finished before it was retired.
+-- verifies the runs that finished before it was retired. The keys a round may sign with are those
+-- not retired.
 SELECT key_id, public_key, retired_at FROM signing_keys ORDER BY key_id;
 
 -- name: ListSigningKeys
@@ -35,6 +32,7 @@ WITH old AS (
        AND (old.retired_at IS NULL OR coalesce($2::timestamptz, now()) < old.retired_at)
     RETURNING k.retired_at
 )
-SELECT coalesce((SELECT retired_at FROM moved), old.retired_at), old.retired_at,
-       (SELECT count(*) FROM signing_keys WHERE retired_at IS NULL AND key_id <> $1)
+SELECT coalesce((SELECT retired_at FROM moved), old.retired_at) AS retired_at,
+       old.retired_at AS before,
+       (SELECT count(*) FROM signing_keys WHERE retired_at IS NULL AND key_id <> $1) AS keys_left
   FROM old;

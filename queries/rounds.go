@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 )
 
 // NewRound is what a probe_rounds row records about how a round was run.
@@ -26,18 +25,21 @@ func InsertRound(ctx context.Context, db DBTX, r NewRound) (id int64, startedAt 
 	if settings == nil {
 		settings = json.RawMessage("{}")
 	}
-	err = db.QueryRow(ctx, SQL("InsertRound"), r.Trigger, r.ReleaseID, r.Version, r.Fanout,
-		r.ClaimLimit, r.Concurrency, string(settings), r.Now).Scan(&id, &startedAt)
+	started, err := rowOf[struct {
+		ID        int64     `db:"id"`
+		StartedAt time.Time `db:"started_at"`
+	}](ctx, db, "InsertRound", r.Trigger, r.ReleaseID, r.Version, r.Fanout, r.ClaimLimit, r.Concurrency,
+		string(settings), r.Now)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("record round: %w", err)
 	}
-	return id, startedAt, nil
+	return started.ID, started.StartedAt, nil
 }
 
 // FinishRound records the end of a round.
 func FinishRound(ctx context.Context, db DBTX, id int64, now *time.Time) (time.Time, error) {
-	var at time.Time
-	if err := db.QueryRow(ctx, SQL("FinishRound"), id, now).Scan(&at); err != nil {
+	at, err := valueOf[time.Time](ctx, db, "FinishRound", id, now)
+	if err != nil {
 		return time.Time{}, fmt.Errorf("record end of round %d: %w", id, err)
 	}
 	return at, nil
@@ -72,14 +74,20 @@ func RoundHeartbeat(ctx context.Context, db DBTX, id int64, now *time.Time) erro
 
 // RoundCounts is what a round left in the database.
 type RoundCounts struct {
-	Jobs, Runs, Servers, OK, Failed, Errors, Abandoned, OpenJobs, RunsUnsigned int
+	Jobs         int `db:"jobs"`
+	Runs         int `db:"runs"`
+	Servers      int `db:"servers"`
+	OK           int `db:"ok"`
+	Failed       int `db:"failed"`
+	Errors       int `db:"errors"`
+	Abandoned    int `db:"abandoned"`
+	OpenJobs     int `db:"open_jobs"`
+	RunsUnsigned int `db:"runs_unsigned"`
 }
 
 // CountRound counts a round's jobs, runs, servers, outcomes and open jobs.
 func CountRound(ctx context.Context, db DBTX, roundID int64) (RoundCounts, error) {
-	var c RoundCounts
-	err := db.QueryRow(ctx, SQL("RoundCounts"), roundID).Scan(&c.Jobs, &c.Runs, &c.Servers, &c.OK,
-		&c.Failed, &c.Errors, &c.Abandoned, &c.OpenJobs, &c.RunsUnsigned)
+	c, err := rowOf[RoundCounts](ctx, db, "RoundCounts", roundID)
 	if err != nil {
 		return RoundCounts{}, fmt.Errorf("count round %d: %w", roundID, err)
 	}
@@ -88,38 +96,25 @@ func CountRound(ctx context.Context, db DBTX, roundID int64) (RoundCounts, error
 
 // RoundJob is one job of a round, with its server and its run (if any).
 type RoundJob struct {
-	JobID       int64
-	ServerID    int64
-	Slug        string
-	URL         string
-	RoundID     int64
-	Invocation  int
-	Reason      string
-	RequestedAt time.Time
-	FinishedAt  *time.Time
-	Outcome     *string
-	Error       *string
-	RunID       *int64
-	Requests    *int
-	Envelope    json.RawMessage
+	JobID       int64           `db:"job_id"`
+	ServerID    int64           `db:"server_id"`
+	Slug        string          `db:"slug"`
+	URL         string          `db:"endpoint_url"`
+	RoundID     int64           `db:"round_id"`
+	Invocation  int             `db:"invocation"`
+	Reason      string          `db:"reason"`
+	RequestedAt time.Time       `db:"requested_at"`
+	FinishedAt  *time.Time      `db:"finished_at"`
+	Outcome     *string         `db:"outcome"`
+	Error       *string         `db:"error"`
+	RunID       *int64          `db:"run_id"`
+	Requests    *int            `db:"requests"`
+	Envelope    json.RawMessage `db:"envelope"`
 }
 
 // ListRoundJobs returns every job of the given rounds, in request order.
 func ListRoundJobs(ctx context.Context, db DBTX, roundIDs ...int64) ([]RoundJob, error) {
-	rows, err := db.Query(ctx, SQL("ListRoundJobs"), roundIDs)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs of rounds %v: %w", roundIDs, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RoundJob, error) {
-		var j RoundJob
-		var envelope []byte
-		err := row.Scan(&j.JobID, &j.ServerID, &j.Slug, &j.URL, &j.RoundID, &j.Invocation, &j.Reason,
-			&j.RequestedAt, &j.FinishedAt, &j.Outcome, &j.Error, &j.RunID, &j.Requests, &envelope)
-		if envelope != nil {
-			j.Envelope = json.RawMessage(envelope)
-		}
-		return j, err
-	})
+	out, err := rowsOf[RoundJob](ctx, db, "ListRoundJobs", roundIDs)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of rounds %v: %w", roundIDs, err)
 	}

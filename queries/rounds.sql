@@ -38,8 +38,8 @@ SELECT count(*)                                            AS jobs,
 
 -- name: ListRoundJobs
 -- Every job of the given rounds with its server and run, in request order.
-SELECT j.id, j.server_id, s.slug, s.endpoint_url, j.round_id, j.invocation, j.reason,
-       j.requested_at, j.finished_at, j.outcome, j.error, r.id, r.requests, r.envelope
+SELECT j.id AS job_id, j.server_id, s.slug, s.endpoint_url, j.round_id, j.invocation, j.reason,
+       j.requested_at, j.finished_at, j.outcome, j.error, r.id AS run_id, r.requests, r.envelope
   FROM probe_jobs AS j
   JOIN servers AS s ON s.id = j.server_id
   LEFT JOIN probe_runs AS r ON r.job_id = j.id

@@ -11,18 +11,24 @@ import (
 
 // Server is one row of the directory.
 type Server struct {
-	ID                  int64
-	Slug                string
-	EndpointURL         string
-	Kind                string
-	Plan                string
-	CheckInterval       time.Duration
-	Status              string
-	MaintainerClaimedAt *time.Time
-	NextCheckAt         time.Time
-	CreatedAt           time.Time
+	ID                  int64         `db:"id"`
+	Slug                string        `db:"slug"`
+	EndpointURL         string        `db:"endpoint_url"`
+	Kind                string        `db:"kind"`
+	Plan                string        `db:"plan"`
+	CheckInterval       time.Duration `db:"check_interval"`
+	Status              string        `db:"status"`
+	MaintainerClaimedAt *time.Time    `db:"maintainer_claimed_at"`
+	NextCheckAt         time.Time     `db:"next_check_at"`
+	CreatedAt           time.Time     `db:"created_at"`
 	// Transport is an mcp server's transport (streamable-http or sse); nil for an http server.
-	Transport *string
+	Transport *string `db:"transport"`
+}
+
+// upserted is what UpsertServer returns.
+type upserted struct {
+	ID       int64 `db:"id"`
+	Inserted bool  `db:"inserted"`
 }
 
 // UpsertServerParams are the fields an import or `servers add` sets.
@@ -40,12 +46,12 @@ type UpsertServerParams struct {
 
 // UpsertServer inserts a server or updates the one with the same slug, and says which it did.
 func UpsertServer(ctx context.Context, db DBTX, p UpsertServerParams) (id int64, inserted bool, err error) {
-	err = db.QueryRow(ctx, SQL("UpsertServer"), p.Slug, p.EndpointURL, p.Kind, p.Plan,
-		p.CheckInterval.Seconds(), p.Now, nullIfEmpty(p.Transport)).Scan(&id, &inserted)
+	u, err := rowOf[upserted](ctx, db, "UpsertServer", p.Slug, p.EndpointURL, p.Kind, p.Plan,
+		p.CheckInterval, p.Now, nullIfEmpty(p.Transport))
 	if err != nil {
 		return 0, false, fmt.Errorf("upsert server %s: %w", p.Slug, err)
 	}
-	return id, inserted, nil
+	return u.ID, u.Inserted, nil
 }
 
 // ListServers returns the directory ordered by slug; status "" means every status.
@@ -54,13 +60,12 @@ func ListServers(ctx context.Context, db DBTX, status string) ([]Server, error) 
 	if status != "" {
 		st = &status
 	}
-	rows, err := db.Query(ctx, SQL("ListServers"), st)
+	out, err := rowsOf[Server](ctx, db, "ListServers", st, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list servers: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, scanServer)
-	if err != nil {
-		return nil, fmt.Errorf("list servers: %w", err)
+	for i := range out {
+		out[i].Transport = Transport(out[i].Kind, out[i].Transport)
 	}
 	return out, nil
 }
@@ -70,42 +75,29 @@ var ErrNoServer = errors.New("no such server")
 
 // GetServerBySlug returns the server with that slug, or ErrNoServer.
 func GetServerBySlug(ctx context.Context, db DBTX, slug string) (Server, error) {
-	return oneServer(db.Query(ctx, SQL("GetServerBySlug"), slug))
+	return oneServer(ctx, db, "ListServers", nil, slug)
 }
 
 // RecheckServer records a maintainer claim: the server becomes due at once (at now, when set).
 func RecheckServer(ctx context.Context, db DBTX, slug string, now *time.Time) (Server, error) {
-	return oneServer(db.Query(ctx, SQL("RecheckServer"), slug, now))
+	return oneServer(ctx, db, "RecheckServer", slug, now)
 }
 
 // SetServerStatus pauses, delists or reactivates a server.
 func SetServerStatus(ctx context.Context, db DBTX, slug, status string) error {
-	var id int64
-	err := db.QueryRow(ctx, SQL("SetServerStatus"), slug, status).Scan(&id)
+	_, err := valueOf[int64](ctx, db, "SetServerStatus", slug, status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("server %s: %w", slug, ErrNoServer)
 	}
 	return err
 }
 
-func oneServer(rows pgx.Rows, err error) (Server, error) {
-	if err != nil {
-		return Server{}, err
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, scanServer)
+func oneServer(ctx context.Context, db DBTX, name string, args ...any) (Server, error) {
+	s, err := rowOf[Server](ctx, db, name, args...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Server{}, ErrNoServer
 	}
-	return s, err
-}
-
-func scanServer(row pgx.CollectableRow) (Server, error) {
-	var s Server
-	var secs float64
-	err := row.Scan(&s.ID, &s.Slug, &s.EndpointURL, &s.Kind, &s.Plan, &secs, &s.Status,
-		&s.MaintainerClaimedAt, &s.NextCheckAt, &s.CreatedAt, &s.Transport)
 	s.Transport = Transport(s.Kind, s.Transport)
-	s.CheckInterval = time.Duration(secs * float64(time.Second))
 	return s, err
 }
 

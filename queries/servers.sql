@@ -2,7 +2,7 @@
 -- A new server is due at once; an existing one keeps its next check time (a plan change takes
 -- effect when it is next advanced).
 INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at, created_at, transport)
-VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8),
+VALUES ($1, $2, $3, $4, $5::interval,
         coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()), $7::text)
 ON CONFLICT (slug) DO UPDATE
    SET endpoint_url   = EXCLUDED.endpoint_url,
@@ -13,17 +13,13 @@ ON CONFLICT (slug) DO UPDATE
 RETURNING id, (xmax = 0) AS inserted;
 
 -- name: ListServers
-SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-       status, maintainer_claimed_at, next_check_at, created_at, transport
+-- The directory by slug: every server with status $1 (NULL: any), or the one with slug $2.
+SELECT id, slug, endpoint_url, kind, plan, check_interval, status, maintainer_claimed_at,
+       next_check_at, created_at, transport
   FROM servers
  WHERE ($1::text IS NULL OR status = $1)
+   AND ($2::text IS NULL OR slug = $2)
  ORDER BY slug;
-
--- name: GetServerBySlug
-SELECT id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-       status, maintainer_claimed_at, next_check_at, created_at, transport
-  FROM servers
- WHERE slug = $1;
 
 -- name: RecheckServer
 -- A maintainer claimed the server: it is due now, and the claim records the next job's reason as
@@ -32,8 +28,8 @@ UPDATE servers
    SET maintainer_claimed_at = coalesce($2::timestamptz, now()),
        next_check_at         = coalesce($2::timestamptz, now())
  WHERE slug = $1
-RETURNING id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
-          status, maintainer_claimed_at, next_check_at, created_at, transport;
+RETURNING id, slug, endpoint_url, kind, plan, check_interval, status, maintainer_claimed_at,
+          next_check_at, created_at, transport;
 
 -- name: SetServerStatus
 UPDATE servers SET status = $2 WHERE slug = $1 RETURNING id;

@@ -4,13 +4,12 @@
 -- name: VerifyRounds
 -- The first $3 rounds that started at or after $2 under release $1 (or under no release: rounds
 -- recorded by a binary that did not know releases), with what each left in the database.
--- dead: unfinished, and its heartbeat older than $4 seconds by the database's clock (a round
--- without one, from a binary before 00005: started more than $5 seconds ago).
+-- dead: unfinished, and its heartbeat older than $4 by the database's clock (a round without one,
+-- from a binary before 00005: started more than $5 ago).
 SELECT r.id, r.started_at, r.finished_at,
        c.jobs, c.runs, c.servers, c.open_jobs, c.runs_missing_envelope, r.heartbeat_at,
        r.finished_at IS NULL
-       AND coalesce(r.heartbeat_at + make_interval(secs => $4::float8),
-                    r.started_at + make_interval(secs => $5::float8)) < now() AS dead
+       AND coalesce(r.heartbeat_at + $4::interval, r.started_at + $5::interval) < now() AS dead
   FROM probe_rounds AS r
  CROSS JOIN LATERAL (
        SELECT count(*)                                        AS jobs,
@@ -31,10 +30,10 @@ SELECT r.id, r.started_at, r.finished_at,
 -- How many of the first $3 rounds after $2 under release $1 exist, and how many have finished:
 -- the cheap question deploy verify --wait asks until the answer is "all of them". A dead round
 -- ($4, $5 as in VerifyRounds) counts as finished: waiting longer changes nothing, verify fails it.
-SELECT count(*),
+SELECT count(*) AS found,
        count(*) FILTER (WHERE finished_at IS NOT NULL
-                           OR coalesce(heartbeat_at + make_interval(secs => $4::float8),
-                                       started_at + make_interval(secs => $5::float8)) < now())
+                           OR coalesce(heartbeat_at + $4::interval, started_at + $5::interval) < now())
+           AS finished
   FROM (SELECT finished_at, heartbeat_at, started_at
           FROM probe_rounds
          WHERE started_at >= $2
@@ -47,7 +46,8 @@ SELECT count(*),
 -- and when its job finished: by the database's clock, as a key's retirement is, and after the run
 -- was signed (a key retired by then must not have signed it). The run's own finish time, from the
 -- prober's clock, only stands in for a job left open.
-SELECT j.round_id, j.id, pr.id, s.id, s.slug, s.endpoint_url, coalesce(j.finished_at, pr.finished_at), pr.envelope
+SELECT j.round_id, j.id AS job_id, pr.id AS run_id, s.id AS server_id, s.slug, s.endpoint_url,
+       coalesce(j.finished_at, pr.finished_at) AS finished_at, pr.envelope
   FROM probe_jobs AS j
   JOIN probe_runs AS pr ON pr.job_id = j.id
   JOIN servers AS s ON s.id = pr.server_id
@@ -58,14 +58,14 @@ SELECT j.round_id, j.id, pr.id, s.id, s.slug, s.endpoint_url, coalesce(j.finishe
 -- name: ReleaseActiveUntil
 -- When release $1 stopped being active after $2: the first deploy or rollback away from it
 -- (NULL while it is still active).
-SELECT min(at)
+SELECT min(at) AS until
   FROM release_events
  WHERE from_release_id = $1
    AND at > $2;
 
 -- name: JobRounds
 -- The round of each of the given jobs, to put a duplicate pair in the row of its round.
-SELECT id, round_id
+SELECT id AS job_id, round_id
   FROM probe_jobs
  WHERE id = ANY ($1::bigint[])
    AND round_id IS NOT NULL;
