@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // AuditToolChangeRow is one run whose tool list differs from the server's previous one.
@@ -23,11 +21,7 @@ type AuditToolChangeRow struct {
 // AuditToolChanges lists the tool-list changes of runs in [since, until), of one server when
 // slug is not empty.
 func AuditToolChanges(ctx context.Context, db DBTX, since, until time.Time, slug string) ([]AuditToolChangeRow, error) {
-	rows, err := db.Query(ctx, SQL("AuditToolChanges"), since, until, nullIfEmpty(slug))
-	if err != nil {
-		return nil, fmt.Errorf("read tool changes: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[AuditToolChangeRow])
+	out, err := rowsOf[AuditToolChangeRow](ctx, db, "AuditToolChanges", since, until, nullIfEmpty(slug))
 	if err != nil {
 		return nil, fmt.Errorf("read tool changes: %w", err)
 	}
@@ -42,11 +36,7 @@ type AuditToolPopulationRow struct {
 
 // AuditToolPopulation counts the servers and runs with a complete tool list in [since, until).
 func AuditToolPopulation(ctx context.Context, db DBTX, since, until time.Time, slug string) (AuditToolPopulationRow, error) {
-	rows, err := db.Query(ctx, SQL("AuditToolPopulation"), since, until, nullIfEmpty(slug))
-	if err != nil {
-		return AuditToolPopulationRow{}, fmt.Errorf("count tool runs: %w", err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[AuditToolPopulationRow])
+	out, err := rowOf[AuditToolPopulationRow](ctx, db, "AuditToolPopulation", since, until, nullIfEmpty(slug))
 	if err != nil {
 		return AuditToolPopulationRow{}, fmt.Errorf("count tool runs: %w", err)
 	}
@@ -55,15 +45,10 @@ func AuditToolPopulation(ctx context.Context, db DBTX, since, until time.Time, s
 
 // AuditToolDefinitions returns the stored canonical definitions of fingerprints, by fingerprint.
 func AuditToolDefinitions(ctx context.Context, db DBTX, fingerprints []string) (map[string]string, error) {
-	rows, err := db.Query(ctx, SQL("AuditToolDefinitions"), fingerprints)
-	if err != nil {
-		return nil, fmt.Errorf("read tool definitions: %w", err)
-	}
-	type def struct {
+	defs, err := rowsOf[struct {
 		Fingerprint string `db:"fingerprint"`
 		Definition  string `db:"definition"`
-	}
-	defs, err := pgx.CollectRows(rows, pgx.RowToStructByName[def])
+	}](ctx, db, "AuditToolDefinitions", fingerprints)
 	if err != nil {
 		return nil, fmt.Errorf("read tool definitions: %w", err)
 	}

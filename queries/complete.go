@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // SlugCandidate is a server a shell may complete.
@@ -16,11 +14,7 @@ type SlugCandidate struct {
 
 // CompleteSlugs returns at most limit servers whose slug starts with prefix, ordered by slug.
 func CompleteSlugs(ctx context.Context, db DBTX, prefix string, limit int) ([]SlugCandidate, error) {
-	rows, err := db.Query(ctx, SQL("CompleteSlugs"), prefix, limit)
-	if err != nil {
-		return nil, fmt.Errorf("complete slugs: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[SlugCandidate])
+	out, err := rowsOf[SlugCandidate](ctx, db, "CompleteSlugs", prefix, limit)
 	if err != nil {
 		return nil, fmt.Errorf("complete slugs: %w", err)
 	}
@@ -35,11 +29,7 @@ type KeyCandidate struct {
 
 // CompleteKeyIDs returns at most limit signing keys whose id starts with prefix, ordered by id.
 func CompleteKeyIDs(ctx context.Context, db DBTX, prefix string, limit int) ([]KeyCandidate, error) {
-	rows, err := db.Query(ctx, SQL("CompleteKeyIDs"), prefix, limit)
-	if err != nil {
-		return nil, fmt.Errorf("complete key ids: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[KeyCandidate])
+	out, err := rowsOf[KeyCandidate](ctx, db, "CompleteKeyIDs", prefix, limit)
 	if err != nil {
 		return nil, fmt.Errorf("complete key ids: %w", err)
 	}

@@ -42,27 +42,37 @@ type FinishResult struct {
 	FinishedAt time.Time
 }
 
+// finishRow is what FinishTx and FinishJob return.
+type finishRow struct {
+	RunID       int64      `db:"run_id"`
+	Advanced    bool       `db:"advanced"`
+	JobFinished bool       `db:"job_finished"`
+	FinishedAt  *time.Time `db:"finished_at"`
+}
+
+func (f finishRow) result() FinishResult {
+	r := FinishResult{RunID: f.RunID, Advanced: f.Advanced, JobFinished: f.JobFinished}
+	if f.JobFinished && f.FinishedAt != nil {
+		r.FinishedAt = *f.FinishedAt
+	}
+	return r
+}
+
 // FinishTx calls probe_finish: advance, run and job in one transaction.
 func FinishTx(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
-	var r FinishResult
-	err := db.QueryRow(ctx, SQL("FinishTx"), p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error,
-		p.StartedAt, p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now).
-		Scan(&r.RunID, &r.Advanced, &r.JobFinished, &r.FinishedAt)
+	f, err := rowOf[finishRow](ctx, db, "FinishTx", p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error,
+		p.StartedAt, p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
 	if err != nil {
 		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
 	}
-	if !r.JobFinished {
-		r.FinishedAt = time.Time{}
-	}
-	return r, nil
+	return f.result(), nil
 }
 
 // AdvanceServer is the first write of a two-write finish: it moves the server's next_check_at on
 // by its interval if it still holds claimed and the job was not closed as abandoned (a late
 // finish never advances), and says whether it did.
 func AdvanceServer(ctx context.Context, db DBTX, jobID, serverID int64, claimed time.Time, now *time.Time) (bool, error) {
-	var next time.Time
-	err := db.QueryRow(ctx, SQL("AdvanceServer"), serverID, claimed, now, jobID).Scan(&next)
+	_, err := valueOf[time.Time](ctx, db, "AdvanceServer", serverID, claimed, now, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -75,18 +85,12 @@ func AdvanceServer(ctx context.Context, db DBTX, jobID, serverID int64, claimed 
 // FinishJob is the second write of a two-write finish: one statement that stores the run and
 // finishes the job if it is still open. Advanced is left false: it is the caller's to fill in.
 func FinishJob(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
-	var r FinishResult
-	var finishedAt *time.Time
-	err := db.QueryRow(ctx, SQL("FinishJob"), p.JobID, p.Outcome, p.Error, p.StartedAt,
-		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now).
-		Scan(&r.RunID, &r.JobFinished, &finishedAt)
+	f, err := rowOf[finishRow](ctx, db, "FinishJob", p.JobID, p.Outcome, p.Error, p.StartedAt,
+		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
 	if err != nil {
 		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
 	}
-	if finishedAt != nil {
-		r.FinishedAt = *finishedAt
-	}
-	return r, nil
+	return f.result(), nil
 }
 
 // jsonArg sends nil as SQL NULL rather than JSON null.
@@ -100,8 +104,8 @@ func jsonArg(raw json.RawMessage) any {
 // RunStored says whether the job has its run already. A replayed or retried finish asks it first:
 // probe_finish answers a repeated job with a no-op whose result looks like a late finish's.
 func RunStored(ctx context.Context, db DBTX, jobID int64) (bool, error) {
-	var stored bool
-	if err := db.QueryRow(ctx, SQL("RunStored"), jobID).Scan(&stored); err != nil {
+	stored, err := valueOf[bool](ctx, db, "RunStored", jobID)
+	if err != nil {
 		return false, fmt.Errorf("read the run of job %d: %w", jobID, err)
 	}
 	return stored, nil

@@ -46,7 +46,8 @@ WITH finished AS (
      WHERE j.id = $1
     RETURNING id
 )
-SELECT run.id, EXISTS (SELECT 1 FROM finished), (SELECT f.finished_at FROM finished AS f)
+SELECT run.id AS run_id, false AS advanced, EXISTS (SELECT 1 FROM finished) AS job_finished,
+       (SELECT f.finished_at FROM finished AS f) AS finished_at
   FROM run;
 
 -- name: RunStored

@@ -125,13 +125,13 @@ func CheckSchema(ctx context.Context, db DBTX) error {
 	if err != nil {
 		return err
 	}
-	var exists bool
-	if err := db.QueryRow(ctx, SQL("SchemaVersionTableExists")).Scan(&exists); err != nil {
+	exists, err := valueOf[bool](ctx, db, "SchemaVersionTableExists")
+	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	var current int64
 	if exists {
-		if err := db.QueryRow(ctx, SQL("SchemaVersion")).Scan(&current); err != nil {
+		if current, err = valueOf[int64](ctx, db, "SchemaVersion"); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
 )
 
 // NewRound is what a probe_rounds row records about how a round was run.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // StoreToolsParams is one run's tool list and the definitions it saw.
@@ -35,11 +33,7 @@ func StoreTools(ctx context.Context, db DBTX, p StoreToolsParams) (StoredTools, 
 	for i, fp := range fps {
 		defs[i] = string(p.Definitions[fp])
 	}
-	rows, err := db.Query(ctx, SQL("StoreTools"), p.ListFingerprint, string(p.List), fps, defs, p.Now)
-	if err != nil {
-		return StoredTools{}, fmt.Errorf("store tool definitions: %w", err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[StoredTools])
+	out, err := rowOf[StoredTools](ctx, db, "StoreTools", p.ListFingerprint, string(p.List), fps, defs, p.Now)
 	if err != nil {
 		return StoredTools{}, fmt.Errorf("store tool definitions: %w", err)
 	}
