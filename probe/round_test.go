@@ -169,14 +169,14 @@ type failingDB struct {
 	mu    sync.Mutex
 }
 
-func (d *failingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+func (d *failingDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if sql == d.fail {
 		d.mu.Lock()
 		d.calls++
 		d.mu.Unlock()
-		return errRow{errors.New("injected failure")}
+		return nil, errors.New("injected failure")
 	}
-	return d.DBTX.QueryRow(ctx, sql, args...)
+	return d.DBTX.Query(ctx, sql, args...)
 }
 
 func TestAnAdvanceThatFailsTwiceStillFinishesTheJobAndStopsTheRoundClaiming(t *testing.T) {
@@ -261,10 +261,6 @@ func TestASignedRoundRefusesARetiredKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, counts.Jobs, "nothing was claimed")
 }
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
 
 type checkerFunc func(ctx context.Context, t check.Target) check.Result
 
