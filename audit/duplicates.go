@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/queries"
 )
 
 // DefaultWindow is the spacing under which two jobs of one server are a duplicate claim. It is below
@@ -148,7 +150,7 @@ func (r DuplicatesReport) Unexplained() int {
 // Duplicates runs the duplicate-claim audit in its own READ ONLY, REPEATABLE READ transaction on
 // db (a pool or a connection). It never writes, so it runs under a SELECT-only role and on a hot
 // standby.
-func Duplicates(ctx context.Context, db Beginner, p DuplicatesParams) (*DuplicatesReport, error) {
+func Duplicates(ctx context.Context, db queries.DB, p DuplicatesParams) (*DuplicatesReport, error) {
 	var r *DuplicatesReport
 	err := inReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
 		var err error

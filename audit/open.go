@@ -58,7 +58,7 @@ func (r OpenReport) Stale() int {
 }
 
 // Open lists the open jobs in its own READ ONLY, REPEATABLE READ transaction.
-func Open(ctx context.Context, db Beginner, p OpenParams) (*OpenReport, error) {
+func Open(ctx context.Context, db queries.DB, p OpenParams) (*OpenReport, error) {
 	var r *OpenReport
 	err := inReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
 		var err error

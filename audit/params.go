@@ -102,7 +102,7 @@ func enterWindow(ctx context.Context, tx pgx.Tx, since, until time.Time) (time.T
 }
 
 // readOnly runs one audit in its own READ ONLY, REPEATABLE READ transaction.
-func readOnly[T any](ctx context.Context, db Beginner, audit func(pgx.Tx) (T, error)) (T, error) {
+func readOnly[T any](ctx context.Context, db queries.DB, audit func(pgx.Tx) (T, error)) (T, error) {
 	var r T
 	err := inReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
 		var err error

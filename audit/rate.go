@@ -62,7 +62,7 @@ type RateReport struct {
 }
 
 // Rate runs the request-rate audit in its own READ ONLY, REPEATABLE READ transaction.
-func Rate(ctx context.Context, db Beginner, p RateParams) (*RateReport, error) {
+func Rate(ctx context.Context, db queries.DB, p RateParams) (*RateReport, error) {
 	return readOnly(ctx, db, func(tx pgx.Tx) (*RateReport, error) { return RateTx(ctx, tx, p) })
 }
 

@@ -73,7 +73,7 @@ func (r ToolsReport) Flagged() int {
 }
 
 // Tools runs the tool-drift audit in its own READ ONLY, REPEATABLE READ transaction.
-func Tools(ctx context.Context, db Beginner, p ToolsParams) (*ToolsReport, error) {
+func Tools(ctx context.Context, db queries.DB, p ToolsParams) (*ToolsReport, error) {
 	return readOnly(ctx, db, func(tx pgx.Tx) (*ToolsReport, error) { return ToolsTx(ctx, tx, p) })
 }
 

@@ -10,11 +10,6 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// Beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
-type Beginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
-
 // ErrNotReadOnly is returned by the Tx variants when the caller's transaction could write: an
 // audit promises never to, and relies on the database to hold it to that.
 var ErrNotReadOnly = errors.New("audit needs a READ ONLY transaction (begin it with queries.InReadOnlyTx)")
@@ -25,7 +20,7 @@ var ErrNotOneSnapshot = errors.New("audit needs a REPEATABLE READ transaction (b
 
 // inReadOnlyTx runs fn in a READ ONLY, REPEATABLE READ transaction that is always rolled back
 // when fn fails, and committed (a no-op for a reader) when it succeeds.
-func inReadOnlyTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error {
+func inReadOnlyTx(ctx context.Context, db queries.DB, fn func(pgx.Tx) error) error {
 	err := queries.InReadOnlyTx(ctx, db, fn)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)

@@ -131,14 +131,9 @@ func RetireSigningKey(ctx context.Context, db DBTX, keyID string, at *time.Time)
 	return r, nil
 }
 
-// keyBeginner starts a transaction: a pool or a connection.
-type keyBeginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
 // PreviewRetireSigningKey says what RetireSigningKey would do, by doing it in a transaction that
 // it rolls back: the preview and the change cannot disagree.
-func PreviewRetireSigningKey(ctx context.Context, db keyBeginner, keyID string, at *time.Time) (KeyRetirement, error) {
+func PreviewRetireSigningKey(ctx context.Context, db DB, keyID string, at *time.Time) (KeyRetirement, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return KeyRetirement{}, fmt.Errorf("retire signing key %s: %w", keyID, err)

@@ -22,6 +22,15 @@ type DBTX interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// DB is the database handle the domain packages (probe, release, audit, internal/...) take: a
+// *pgxpool.Pool or a *pgx.Conn. A function that must run inside its caller's transaction takes a
+// pgx.Tx instead; one that only reads or writes in whatever it is given takes a DBTX.
+type DB interface {
+	DBTX
+	Begin(ctx context.Context) (pgx.Tx, error)
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
 // named holds every "-- name: X" block of the embedded .sql files.
 var named = mustParse(sqlFiles)
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/queries"
 )
@@ -28,7 +27,7 @@ func (h *History) Active() *Release {
 }
 
 // ReadHistory reads up to limit releases and up to limit events, from one snapshot.
-func ReadHistory(ctx context.Context, pool *pgxpool.Pool, limit int) (*History, error) {
+func ReadHistory(ctx context.Context, pool queries.DB, limit int) (*History, error) {
 	h := &History{}
 	err := queries.InReadOnlyTx(ctx, pool, func(tx pgx.Tx) error {
 		var err error

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe"
@@ -45,7 +44,7 @@ type Recorded struct {
 // Record validates the request and makes it the active release, in one transaction: the old
 // release is deactivated and the new one inserted with it as its previous release, so that
 // `rollback --to-previous` knows where to go.
-func Record(ctx context.Context, pool *pgxpool.Pool, req RecordRequest) (*Recorded, error) {
+func Record(ctx context.Context, pool queries.DB, req RecordRequest) (*Recorded, error) {
 	if err := exit.UsageError(req.validate()); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/queries"
@@ -88,7 +87,7 @@ func (e *ActiveChangedError) ExitCode() int { return exit.Unavailable }
 
 // PlanRollback says what the rollback would change, without changing anything (--dry-run, and
 // the before/after shown for confirmation).
-func PlanRollback(ctx context.Context, pool *pgxpool.Pool, req RollbackRequest) (*RollbackPlan, error) {
+func PlanRollback(ctx context.Context, pool queries.DB, req RollbackRequest) (*RollbackPlan, error) {
 	if err := req.validate(); err != nil {
 		return nil, exit.UsageError(err)
 	}
@@ -111,7 +110,7 @@ func PlanRollback(ctx context.Context, pool *pgxpool.Pool, req RollbackRequest) 
 // Two rollbacks at once take turns on the releases lock: the second sees the first's result and
 // finds the rollback already done. A rollback that is already done changes nothing and returns a
 // plan with AlreadyDone set.
-func Rollback(ctx context.Context, pool *pgxpool.Pool, req RollbackRequest) (*RollbackPlan, error) {
+func Rollback(ctx context.Context, pool queries.DB, req RollbackRequest) (*RollbackPlan, error) {
 	if err := req.validate(); err != nil {
 		return nil, exit.UsageError(err)
 	}

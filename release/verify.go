@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/exit"
@@ -114,7 +113,7 @@ type Check struct {
 // happens in one READ ONLY transaction: it never writes, and runs on a hot standby. When
 // req.Wait.Timeout is set it first waits for the rounds (see WaitOptions); if they do not come in
 // time, the report is made from what is there, and is inconclusive.
-func Verify(ctx context.Context, pool *pgxpool.Pool, req VerifyRequest) (*Report, error) {
+func Verify(ctx context.Context, pool queries.DB, req VerifyRequest) (*Report, error) {
 	req = req.withDefaults()
 	if err := ValidateVerify(req); err != nil {
 		return nil, err

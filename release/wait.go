@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/queries"
 )
@@ -41,7 +40,7 @@ func (p Progress) Ready() bool { return p.Finished >= p.Wanted }
 
 // waitForRounds looks for the rounds until all have finished or the timeout passes, and returns
 // how long it waited. A timeout is not an error: the report that follows says inconclusive.
-func waitForRounds(ctx context.Context, pool *pgxpool.Pool, req VerifyRequest) (time.Duration, error) {
+func waitForRounds(ctx context.Context, pool queries.DB, req VerifyRequest) (time.Duration, error) {
 	w := req.Wait
 	start := time.Now()
 	parent := ctx
@@ -81,7 +80,7 @@ func waitForRounds(ctx context.Context, pool *pgxpool.Pool, req VerifyRequest) (
 }
 
 // look counts the rounds wanted that exist and have finished, in one read-only transaction.
-func look(ctx context.Context, pool *pgxpool.Pool, req VerifyRequest) (Progress, error) {
+func look(ctx context.Context, pool queries.DB, req VerifyRequest) (Progress, error) {
 	p := Progress{Wanted: req.Rounds}
 	err := queries.InReadOnlyTx(ctx, pool, func(tx pgx.Tx) error {
 		tg, err := resolveTarget(ctx, tx, req.ReleaseID)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/queries"
@@ -28,7 +27,7 @@ var errDryRun = errors.New("dry run: roll back")
 
 // inTxOrDryRun runs fn in one transaction, and rolls it back when dryRun: a preview does exactly
 // what the change does, so the two cannot disagree.
-func inTxOrDryRun(ctx context.Context, pool *pgxpool.Pool, dryRun bool, fn func(pgx.Tx) error) error {
+func inTxOrDryRun(ctx context.Context, pool queries.DB, dryRun bool, fn func(pgx.Tx) error) error {
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
@@ -46,7 +45,7 @@ func inTxOrDryRun(ctx context.Context, pool *pgxpool.Pool, dryRun bool, fn func(
 
 // Import upserts every row by slug in one transaction: all rows land or none do. A dry run
 // (dryRun) does the same and rolls it back.
-func Import(ctx context.Context, pool *pgxpool.Pool, rows []Row, now *time.Time, dryRun bool) (ImportResult, error) {
+func Import(ctx context.Context, pool queries.DB, rows []Row, now *time.Time, dryRun bool) (ImportResult, error) {
 	var res ImportResult
 	err := inTxOrDryRun(ctx, pool, dryRun, func(tx pgx.Tx) error {
 		res = ImportResult{}
@@ -91,7 +90,7 @@ func rowAtFault(err error) bool {
 
 // Add validates one entry and upserts it; a dry run (dryRun) does the same and rolls it back,
 // returning the server as it would be.
-func Add(ctx context.Context, pool *pgxpool.Pool, e Entry, now *time.Time, dryRun bool) (queries.Server, bool, error) {
+func Add(ctx context.Context, pool queries.DB, e Entry, now *time.Time, dryRun bool) (queries.Server, bool, error) {
 	if err := e.Validate(); err != nil {
 		return queries.Server{}, false, &InvalidError{Err: err}
 	}
@@ -128,7 +127,7 @@ var ErrUnknownServer = errors.New("no server with that slug")
 
 // Recheck records a maintainer claim on a server: it becomes due at once and its next job carries
 // the reason maintainer_claim, which the spacing guard lets through.
-func Recheck(ctx context.Context, pool *pgxpool.Pool, slug string, now *time.Time) (queries.Server, error) {
+func Recheck(ctx context.Context, pool queries.DB, slug string, now *time.Time) (queries.Server, error) {
 	s, err := queries.RecheckServer(ctx, pool, slug, now)
 	if errors.Is(err, queries.ErrNoServer) {
 		return s, exit.UsageError(fmt.Errorf("server %q: %w", slug, ErrUnknownServer))
@@ -149,7 +148,7 @@ func CheckStatusFilter(status string) error {
 }
 
 // List returns the directory, optionally only one status.
-func List(ctx context.Context, pool *pgxpool.Pool, status string) ([]queries.Server, error) {
+func List(ctx context.Context, pool queries.DB, status string) ([]queries.Server, error) {
 	if err := CheckStatusFilter(status); err != nil {
 		return nil, err
 	}

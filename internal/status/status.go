@@ -179,7 +179,7 @@ func (d Duplicates) Unexplained() int {
 // Read reads the report as of now, in one READ ONLY transaction on db. A zero now means the
 // database's clock (the transaction's now()), which is what a live page wants; tests pass a fixed
 // time.
-func Read(ctx context.Context, db audit.Beginner, now time.Time) (*Report, error) {
+func Read(ctx context.Context, db queries.DB, now time.Time) (*Report, error) {
 	var r *Report
 	err := queries.InReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
 		var err error

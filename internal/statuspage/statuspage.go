@@ -18,9 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/probectl/probectl/internal/status"
+	"github.com/probectl/probectl/queries"
 )
 
 // Defaults for Options.
@@ -36,7 +35,7 @@ var page = template.Must(template.ParseFS(templates, "templates/status.html"))
 
 // Database is what the handlers read: a *pgxpool.Pool.
 type Database interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+	queries.DB
 	Ping(ctx context.Context) error
 }
 

@@ -70,7 +70,7 @@ func EnqueueRound(ctx context.Context, pool *pgxpool.Pool, s probe.Settings, key
 
 // WaitRound waits until the workers finished round id (a tick closes it once its invocations
 // are all over), polling every second, and returns what it did.
-func WaitRound(ctx context.Context, pool *pgxpool.Pool, q Queued) (*probe.Summary, error) {
+func WaitRound(ctx context.Context, pool queries.DB, q Queued) (*probe.Summary, error) {
 	for {
 		at, err := queries.RoundFinishedAt(ctx, pool, q.RoundID)
 		if err != nil {

@@ -235,7 +235,7 @@ func keyID(s probe.Signer) string {
 // the queued rounds whose invocations are all over, then start a round of the active release if
 // its schedule says one is due, none of the previous round's invocations is still queued or
 // running, and the release is this binary's version. It returns the round started, or 0.
-func Tick(ctx context.Context, pool *pgxpool.Pool, version, keyID string, client *river.Client[pgx.Tx]) (int64, error) {
+func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *river.Client[pgx.Tx]) (int64, error) {
 	var started int64
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
 		if err := queries.LockSchedule(ctx, tx); err != nil {
