@@ -167,7 +167,7 @@ func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.Finis
 	if !fr.Advanced {
 		st.advanceMisses++
 		r.Log.Warn("next check time not advanced: it changed since the claim (a re-check, pause or delisting), and that change stands",
-			"job", job.JobID, "server", job.Slug, "claimed_next_check_at", job.ClaimedNextCheckAt.UTC().Format(time.RFC3339Nano))
+			"job", job.JobID, "server", job.Slug, "claimed_next_check_at", job.ClaimedNextCheckAt.Format(time.RFC3339Nano))
 	}
 }
 

@@ -322,7 +322,7 @@ func (r *Round) checkKeyRegistered(ctx context.Context, keyID string) error {
 			"verified; register it (probectl keys generate registers the keys it writes) or pass --unsigned", keyID)}
 	case k.RetiredAt != nil:
 		return &KeyError{Msg: fmt.Sprintf("signing key %s was retired at %s, so its runs would not verify; sign with "+
-			"a current key (probectl keys generate makes one) or pass --unsigned", keyID, k.RetiredAt.UTC().Format(time.RFC3339))}
+			"a current key (probectl keys generate makes one) or pass --unsigned", keyID, k.RetiredAt.Format(time.RFC3339))}
 	}
 	return nil
 }

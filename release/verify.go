@@ -217,12 +217,12 @@ func report(ctx context.Context, tx pgx.Tx, req VerifyRequest) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Release: summarize(tg.release), Since: tg.since.UTC(), Until: utc(until),
+	rep := &Report{Release: summarize(tg.release), Since: tg.since.UTC(), Until: until,
 		RoundsWanted: req.Rounds, WindowSeconds: req.Window.Seconds(), Rounds: make([]RoundReport, 0, len(rounds))}
 	ids := make([]int64, 0, len(rounds))
 	for _, r := range rounds {
 		ids = append(ids, r.ID)
-		rr := RoundReport{ID: r.ID, StartedAt: r.StartedAt.UTC(), FinishedAt: utc(r.FinishedAt),
+		rr := RoundReport{ID: r.ID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 			Jobs: r.Jobs, Runs: r.Runs, Servers: r.Servers, OpenJobs: r.OpenJobs,
 			RunsMissingEnvelope: r.RunsMissingEnvelope, SecondClaims: []SecondClaim{}, State: queries.RoundRunning}
 		switch {
@@ -274,15 +274,7 @@ func summarize(r Release) ReleaseSummary {
 	if ways == nil {
 		ways = []string{}
 	}
-	return ReleaseSummary{ID: r.ID, Version: r.Version, Kind: r.Kind, Active: r.Active, DeployedAt: r.DeployedAt.UTC(),
+	return ReleaseSummary{ID: r.ID, Version: r.Version, Kind: r.Kind, Active: r.Active, DeployedAt: r.DeployedAt,
 		DeployedBy: r.DeployedBy, Fanout: r.Fanout, ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency,
 		MinSpacingSeconds: r.MinSpacing.Seconds(), Finish: r.FinishMode, WaysBack: ways}
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

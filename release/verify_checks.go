@@ -212,7 +212,7 @@ func verifyEnvelope(run queries.SignedRun, keys map[string]queries.VerificationK
 	if errors.Is(err, attest.ErrUnknownKey) && len(valid) < len(all) {
 		if _, errAll := attest.Verify(run.Envelope, all); errAll == nil {
 			return fmt.Errorf("signed only by a key retired before its job finished at %s",
-				run.FinishedAt.UTC().Format(time.RFC3339Nano))
+				run.FinishedAt.Format(time.RFC3339Nano))
 		}
 	}
 	if err != nil {

@@ -68,8 +68,8 @@ func toReleaseJSON(r release.Release) releaseJSON {
 		ID: r.ID, Version: r.Version, Kind: r.Kind, Active: r.Active, Fanout: r.Fanout, ClaimLimit: r.ClaimLimit,
 		Concurrency: r.Concurrency, MinSpacingSeconds: r.MinSpacing.Seconds(),
 		RequestTimeoutSeconds: r.RequestTimeout.Seconds(), MaxDurationSeconds: r.MaxDuration.Seconds(),
-		Finish: r.FinishMode, WaysBack: ways, Note: r.Note, DeployedAt: r.DeployedAt.UTC(), DeployedBy: r.DeployedBy,
-		PreviousID: r.PreviousID, DerivedFrom: r.DerivedFrom, RolledBackAt: utcPtr(r.RolledBackAt),
+		Finish: r.FinishMode, WaysBack: ways, Note: r.Note, DeployedAt: r.DeployedAt, DeployedBy: r.DeployedBy,
+		PreviousID: r.PreviousID, DerivedFrom: r.DerivedFrom, RolledBackAt: r.RolledBackAt,
 		RolledBackBy: r.RolledBackBy, RollbackReason: r.RollbackReason,
 	}
 }
@@ -87,7 +87,7 @@ type eventJSON struct {
 }
 
 func toEventJSON(e release.Event) eventJSON {
-	return eventJSON{ID: e.ID, At: e.At.UTC(), Action: e.Action, ReleaseID: e.ReleaseID,
+	return eventJSON{ID: e.ID, At: e.At, Action: e.Action, ReleaseID: e.ReleaseID,
 		FromReleaseID: e.FromReleaseID, Forced: e.Forced, Actor: e.Actor, Reason: e.Reason}
 }
 

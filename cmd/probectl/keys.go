@@ -43,5 +43,5 @@ type keyJSON struct {
 }
 
 func toKeyJSON(k queries.SigningKey) keyJSON {
-	return keyJSON{KeyID: k.KeyID, Algorithm: k.Algorithm, CreatedAt: k.CreatedAt.UTC(), RetiredAt: utcPtr(k.RetiredAt)}
+	return keyJSON{KeyID: k.KeyID, Algorithm: k.Algorithm, CreatedAt: k.CreatedAt, RetiredAt: k.RetiredAt}
 }

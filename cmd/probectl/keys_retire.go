@@ -117,8 +117,8 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 		fmt.Fprintln(f.IO.ErrOut, "warning: no signing key is left that rounds may sign with; 'probectl keys generate' makes one")
 	}
 	if format == "json" {
-		return render.JSON(f.IO.Out, keyRetiredJSON{KeyID: keyID, RetiredAt: r.RetiredAt.UTC(),
-			PreviouslyRetiredAt: utcPtr(r.Before), Changed: r.Changed(), DryRun: opts.DryRun})
+		return render.JSON(f.IO.Out, keyRetiredJSON{KeyID: keyID, RetiredAt: r.RetiredAt,
+			PreviouslyRetiredAt: r.Before, Changed: r.Changed(), DryRun: opts.DryRun})
 	}
 	_, err = fmt.Fprintln(f.IO.Out, retireWords(keyID, r, opts.DryRun))
 	return err
@@ -126,7 +126,7 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 
 // retireWords says what a retirement did, or would do (dryRun).
 func retireWords(keyID string, r queries.KeyRetirement, dryRun bool) string {
-	when := r.RetiredAt.UTC().Format(time.RFC3339Nano)
+	when := r.RetiredAt.Format(time.RFC3339Nano)
 	switch {
 	case !r.Changed() && dryRun:
 		return fmt.Sprintf("signing key %s was retired already, at %s; nothing would change (a retirement only moves earlier)", keyID, when)
@@ -134,10 +134,10 @@ func retireWords(keyID string, r queries.KeyRetirement, dryRun bool) string {
 		return fmt.Sprintf("signing key %s was retired already, at %s; nothing changed (a retirement only moves earlier)", keyID, when)
 	case r.Before != nil && dryRun:
 		return fmt.Sprintf("would move the retirement of signing key %s earlier, from %s to %s: runs it signed that finished from then on would fail verification",
-			keyID, r.Before.UTC().Format(time.RFC3339Nano), when)
+			keyID, r.Before.Format(time.RFC3339Nano), when)
 	case r.Before != nil:
 		return fmt.Sprintf("moved the retirement of signing key %s earlier, from %s to %s: runs it signed that finished from then on fail verification",
-			keyID, r.Before.UTC().Format(time.RFC3339Nano), when)
+			keyID, r.Before.Format(time.RFC3339Nano), when)
 	case dryRun:
 		return fmt.Sprintf("would retire signing key %s from %s on: runs it signs from then on would fail verification", keyID, when)
 	default:

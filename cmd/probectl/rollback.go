@@ -181,7 +181,7 @@ func renderRollback(f *factory, format string, plan *release.RollbackPlan, dryRu
 		return err
 	}
 	_, err := fmt.Fprintf(f.IO.Out, "rolled back: %s is active (was %s); recorded by %s at %s\n",
-		releaseName(plan.To), releaseName(plan.From), plan.Event.Actor, plan.Event.At.UTC().Format("2006-01-02T15:04:05Z"))
+		releaseName(plan.To), releaseName(plan.From), plan.Event.Actor, plan.Event.At.Format("2006-01-02T15:04:05Z"))
 	return err
 }
 
@@ -192,7 +192,7 @@ func alreadyText(plan *release.RollbackPlan) string {
 	}
 	s := fmt.Sprintf("%s: %s is active", state, releaseName(plan.To))
 	if d := plan.Done; d != nil {
-		s += fmt.Sprintf(" since %s (by %s", d.At.UTC().Format("2006-01-02T15:04:05Z"), d.Actor)
+		s += fmt.Sprintf(" since %s (by %s", d.At.Format("2006-01-02T15:04:05Z"), d.Actor)
 		if d.FromReleaseID != nil {
 			s += fmt.Sprintf(", from #%d", *d.FromReleaseID)
 		}

@@ -183,12 +183,12 @@ func renderPlan(f *factory, format string, p *probe.Plan) error {
 	if format == "json" {
 		out := planJSON{DryRun: true, Now: p.Now.UTC(), Capacity: p.Capacity, Due: len(p.Servers),
 			Claimable: p.Claimable, WouldClaim: p.WouldClaim, Skipped: p.Skipped, NotDue: p.NotDue,
-			NextDueAt: utcPtr(p.NextDueAt), SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
+			NextDueAt: p.NextDueAt, SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
 			Servers: make([]planServerJSON, 0, len(p.Servers))}
 		for _, s := range p.Servers {
 			out.Servers = append(out.Servers, planServerJSON{ServerID: s.ServerID, Slug: s.Slug, Status: s.Status,
-				State: s.State, Reason: s.Reason, NextCheckAt: s.NextCheckAt.UTC(), LastRequestedAt: utcPtr(s.LastRequestedAt),
-				ClaimableAt: utcPtr(s.ClaimableAt), WouldClaim: s.WouldClaim, Why: s.Why, SSRFRefused: nonEmpty(s.Refused)})
+				State: s.State, Reason: s.Reason, NextCheckAt: s.NextCheckAt, LastRequestedAt: s.LastRequestedAt,
+				ClaimableAt: s.ClaimableAt, WouldClaim: s.WouldClaim, Why: s.Why, SSRFRefused: nonEmpty(s.Refused)})
 		}
 		return render.JSON(f.IO.Out, out)
 	}

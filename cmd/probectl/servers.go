@@ -51,7 +51,7 @@ func toServerJSON(s queries.Server) serverJSON {
 	return serverJSON{
 		ID: s.ID, Slug: s.Slug, URL: s.EndpointURL, Kind: s.Kind, Plan: s.Plan,
 		CheckIntervalSeconds: s.CheckInterval.Seconds(), Status: s.Status,
-		MaintainerClaimedAt: utcPtr(s.MaintainerClaimedAt), NextCheckAt: s.NextCheckAt.UTC(), CreatedAt: s.CreatedAt.UTC(),
+		MaintainerClaimedAt: s.MaintainerClaimedAt, NextCheckAt: s.NextCheckAt, CreatedAt: s.CreatedAt,
 		Transport: s.Transport,
 	}
 }

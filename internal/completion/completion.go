@@ -43,7 +43,7 @@ func KeyIDs(ctx context.Context, db queries.DBTX, prefix string) ([]Candidate, e
 	for _, r := range rows {
 		desc := "in use"
 		if r.RetiredAt != nil {
-			desc = "retired " + r.RetiredAt.UTC().Format(time.RFC3339)
+			desc = "retired " + r.RetiredAt.Format(time.RFC3339)
 		}
 		out = append(out, Candidate{Value: r.KeyID, Description: desc})
 	}

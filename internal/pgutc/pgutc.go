@@ -1,7 +1,7 @@
 // Package pgutc makes every timestamptz a connection scans come back in UTC.
 //
 // pgx returns a scanned timestamptz in time.Local (binary format) or in the session's TimeZone
-// offset (text format), so code used to call .UTC() on every value it read. Registering the codec
+// offset (text format), so code used to convert every value it read. Registering the codec
 // once, when a connection opens, puts that in one place: queries.Connect and the test pools of
 // internal/dbtest set AfterConnect. The instant never changes, only its location.
 package pgutc
