@@ -90,11 +90,7 @@ func ReadDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at ti
 }
 
 func readDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at time.Time) (*Directory, error) {
-	var now *time.Time
-	if !at.IsZero() {
-		now = &at
-	}
-	at, err := queries.StatusNow(ctx, db, now)
+	at, err := queries.StatusNow(ctx, db, queries.At(at))
 	if err != nil {
 		return nil, err
 	}

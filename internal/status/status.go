@@ -193,11 +193,7 @@ func Read(ctx context.Context, db queries.DB, now time.Time) (*Report, error) {
 }
 
 func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
-	var at *time.Time
-	if !now.IsZero() {
-		at = &now
-	}
-	now, err := queries.StatusNow(ctx, tx, at)
+	now, err := queries.StatusNow(ctx, tx, queries.At(now))
 	if err != nil {
 		return nil, err
 	}
