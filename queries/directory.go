@@ -94,10 +94,10 @@ func ServerRollup(ctx context.Context, db DBTX, slug string) (*DirectoryEntry, e
 
 // SeriesPoint is one run of a server's charts.
 type SeriesPoint struct {
-	StartedAt time.Time `db:"started_at"`
-	Outcome   string    `db:"outcome"`
-	Seconds   float64   `db:"seconds"`
-	Tools     *int      `db:"tools"`
+	StartedAt time.Time     `db:"started_at"`
+	Outcome   string        `db:"outcome"`
+	Duration  time.Duration `db:"duration"`
+	Tools     *int          `db:"tools"`
 }
 
 // ServerSeries returns a server's runs over the 30 days before at, oldest first, without those at

@@ -56,7 +56,7 @@ SELECT s.slug, s.kind, s.status, coalesce(r.last_outcome, '') AS last_outcome, r
 -- name: ServerSeries
 -- A server's runs over the 30 days before $2, oldest first, for its charts: each run's outcome,
 -- duration and tool count (NULL: none listed). Runs at probectl's fault are left out.
-SELECT f.started_at, f.outcome, extract(epoch FROM f.finished_at - f.started_at)::float8 AS seconds,
+SELECT f.started_at, f.outcome, f.finished_at - f.started_at AS duration,
        (r.result->>'tools')::int AS tools
   FROM run_facts AS f
   JOIN probe_runs AS r ON r.id = f.id

@@ -55,11 +55,3 @@ func toServerJSON(s queries.Server) serverJSON {
 		Transport: s.Transport,
 	}
 }
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}

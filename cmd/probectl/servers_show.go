@@ -90,7 +90,7 @@ type toolsJSON struct {
 
 func toServerShowJSON(v *history.ServerView) serverShowJSON {
 	out := serverShowJSON{At: v.At, Server: toServerJSON(v.Server),
-		NextCheck:      nextCheckJSON{State: v.Next.State, At: utcPtr(v.Next.At), Why: v.Next.Why},
+		NextCheck:      nextCheckJSON{State: v.Next.State, At: v.Next.At, Why: v.Next.Why},
 		Uptime:         map[string]*float64{"24h": v.Uptime24h, "7d": v.Uptime7d, "30d": v.Uptime30d},
 		LatencySeconds: map[string]*float64{"p50": durationSeconds(v.LatencyP50), "p95": durationSeconds(v.LatencyP95)},
 		LastRuns:       toRunsJSON(v.LastRuns)}

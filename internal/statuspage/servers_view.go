@@ -170,7 +170,7 @@ func (v *serverView) fill(h *history.ServerHistory) {
 	var lat, tools []chartPoint
 	for _, p := range h.Series {
 		if p.Outcome == "ok" {
-			lat = append(lat, chartPoint{At: p.StartedAt, Value: p.Seconds})
+			lat = append(lat, chartPoint{At: p.StartedAt, Value: p.Duration.Seconds()})
 		}
 		if p.Tools != nil && (len(tools) == 0 || tools[len(tools)-1].Value != float64(*p.Tools)) {
 			tools = append(tools, chartPoint{At: p.StartedAt, Value: float64(*p.Tools)})
