@@ -37,10 +37,10 @@ type OpenJob struct {
 // from the same instant the claim would close it as abandoned (requested_at <= now - window).
 func IsStale(age, inFlight time.Duration) bool { return age >= inFlight }
 
-// EachOpenJob calls fn with every open job, oldest first, aged at now against inFlight. It reads
-// in tx and keeps nothing, so a caller that shows a few may still count them all.
-func EachOpenJob(ctx context.Context, tx pgx.Tx, now time.Time, inFlight time.Duration, fn func(OpenJob) error) error {
-	return queries.OpenJobs(ctx, tx, func(row queries.OpenJob) error {
+// EachOpenJob calls fn with every open job, oldest first, aged at now against inFlight. It keeps
+// nothing, so a caller that shows a few may still count them all.
+func EachOpenJob(ctx context.Context, db queries.DBTX, now time.Time, inFlight time.Duration, fn func(OpenJob) error) error {
+	return queries.OpenJobs(ctx, db, func(row queries.OpenJob) error {
 		age := now.Sub(row.RequestedAt)
 		return fn(OpenJob{OpenJob: row, Age: age, Stale: IsStale(age, inFlight)})
 	})
