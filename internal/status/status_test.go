@@ -193,3 +193,29 @@ func TestReportJSONMatchesTheDocumentedShape(t *testing.T) {
 	require.NoError(t, err, "run with -update to create it")
 	require.Equal(t, string(want), string(got))
 }
+
+func TestReadListsTheOldestOpenJobsButCountsThemAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newPool(t)
+	// One open job more than the report lists: the oldest stale, the others a second apart.
+	n := status.MaxOpenJobs + 1
+	jobs := make([]int64, n)
+	for i := range n {
+		requested := statustest.Now.Add(-time.Duration(n-i) * time.Second)
+		if i == 0 {
+			requested = statustest.Now.Add(-status.InFlight)
+		}
+		server := testfactory.Server(ctx, t, pool, nil)
+		jobs[i] = testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &requested})
+	}
+
+	r, err := status.Read(ctx, pool, statustest.Now)
+	require.NoError(t, err)
+	require.Equal(t, n, r.OpenCount, "the count is complete")
+	require.Equal(t, 1, r.StaleCount)
+	require.Len(t, r.OpenJobs, status.MaxOpenJobs, "the list is bounded")
+	require.Equal(t, jobs[0], r.OpenJobs[0].JobID, "oldest first")
+	require.True(t, r.OpenJobs[0].Stale)
+	require.Equal(t, jobs[n-2], r.OpenJobs[status.MaxOpenJobs-1].JobID, "the newest is the one left out")
+}
