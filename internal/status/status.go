@@ -95,9 +95,7 @@ type Due struct {
 
 // DueServer is a server waiting for its check.
 type DueServer struct {
-	ServerID    int64
-	Slug        string
-	NextCheckAt time.Time
+	queries.DueServer
 	// Overdue is how long it has been due.
 	Overdue time.Duration
 }
@@ -221,8 +219,7 @@ func due(ctx context.Context, tx pgx.Tx, now time.Time) (Due, error) {
 	}
 	out := Due{Count: d.Count, Held: d.Held}
 	if o := d.Oldest; o != nil {
-		out.Oldest = &DueServer{ServerID: o.ServerID, Slug: o.Slug, NextCheckAt: o.NextCheckAt,
-			Overdue: nonNegative(now.Sub(o.NextCheckAt))}
+		out.Oldest = &DueServer{DueServer: *o, Overdue: nonNegative(now.Sub(o.NextCheckAt))}
 	}
 	return out, nil
 }
