@@ -98,7 +98,7 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 	// What delivering those rows costs: the audit's scan streamed to the client and dropped.
 	streamed := func() (int64, error) {
 		return inTx(func(tx pgx.Tx) (n int64, err error) {
-			err = queries.AuditDuplicateScan(ctx, tx, since, until, func(int64, time.Time) error { n++; return nil })
+			err = queries.AuditDuplicateScan(ctx, tx, since, until, func(queries.AuditJobRow) error { n++; return nil })
 			return n, err
 		})
 	}

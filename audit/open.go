@@ -22,21 +22,28 @@ type OpenParams struct {
 	Now time.Time
 }
 
-// OpenJob is a job with no finish time.
+// OpenJob is a job with no finish time, aged at a moment: what `probectl audit open`,
+// `probectl status` and the status page show of it.
 type OpenJob struct {
-	JobID        int64
-	ServerID     int64
-	Slug         string
-	RoundID      *int64
-	RoundTrigger *string
-	RoundVersion *string
-	Invocation   *int32
-	Reason       string
-	RequestedAt  time.Time
-	Age          time.Duration
+	queries.OpenJob
+	// Age is how long the job has been open at the report's moment.
+	Age time.Duration
 	// Stale: open for at least the in-flight window. A probe died between claim and finish; no
 	// other process checks the server until the claim closes the job as abandoned.
 	Stale bool
+}
+
+// IsStale is the one staleness rule: a job open for at least the in-flight window is stale,
+// from the same instant the claim would close it as abandoned (requested_at <= now - window).
+func IsStale(age, inFlight time.Duration) bool { return age >= inFlight }
+
+// EachOpenJob calls fn with every open job, oldest first, aged at now against inFlight. It keeps
+// nothing, so a caller that shows a few may still count them all.
+func EachOpenJob(ctx context.Context, db queries.DBTX, now time.Time, inFlight time.Duration, fn func(OpenJob) error) error {
+	return queries.OpenJobs(ctx, db, func(row queries.OpenJob) error {
+		age := now.Sub(row.RequestedAt)
+		return fn(OpenJob{OpenJob: row, Age: age, Stale: IsStale(age, inFlight)})
+	})
 }
 
 // OpenReport lists the open jobs, oldest first.
@@ -88,12 +95,8 @@ func OpenTx(ctx context.Context, tx pgx.Tx, p OpenParams) (*OpenReport, error) {
 		return nil, err
 	}
 	r := &OpenReport{Now: now, InFlight: p.InFlight, Jobs: []OpenJob{}}
-	err = queries.AuditOpenJobs(ctx, tx, func(row queries.AuditOpenJobRow) error {
-		age := now.Sub(row.RequestedAt)
-		r.Jobs = append(r.Jobs, OpenJob{JobID: row.JobID, ServerID: row.ServerID, Slug: row.Slug,
-			RoundID: row.RoundID, RoundTrigger: row.RoundTrigger, RoundVersion: row.RoundVersion,
-			Invocation: row.Invocation, Reason: row.Reason, RequestedAt: row.RequestedAt.UTC(),
-			Age: age, Stale: age >= p.InFlight})
+	err = EachOpenJob(ctx, tx, now, p.InFlight, func(j OpenJob) error {
+		r.Jobs = append(r.Jobs, j)
 		return nil
 	})
 	if err != nil {
@@ -131,7 +134,7 @@ func (r OpenReport) MarshalJSON() ([]byte, error) {
 	for _, j := range r.Jobs {
 		out.Jobs = append(out.Jobs, openJobJSON{JobID: j.JobID, ServerID: j.ServerID, Slug: j.Slug,
 			RoundID: j.RoundID, RoundTrigger: j.RoundTrigger, RoundVersion: j.RoundVersion,
-			Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt.UTC(),
+			Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt,
 			AgeSeconds: Seconds(j.Age), Stale: j.Stale})
 	}
 	return json.Marshal(out)

@@ -54,11 +54,7 @@ func resolveUntil(ctx context.Context, tx pgx.Tx, until time.Time) (time.Time, e
 	if !until.IsZero() {
 		return until.UTC(), nil
 	}
-	now, err := queries.AuditNow(ctx, tx)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return now.UTC(), nil
+	return queries.AuditNow(ctx, tx)
 }
 
 // checkRange checks since < until and returns the split times sorted, without repeats, each

@@ -95,7 +95,8 @@ func (w *walker) periodOf(t time.Time) int {
 	return sort.Search(len(w.periods), func(i int) bool { return w.periods[i].Since.After(t) }) - 1
 }
 
-func (w *walker) row(server int64, at time.Time) error {
+func (w *walker) row(job queries.AuditJobRow) error {
+	server, at := job.ServerID, job.RequestedAt
 	prevAt, sameServer := w.prevAt, w.havePrev && w.prevServer == server
 	w.havePrev, w.prevServer, w.prevAt = true, server, at
 	if at.Before(w.since) {
@@ -139,8 +140,8 @@ func closestPair(ctx context.Context, tx pgx.Tx, p DuplicatesParams, w *walker) 
 		eligible := gap < p.Window || !row.FirstRequestedAt.Before(p.Since)
 		if c == nil && eligible && gap == w.closestGap {
 			c = &ClosestPair{ServerID: row.ServerID, Slug: row.Slug, FirstJobID: row.FirstJobID,
-				SecondJobID: row.SecondJobID, FirstRequestedAt: row.FirstRequestedAt.UTC(),
-				SecondRequestedAt: row.SecondRequestedAt.UTC(), Gap: gap}
+				SecondJobID: row.SecondJobID, FirstRequestedAt: row.FirstRequestedAt,
+				SecondRequestedAt: row.SecondRequestedAt, Gap: gap}
 		}
 		return nil
 	})
@@ -152,14 +153,13 @@ func closestPair(ctx context.Context, tx pgx.Tx, p DuplicatesParams, w *walker) 
 func classify(r queries.AuditPairRow, since time.Time) Pair {
 	p := Pair{
 		ServerID: r.ServerID, Slug: r.Slug, FirstJobID: r.FirstJobID, SecondJobID: r.SecondJobID,
-		FirstRequestedAt: r.FirstRequestedAt.UTC(), SecondRequestedAt: r.SecondRequestedAt.UTC(),
+		FirstRequestedAt: r.FirstRequestedAt, SecondRequestedAt: r.SecondRequestedAt,
 		SecondReason: r.SecondReason, RequestGap: r.SecondRequestedAt.Sub(r.FirstRequestedAt),
 		FirstBeforeSince: r.FirstRequestedAt.Before(since),
 	}
 	if r.FirstFinishedAt != nil {
-		finished := r.FirstFinishedAt.UTC()
-		gap := r.SecondRequestedAt.Sub(finished)
-		p.FirstFinishedAt, p.GapAfterFinish = &finished, &gap
+		gap := r.SecondRequestedAt.Sub(*r.FirstFinishedAt)
+		p.FirstFinishedAt, p.GapAfterFinish = r.FirstFinishedAt, &gap
 	}
 	switch {
 	case isRecheck(r.SecondReason):

@@ -33,13 +33,13 @@ func inReadOnlyTx(ctx context.Context, db queries.DB, fn func(pgx.Tx) error) err
 // (queries.AuditPlanSettings: custom plans only, so a connection that ran an audit five times
 // does not switch to a plan that sorts the population).
 func enter(ctx context.Context, tx pgx.Tx) error {
-	readOnly, oneSnapshot, err := queries.AuditTxMode(ctx, tx)
+	mode, err := queries.AuditTxMode(ctx, tx)
 	switch {
 	case err != nil:
 		return err
-	case !readOnly:
+	case !mode.ReadOnly:
 		return ErrNotReadOnly
-	case !oneSnapshot:
+	case !mode.OneSnapshot:
 		return ErrNotOneSnapshot
 	}
 	return queries.AuditPlanSettings(ctx, tx)

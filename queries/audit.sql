@@ -6,13 +6,13 @@
 -- name: AuditNow
 -- The transaction's start time: the default end of an audit's population and the clock open jobs
 -- are aged against, so every figure agrees with the snapshot.
-SELECT now();
+SELECT now() AS now;
 
 -- name: AuditTxMode
 -- Whether the caller's transaction is READ ONLY, and whether it reads one snapshot throughout
 -- (REPEATABLE READ or SERIALIZABLE); audits refuse to run in one that is not both.
-SELECT current_setting('transaction_read_only') = 'on',
-       current_setting('transaction_isolation') IN ('repeatable read', 'serializable');
+SELECT current_setting('transaction_read_only') = 'on' AS read_only,
+       current_setting('transaction_isolation') IN ('repeatable read', 'serializable') AS one_snapshot;
 
 -- name: AuditPlanSettings
 -- The audits' planner settings, for the rest of the transaction only (set_config(..., true) is
@@ -52,8 +52,9 @@ WITH ordered AS (
        AND j.requested_at <  $4::timestamptz
     WINDOW w AS (PARTITION BY j.server_id ORDER BY j.requested_at, j.id)
 )
-SELECT o.server_id, s.slug, o.first_id, o.id, o.first_requested_at, o.first_finished_at,
-       o.requested_at, o.reason
+SELECT o.server_id, s.slug, o.first_id AS first_job_id, o.id AS second_job_id,
+       o.first_requested_at, o.first_finished_at, o.requested_at AS second_requested_at,
+       o.reason AS second_reason
   FROM ordered o
   JOIN servers s ON s.id = o.server_id
  WHERE o.first_id IS NOT NULL
@@ -73,29 +74,17 @@ WITH ordered AS (
      WHERE j.requested_at >= $1::timestamptz - (SELECT coalesce(max(check_interval), interval '0') FROM servers)
        AND j.requested_at <  $2::timestamptz
 )
-SELECT s.id, s.slug, s.plan, extract(epoch FROM s.check_interval)::float8,
-       count(*),
-       count(*) FILTER (WHERE o.reason IN ('maintainer_claim', 'manual')),
-       coalesce(sum(r.requests), 0)::bigint,
-       coalesce(max(r.requests), 0)::int,
+SELECT s.id AS server_id, s.slug, s.plan, s.check_interval,
+       count(*) AS rounds,
+       count(*) FILTER (WHERE o.reason IN ('maintainer_claim', 'manual')) AS rechecks,
+       coalesce(sum(r.requests), 0)::bigint AS requests,
+       coalesce(max(r.requests), 0)::int AS max_requests,
        count(*) FILTER (WHERE o.reason NOT IN ('maintainer_claim', 'manual')
-                          AND o.requested_at - o.prev_requested_at < s.check_interval),
-       extract(epoch FROM min(o.requested_at - o.prev_requested_at))::float8
+                          AND o.requested_at - o.prev_requested_at < s.check_interval) AS short_gaps,
+       min(o.requested_at - o.prev_requested_at) AS closest_gap
   FROM ordered o
   JOIN servers s ON s.id = o.server_id
   LEFT JOIN probe_runs r ON r.job_id = o.id
  WHERE o.requested_at >= $1::timestamptz
  GROUP BY s.id
  ORDER BY s.id;
-
--- name: AuditOpenJobs
--- Every job not finished, oldest first, with its server and round (the partial unique index on
--- open jobs keeps this small).
-SELECT j.id, j.server_id, s.slug, j.round_id, r.trigger, r.version, j.invocation, j.reason,
-       j.requested_at
-  FROM probe_jobs j
-  JOIN servers s ON s.id = j.server_id
-  LEFT JOIN probe_rounds r ON r.id = j.round_id
- WHERE j.finished_at IS NULL
- ORDER BY j.requested_at, j.id;
-

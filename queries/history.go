@@ -11,14 +11,15 @@ import (
 
 // ServerFigures are a server's run counts and latency over the 30 days before a moment.
 type ServerFigures struct {
-	OK24h      int64    `db:"ok_24h"`
-	Counted24h int64    `db:"counted_24h"`
-	OK7d       int64    `db:"ok_7d"`
-	Counted7d  int64    `db:"counted_7d"`
-	OK30d      int64    `db:"ok_30d"`
-	Counted30d int64    `db:"counted_30d"`
-	P50Seconds *float64 `db:"p50_seconds"`
-	P95Seconds *float64 `db:"p95_seconds"`
+	OK24h      int64 `db:"ok_24h"`
+	Counted24h int64 `db:"counted_24h"`
+	OK7d       int64 `db:"ok_7d"`
+	Counted7d  int64 `db:"counted_7d"`
+	OK30d      int64 `db:"ok_30d"`
+	Counted30d int64 `db:"counted_30d"`
+	// P50 and P95 are the latency of its ok checks; nil when it has none.
+	P50 *time.Duration `db:"p50"`
+	P95 *time.Duration `db:"p95"`
 }
 
 // GetServerFigures reads a server's figures as of at.
@@ -69,16 +70,16 @@ func GetServerAuth(ctx context.Context, db DBTX, serverID int64) (*ServerAuth, e
 
 // ServerSchedule is what decides a server's next claim.
 type ServerSchedule struct {
-	OpenJobID         *int64     `db:"open_job_id"`
-	OpenRequestedAt   *time.Time `db:"open_requested_at"`
-	LastRequestedAt   *time.Time `db:"last_requested_at"`
-	MinSpacingSeconds float64    `db:"min_spacing_seconds"`
+	OpenJobID       *int64        `db:"open_job_id"`
+	OpenRequestedAt *time.Time    `db:"open_requested_at"`
+	LastRequestedAt *time.Time    `db:"last_requested_at"`
+	MinSpacing      time.Duration `db:"min_spacing"`
 }
 
 // GetServerSchedule reads a server's open job (within the in-flight window), its last job and the
 // spacing guard in force, as of at.
 func GetServerSchedule(ctx context.Context, db DBTX, serverID int64, at time.Time) (ServerSchedule, error) {
-	rows, err := db.Query(ctx, SQL("ServerSchedule"), serverID, at, InFlightWindow.Seconds())
+	rows, err := db.Query(ctx, SQL("ServerSchedule"), serverID, at, InFlightWindow)
 	if err != nil {
 		return ServerSchedule{}, fmt.Errorf("read server schedule: %w", err)
 	}
@@ -107,14 +108,20 @@ func LastStatusChange(ctx context.Context, db DBTX, serverID int64) (*StatusChan
 // is due at once, at now when set). It returns the status before; changed is false when the
 // server already had that status (nothing written). ErrNoServer: no such slug.
 func ChangeServerStatus(ctx context.Context, db DBTX, slug, status, reason, actor string, now *time.Time) (from string, changed bool, err error) {
-	err = db.QueryRow(ctx, SQL("ChangeServerStatus"), slug, status, reason, actor, now).Scan(&from, &changed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, fmt.Errorf("server %s: %w", slug, ErrNoServer)
-	}
+	c, err := optionalRow[statusChanged](ctx, db, "ChangeServerStatus", slug, status, reason, actor, now)
 	if err != nil {
 		return "", false, fmt.Errorf("change status of server %s: %w", slug, err)
 	}
-	return from, changed, nil
+	if c == nil {
+		return "", false, fmt.Errorf("server %s: %w", slug, ErrNoServer)
+	}
+	return c.StatusFrom, c.Changed, nil
+}
+
+// statusChanged is what ChangeServerStatus's statement returns.
+type statusChanged struct {
+	StatusFrom string `db:"status_from"`
+	Changed    bool   `db:"changed"`
 }
 
 // optionalRow runs a named query that returns at most one row, collected by name; nil: no row.
@@ -133,17 +140,25 @@ func optionalRow[T any](ctx context.Context, db DBTX, name string, args ...any) 
 	return &v, nil
 }
 
+// serverEndpoint is a server's id and endpoint URL.
+type serverEndpoint struct {
+	ID          int64  `db:"id"`
+	EndpointURL string `db:"endpoint_url"`
+}
+
 // ServerEndpoints returns the endpoint URLs of the servers with those ids, by id.
 func ServerEndpoints(ctx context.Context, db DBTX, ids []int64) (map[int64]string, error) {
 	rows, err := db.Query(ctx, SQL("ServerEndpoints"), ids)
 	if err != nil {
 		return nil, fmt.Errorf("read endpoints: %w", err)
 	}
-	out := make(map[int64]string, len(ids))
-	var id int64
-	var url string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &url}, func() error { out[id] = url; return nil }); err != nil {
+	endpoints, err := pgx.CollectRows(rows, pgx.RowToStructByName[serverEndpoint])
+	if err != nil {
 		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	out := make(map[int64]string, len(endpoints))
+	for _, e := range endpoints {
+		out[e.ID] = e.EndpointURL
 	}
 	return out, nil
 }

@@ -4,7 +4,7 @@
 -- fault (NULL when there is none). Latency: the duration of its ok checks over 30 days.
 WITH w AS (
     SELECT f.outcome, f.probectl_fault, f.started_at,
-           extract(epoch FROM f.finished_at - f.started_at)::float8 AS secs
+           f.finished_at - f.started_at AS took
       FROM run_facts AS f
      WHERE f.server_id = $1
        AND f.started_at >  $2::timestamptz - interval '30 days'
@@ -16,8 +16,8 @@ SELECT count(*) FILTER (WHERE outcome = 'ok' AND started_at > $2::timestamptz - 
        count(*) FILTER (WHERE NOT probectl_fault AND started_at > $2::timestamptz - interval '7 days') AS counted_7d,
        count(*) FILTER (WHERE outcome = 'ok') AS ok_30d,
        count(*) FILTER (WHERE NOT probectl_fault) AS counted_30d,
-       percentile_cont(0.5)  WITHIN GROUP (ORDER BY secs) FILTER (WHERE outcome = 'ok') AS p50_seconds,
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY secs) FILTER (WHERE outcome = 'ok') AS p95_seconds
+       percentile_cont(0.5)  WITHIN GROUP (ORDER BY took) FILTER (WHERE outcome = 'ok') AS p50,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY took) FILTER (WHERE outcome = 'ok') AS p95
   FROM w;
 
 -- name: ServerCert
@@ -63,15 +63,16 @@ SELECT r.result->>'auth' AS auth
 
 -- name: ServerSchedule
 -- What decides a server's next claim, as of $2: its open job, its last job, and the spacing guard
--- of the active release (10 minutes without one, as a round's default).
+-- of the active release (10 minutes without one, as a round's default). $3 is the in-flight
+-- window.
 SELECT (SELECT o.id FROM probe_jobs AS o
          WHERE o.server_id = $1 AND o.finished_at IS NULL
-           AND o.requested_at > $2::timestamptz - make_interval(secs => $3::float8)) AS open_job_id,
+           AND o.requested_at > $2::timestamptz - $3::interval) AS open_job_id,
        (SELECT o.requested_at FROM probe_jobs AS o
          WHERE o.server_id = $1 AND o.finished_at IS NULL
-           AND o.requested_at > $2::timestamptz - make_interval(secs => $3::float8)) AS open_requested_at,
+           AND o.requested_at > $2::timestamptz - $3::interval) AS open_requested_at,
        (SELECT max(l.requested_at) FROM probe_jobs AS l WHERE l.server_id = $1) AS last_requested_at,
-       coalesce((SELECT extract(epoch FROM r.min_spacing)::float8 FROM releases AS r WHERE r.active), 600) AS min_spacing_seconds;
+       coalesce((SELECT r.min_spacing FROM releases AS r WHERE r.active), interval '10 minutes') AS min_spacing;
 
 -- name: ServerLastStatusChange
 SELECT c.status_from, c.status_to, c.reason, c.changed_by, c.changed_at

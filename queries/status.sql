@@ -4,59 +4,42 @@
 
 -- name: StatusNow
 -- The report's time: the one given, or the transaction's now().
-SELECT coalesce($1::timestamptz, now());
+SELECT coalesce($1::timestamptz, now()) AS now;
 
 -- name: StatusDue
--- Due servers: how many, how many of those are held by an open job (a round is on them), and the
--- one that has waited longest. An open job counts as in the claim: requested within the in-flight
--- window ($2, seconds).
+-- Due servers: how many, and how many of those are held by an open job (a round is on them). An
+-- open job counts as in the claim: requested within the in-flight window ($2).
 WITH due AS (
-    SELECT s.id, s.slug, s.next_check_at,
-           EXISTS (SELECT 1 FROM probe_jobs AS j
+    SELECT EXISTS (SELECT 1 FROM probe_jobs AS j
                     WHERE j.server_id = s.id
                       AND j.finished_at IS NULL
-                      AND j.requested_at > $1::timestamptz - make_interval(secs => $2::float8)) AS held
+                      AND j.requested_at > $1::timestamptz - $2::interval) AS held
       FROM servers AS s
      WHERE s.status = 'active'
        AND s.next_check_at <= $1::timestamptz
 )
-SELECT (SELECT count(*) FROM due),
-       (SELECT count(*) FROM due WHERE held),
-       o.id, o.slug, o.next_check_at
-  FROM (SELECT 1) AS one
-  LEFT JOIN LATERAL (SELECT id, slug, next_check_at FROM due ORDER BY next_check_at, id LIMIT 1) AS o ON true;
+SELECT count(*) AS count, count(*) FILTER (WHERE held) AS held FROM due;
 
--- name: StatusOpenJobCounts
--- Every open job, and those past the in-flight window ($2, seconds): the claim closes those as
--- abandoned the next time it runs; until then they are what a dead probe left behind.
-SELECT count(*),
-       count(*) FILTER (WHERE j.requested_at <= $1::timestamptz - make_interval(secs => $2::float8))
-  FROM probe_jobs AS j
- WHERE j.finished_at IS NULL;
-
--- name: StatusOpenJobs
--- The oldest open jobs first, at most $1, with their server and whether the server's next check
--- already moved past the job's request (the probe made its first write, advance, and not the
--- second, finish).
-SELECT j.id, j.server_id, s.slug, j.round_id, j.invocation, j.reason, j.requested_at,
-       s.next_check_at, s.next_check_at > j.requested_at
-  FROM probe_jobs AS j
-  JOIN servers AS s ON s.id = j.server_id
- WHERE j.finished_at IS NULL
- ORDER BY j.requested_at, j.id
- LIMIT $1;
+-- name: StatusOldestDue
+-- The due server that has waited longest (no row: none is due).
+SELECT s.id AS server_id, s.slug, s.next_check_at
+  FROM servers AS s
+ WHERE s.status = 'active'
+   AND s.next_check_at <= $1::timestamptz
+ ORDER BY s.next_check_at, s.id
+ LIMIT 1;
 
 -- name: StatusRecentRounds
 -- The last $1 rounds, newest first, with what they left: jobs, runs, servers, failures (outcome
 -- failed or error), abandoned and still-open jobs.
--- state is running, finished or dead as of $2: dead when the heartbeat is older than $3 seconds
--- or, for a round without one (a binary from before 00005), when it started more than $4 seconds
--- ago (queries.RoundDeadAfter, RoundDeadWithoutHeartbeat).
+-- state is running, finished or dead as of $2: dead when the heartbeat is older than $3 (an
+-- interval) or, for a round without one (a binary from before 00005), when it started more than
+-- $4 ago (queries.RoundDeadAfter, RoundDeadWithoutHeartbeat).
 SELECT r.id, r.trigger, r.version, r.fanout, r.claim_limit, r.concurrency, r.started_at, r.finished_at,
        c.jobs, c.runs, c.servers, c.failures, c.abandoned, c.open_jobs, r.heartbeat_at,
        CASE WHEN r.finished_at IS NOT NULL THEN 'finished'
-            WHEN coalesce(r.heartbeat_at + make_interval(secs => $3::float8),
-                          r.started_at + make_interval(secs => $4::float8)) < $2::timestamptz THEN 'dead'
+            WHEN coalesce(r.heartbeat_at + $3::interval,
+                          r.started_at + $4::interval) < $2::timestamptz THEN 'dead'
             ELSE 'running' END AS state
   FROM (SELECT * FROM probe_rounds ORDER BY started_at DESC, id DESC LIMIT $1) AS r
  CROSS JOIN LATERAL (
@@ -73,4 +56,4 @@ SELECT r.id, r.trigger, r.version, r.fanout, r.claim_limit, r.concurrency, r.sta
  ORDER BY r.started_at DESC, r.id DESC;
 
 -- name: StatusRoundsTotal
-SELECT count(*) FROM probe_rounds;
+SELECT count(*) AS count FROM probe_rounds;

@@ -119,7 +119,7 @@ func writeOpenCSV(w io.Writer, r *audit.OpenReport) error {
 			invocation = strconv.Itoa(int(*j.Invocation))
 		}
 		_ = cw.Write([]string{strconv.FormatInt(j.JobID, 10), strconv.FormatInt(j.ServerID, 10), j.Slug, round,
-			invocation, j.Reason, j.RequestedAt.UTC().Format(time.RFC3339Nano), audit.FormatSeconds(j.Age),
+			invocation, j.Reason, j.RequestedAt.Format(time.RFC3339Nano), audit.FormatSeconds(j.Age),
 			strconv.FormatBool(j.Stale)})
 	}
 	cw.Flush()

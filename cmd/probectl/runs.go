@@ -56,8 +56,8 @@ type runJSON struct {
 
 func toRunJSON(r queries.Run) runJSON {
 	return runJSON{ID: r.ID, JobID: r.JobID, RoundID: r.RoundID, Server: r.Server, Kind: r.Kind, Outcome: r.Outcome,
-		Summary: r.Summary, Error: r.Error, Requests: r.Requests, StartedAt: r.StartedAt.UTC(),
-		FinishedAt: r.FinishedAt.UTC(), DurationSeconds: r.Duration().Seconds(), KeyID: r.KeyID, ProbectlFault: r.ProbectlFault}
+		Summary: r.Summary, Error: r.Error, Requests: r.Requests, StartedAt: r.StartedAt,
+		FinishedAt: r.FinishedAt, DurationSeconds: r.Duration().Seconds(), KeyID: r.KeyID, ProbectlFault: r.ProbectlFault}
 }
 
 func toRunsJSON(runs []queries.Run) []runJSON {

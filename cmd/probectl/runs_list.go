@@ -123,7 +123,7 @@ func writeRunsTable(w io.Writer, runs []queries.Run) error {
 		if r.ProbectlFault {
 			why += " (probectl's fault)"
 		}
-		tbl.Row(r.ID, r.Server, r.Outcome, r.StartedAt.UTC().Format(time.RFC3339), seconds(r.Duration()), idText(r.RoundID), why)
+		tbl.Row(r.ID, r.Server, r.Outcome, r.StartedAt.Format(time.RFC3339), seconds(r.Duration()), idText(r.RoundID), why)
 	}
 	return tbl.Render()
 }
@@ -149,8 +149,8 @@ func writeRunsCSV(w io.Writer, runs []queries.Run) error {
 			key = *r.KeyID
 		}
 		err := cw.Write([]string{strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.JobID, 10), round, r.Server, r.Kind,
-			r.Outcome, r.Summary, msg, strconv.Itoa(r.Requests), r.StartedAt.UTC().Format(time.RFC3339Nano),
-			r.FinishedAt.UTC().Format(time.RFC3339Nano), strconv.FormatFloat(r.Duration().Seconds(), 'f', -1, 64), key,
+			r.Outcome, r.Summary, msg, strconv.Itoa(r.Requests), r.StartedAt.Format(time.RFC3339Nano),
+			r.FinishedAt.Format(time.RFC3339Nano), strconv.FormatFloat(r.Duration().Seconds(), 'f', -1, 64), key,
 			strconv.FormatBool(r.ProbectlFault)})
 		if err != nil {
 			return err

@@ -106,7 +106,7 @@ func writeRunShow(w io.Writer, v history.RunView) error {
 	kv := render.NewTable(w, "RUN", fmt.Sprintf("%d (job %d, round %s)", v.ID, v.JobID, idText(v.RoundID)))
 	kv.Row("server", fmt.Sprintf("%s (%s) %s", v.Server, v.Kind, check.RedactURL(v.EndpointURL)))
 	kv.Row("outcome", why)
-	kv.Row("started", v.StartedAt.UTC().Format(time.RFC3339Nano))
+	kv.Row("started", v.StartedAt.Format(time.RFC3339Nano))
 	kv.Row("duration", seconds(v.Duration()))
 	if res.ServerName != "" || res.Tools != nil {
 		tools := "-"

@@ -94,7 +94,7 @@ func readDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at ti
 	if err != nil {
 		return nil, err
 	}
-	d := &Directory{At: at.UTC(), Query: q}
+	d := &Directory{At: at, Query: q}
 	if d.Counts, err = queries.DirectoryCounts(ctx, db); err != nil {
 		return nil, err
 	}

@@ -197,12 +197,7 @@ func PublicKeys(ctx context.Context, db queries.DBTX) ([]PublicKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf("key %s: %w", k.KeyID, err)
 		}
-		var retired *time.Time
-		if k.RetiredAt != nil {
-			t := k.RetiredAt.UTC()
-			retired = &t
-		}
-		out = append(out, PublicKey{KeyID: k.KeyID, Algorithm: k.Algorithm, CreatedAt: k.CreatedAt.UTC(), RetiredAt: retired,
+		out = append(out, PublicKey{KeyID: k.KeyID, Algorithm: k.Algorithm, CreatedAt: k.CreatedAt, RetiredAt: k.RetiredAt,
 			PEM: string(data)})
 	}
 	return out, nil

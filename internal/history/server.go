@@ -69,7 +69,7 @@ func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Tim
 	if err != nil {
 		return nil, err
 	}
-	v := &ServerView{At: at.UTC(), Server: s}
+	v := &ServerView{At: at, Server: s}
 	if v.StatusChange, err = queries.LastStatusChange(ctx, db, s.ID); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Tim
 		return nil, err
 	}
 	v.Uptime24h, v.Uptime7d, v.Uptime30d = ratio(fig.OK24h, fig.Counted24h), ratio(fig.OK7d, fig.Counted7d), ratio(fig.OK30d, fig.Counted30d)
-	v.LatencyP50, v.LatencyP95 = secondsPtr(fig.P50Seconds), secondsPtr(fig.P95Seconds)
+	v.LatencyP50, v.LatencyP95 = fig.P50, fig.P95
 	if v.Cert, err = queries.GetServerCert(ctx, db, s.ID, at); err != nil {
 		return nil, err
 	}
@@ -116,14 +116,6 @@ func ratio(ok, counted int64) *float64 {
 	return &r
 }
 
-func secondsPtr(s *float64) *time.Duration {
-	if s == nil {
-		return nil
-	}
-	d := time.Duration(*s * float64(time.Second))
-	return &d
-}
-
 // nextCheck mirrors the claim's rules (queries/migrations/00002_claim.sql, probe_claim) for one
 // server: status, open job, due time and spacing guard.
 func nextCheck(s queries.Server, sched queries.ServerSchedule, change *queries.StatusChange, at time.Time) NextCheck {
@@ -131,7 +123,7 @@ func nextCheck(s queries.Server, sched queries.ServerSchedule, change *queries.S
 		why := s.Status + ": never claimed until 'probectl servers resume " + s.Slug + "'"
 		if change != nil && change.StatusTo == s.Status {
 			why = fmt.Sprintf("%s by %s at %s (%s): never claimed until 'probectl servers resume %s'", s.Status,
-				change.ChangedBy, change.ChangedAt.UTC().Format(time.RFC3339), change.Reason, s.Slug)
+				change.ChangedBy, change.ChangedAt.Format(time.RFC3339), change.Reason, s.Slug)
 		}
 		return NextCheck{State: s.Status, Why: why}
 	}
@@ -139,18 +131,18 @@ func nextCheck(s queries.Server, sched queries.ServerSchedule, change *queries.S
 		closes := sched.OpenRequestedAt.Add(queries.InFlightWindow)
 		return NextCheck{State: "open_job", At: &closes, Why: fmt.Sprintf("job %d has been in flight since %s: its finish schedules the next check; "+
 			"if it never finishes it is closed as abandoned at %s", *sched.OpenJobID,
-			sched.OpenRequestedAt.UTC().Format(time.RFC3339), closes.UTC().Format(time.RFC3339))}
+			sched.OpenRequestedAt.Format(time.RFC3339), closes.Format(time.RFC3339))}
 	}
 	due := s.NextCheckAt
 	if due.After(at) {
 		return NextCheck{State: "scheduled", At: &due, Why: fmt.Sprintf("every %s (%s plan) after its last check", s.CheckInterval, s.Plan)}
 	}
 	recheck := s.MaintainerClaimedAt != nil && (sched.LastRequestedAt == nil || sched.LastRequestedAt.Before(*s.MaintainerClaimedAt))
-	spacing := time.Duration(sched.MinSpacingSeconds * float64(time.Second))
+	spacing := sched.MinSpacing
 	if !recheck && sched.LastRequestedAt != nil && sched.LastRequestedAt.After(at.Add(-spacing)) {
 		from := sched.LastRequestedAt.Add(spacing)
 		return NextCheck{State: "spacing", At: &from, Why: fmt.Sprintf("due, held by the spacing guard: its last job was requested at %s, less than %s before",
-			sched.LastRequestedAt.UTC().Format(time.RFC3339), spacing)}
+			sched.LastRequestedAt.Format(time.RFC3339), spacing)}
 	}
 	why := "due now: the next round claims it"
 	if recheck {

@@ -66,7 +66,7 @@ type openJobJSON struct {
 	ServerID       int64         `json:"server_id"`
 	Slug           string        `json:"slug"`
 	RoundID        *int64        `json:"round_id"`
-	Invocation     *int          `json:"invocation"`
+	Invocation     *int32        `json:"invocation"`
 	Reason         string        `json:"reason"`
 	RequestedAt    time.Time     `json:"requested_at"`
 	AgeSeconds     audit.Seconds `json:"age_seconds"`
@@ -132,33 +132,32 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}
 	if rel := r.ActiveRelease; rel != nil {
 		out.ActiveRelease = &releaseJSON{ID: rel.ID, Version: rel.Version, Kind: rel.Kind,
-			DeployedAt: rel.DeployedAt.UTC(), DeployedBy: rel.DeployedBy, Fanout: rel.Fanout,
+			DeployedAt: rel.DeployedAt, DeployedBy: rel.DeployedBy, Fanout: rel.Fanout,
 			ClaimLimit: rel.ClaimLimit, Concurrency: rel.Concurrency,
 			MinSpacingSeconds: audit.Seconds(rel.MinSpacing), FinishMode: rel.FinishMode,
 			RoundEverySeconds: audit.Seconds(rel.Every)}
 	}
 	if o := r.Due.Oldest; o != nil {
 		out.DueServers.Oldest = &dueServerJSON{ServerID: o.ServerID, Slug: o.Slug,
-			NextCheckAt: o.NextCheckAt.UTC(), OverdueSeconds: audit.Seconds(o.Overdue)}
+			NextCheckAt: o.NextCheckAt, OverdueSeconds: audit.Seconds(o.Overdue)}
 	}
 	for _, j := range r.OpenJobs {
 		out.OpenJobs = append(out.OpenJobs, openJobJSON{JobID: j.JobID, ServerID: j.ServerID, Slug: j.Slug,
-			RoundID: j.RoundID, Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt.UTC(),
+			RoundID: j.RoundID, Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt,
 			AgeSeconds: audit.Seconds(j.Age), Stale: j.Stale, ServerAdvanced: j.Advanced,
-			NextCheckAt: j.NextCheckAt.UTC()})
+			NextCheckAt: j.NextCheckAt})
 	}
 	if r.Spool != nil {
 		out.Spool = &spoolJSON{Dir: r.Spool.Dir, Files: r.Spool.Files, Results: r.Spool.Results}
 	}
 	for _, rd := range r.RecentRounds {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,
-			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt.UTC(),
+			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt,
 			Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
 			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt}
 		if rd.FinishedAt != nil {
-			fin := rd.FinishedAt.UTC()
 			d := audit.Seconds(*rd.Duration())
-			rj.FinishedAt, rj.DurationSeconds = &fin, &d
+			rj.FinishedAt, rj.DurationSeconds = rd.FinishedAt, &d
 		}
 		out.RecentRounds = append(out.RecentRounds, rj)
 	}
@@ -171,7 +170,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 			}
 			out.Duplicates24h.Pairs = append(out.Duplicates24h.Pairs, duplicatePairJSON{ServerID: p.ServerID,
 				Slug: p.Slug, FirstJobID: p.FirstJobID, SecondJobID: p.SecondJobID,
-				SecondRequestedAt: p.SecondRequestedAt.UTC(), RequestGapSeconds: audit.Seconds(p.RequestGap),
+				SecondRequestedAt: p.SecondRequestedAt, RequestGapSeconds: audit.Seconds(p.RequestGap),
 				GapAfterFinishSeconds: gap, Class: p.Class})
 		}
 	}

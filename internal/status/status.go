@@ -95,52 +95,24 @@ type Due struct {
 
 // DueServer is a server waiting for its check.
 type DueServer struct {
-	ServerID    int64
-	Slug        string
-	NextCheckAt time.Time
+	queries.DueServer
 	// Overdue is how long it has been due.
 	Overdue time.Duration
 }
 
-// OpenJob is a claim whose probe has not finished it.
-type OpenJob struct {
-	JobID       int64
-	ServerID    int64
-	Slug        string
-	RoundID     *int64
-	Invocation  *int
-	Reason      string
-	RequestedAt time.Time
-	Age         time.Duration
-	// Stale: open for at least the in-flight window. Its probe is presumed dead; the next claim
-	// closes it as abandoned.
-	Stale bool
-	// Advanced: the server's next check already moved past the request, so the probe made its
-	// first write (advance) and not its second (finish). A probe that died between its writes
-	// leaves exactly this: no duplicate can follow, the job just stays open.
-	Advanced    bool
-	NextCheckAt time.Time
-}
+// OpenJob is a claim whose probe has not finished it, aged at the report's moment: the type
+// `probectl audit open` shows too, with its one staleness rule (audit.IsStale). Advanced says the
+// server's next check already moved past the request, so the probe made its first write (advance)
+// and not its second (finish): a probe that died between its writes leaves exactly this, no
+// duplicate can follow, the job just stays open.
+type OpenJob = audit.OpenJob
 
-// Round is a recent round and what it left.
+// Round is a recent round and what it left: its FinishedAt is nil while it runs (or if it died);
+// its HeartbeatAt is its last sign of life (nil for a round of a binary from before heartbeats);
+// its State is running, finished or dead (queries.RoundDeadAfter): a dead round's process is gone,
+// and its open jobs wait for the in-flight window.
 type Round struct {
-	ID                              int64
-	Trigger                         string
-	Version                         string
-	Fanout, ClaimLimit, Concurrency int
-	StartedAt                       time.Time
-	// FinishedAt is nil while the round runs (or if it died).
-	FinishedAt *time.Time
-	// HeartbeatAt is the round's last sign of life; nil for a round of a binary from before
-	// heartbeats. State is running, finished or dead (queries.RoundDeadAfter): a dead round's
-	// process is gone, and its open jobs wait for the in-flight window.
-	HeartbeatAt         *time.Time
-	State               string
-	Jobs, Runs, Servers int
-	// Failures are jobs whose check failed or errored.
-	Failures  int
-	Abandoned int
-	OpenJobs  int
+	queries.RecentRound
 }
 
 // Duration is how long the round took; nil while it runs (or if it died).
@@ -197,7 +169,6 @@ func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	now = now.UTC()
 	r := &Report{GeneratedAt: now}
 	if r.ActiveRelease, err = activeRelease(ctx, tx); err != nil {
 		return nil, err
@@ -205,10 +176,7 @@ func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
 	if r.Due, err = due(ctx, tx, now); err != nil {
 		return nil, err
 	}
-	if r.OpenCount, r.StaleCount, err = queries.StatusOpenJobCounts(ctx, tx, now, InFlight); err != nil {
-		return nil, err
-	}
-	if r.OpenJobs, err = openJobs(ctx, tx, now); err != nil {
+	if err = openJobs(ctx, tx, r); err != nil {
 		return nil, err
 	}
 	if r.RecentRounds, err = rounds(ctx, tx, now); err != nil {
@@ -235,7 +203,7 @@ func activeRelease(ctx context.Context, tx pgx.Tx) (*Release, error) {
 	if err != nil && !errors.Is(err, queries.ErrNoRelease) {
 		return nil, err
 	}
-	return &Release{ID: rel.ID, Version: rel.Version, Kind: rel.Kind, DeployedAt: rel.DeployedAt.UTC(),
+	return &Release{ID: rel.ID, Version: rel.Version, Kind: rel.Kind, DeployedAt: rel.DeployedAt,
 		DeployedBy: rel.DeployedBy, Fanout: rel.Fanout, ClaimLimit: rel.ClaimLimit,
 		Concurrency: rel.Concurrency, MinSpacing: rel.MinSpacing, FinishMode: rel.FinishMode, Every: sched.Every}, nil
 }
@@ -247,26 +215,25 @@ func due(ctx context.Context, tx pgx.Tx, now time.Time) (Due, error) {
 	}
 	out := Due{Count: d.Count, Held: d.Held}
 	if o := d.Oldest; o != nil {
-		out.Oldest = &DueServer{ServerID: o.ServerID, Slug: o.Slug, NextCheckAt: o.NextCheckAt.UTC(),
-			Overdue: nonNegative(now.Sub(o.NextCheckAt))}
+		out.Oldest = &DueServer{DueServer: *o, Overdue: nonNegative(now.Sub(o.NextCheckAt))}
 	}
 	return out, nil
 }
 
-func openJobs(ctx context.Context, tx pgx.Tx, now time.Time) ([]OpenJob, error) {
-	jobs, err := queries.StatusOpenJobs(ctx, tx, MaxOpenJobs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]OpenJob, 0, len(jobs))
-	for _, j := range jobs {
-		age := now.Sub(j.RequestedAt)
-		out = append(out, OpenJob{JobID: j.JobID, ServerID: j.ServerID, Slug: j.Slug, RoundID: j.RoundID,
-			Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt.UTC(),
-			Age: nonNegative(age), Stale: age >= InFlight, Advanced: j.Advanced,
-			NextCheckAt: j.NextCheckAt.UTC()})
-	}
-	return out, nil
+// openJobs counts every open job and the stale ones, and keeps the oldest MaxOpenJobs.
+func openJobs(ctx context.Context, tx pgx.Tx, r *Report) error {
+	r.OpenJobs = []OpenJob{}
+	return audit.EachOpenJob(ctx, tx, r.GeneratedAt, InFlight, func(j OpenJob) error {
+		r.OpenCount++
+		if j.Stale {
+			r.StaleCount++
+		}
+		if len(r.OpenJobs) < MaxOpenJobs {
+			j.Age = nonNegative(j.Age)
+			r.OpenJobs = append(r.OpenJobs, j)
+		}
+		return nil
+	})
 }
 
 func rounds(ctx context.Context, tx pgx.Tx, now time.Time) ([]Round, error) {
@@ -276,19 +243,7 @@ func rounds(ctx context.Context, tx pgx.Tx, now time.Time) ([]Round, error) {
 	}
 	out := make([]Round, 0, len(rs))
 	for _, r := range rs {
-		round := Round{ID: r.ID, Trigger: r.Trigger, Version: r.Version, Fanout: r.Fanout,
-			ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency, StartedAt: r.StartedAt.UTC(),
-			Jobs: r.Jobs, Runs: r.Runs, Servers: r.Servers, Failures: r.Failures,
-			Abandoned: r.Abandoned, OpenJobs: r.OpenJobs, State: r.State}
-		if r.HeartbeatAt != nil {
-			hb := r.HeartbeatAt.UTC()
-			round.HeartbeatAt = &hb
-		}
-		if r.FinishedAt != nil {
-			fin := r.FinishedAt.UTC()
-			round.FinishedAt = &fin
-		}
-		out = append(out, round)
+		out = append(out, Round{r})
 	}
 	return out, nil
 }

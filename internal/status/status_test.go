@@ -111,7 +111,7 @@ func TestReadShowsEverySectionOfTheScenario(t *testing.T) {
 			{sc.InFlightJob, statustest.InFlight, 3 * time.Minute, false, false},
 		}, got)
 		require.Equal(t, sc.RunningRound, *r.OpenJobs[1].RoundID)
-		require.Equal(t, 3, *r.OpenJobs[1].Invocation)
+		require.Equal(t, int32(3), *r.OpenJobs[1].Invocation)
 	})
 
 	t.Run("recent rounds are newest first with what they left", func(t *testing.T) {
@@ -194,40 +194,28 @@ func TestReportJSONMatchesTheDocumentedShape(t *testing.T) {
 	require.Equal(t, string(want), string(got))
 }
 
-func TestStatusAndTheOpenJobsAuditAgreeOnWhatIsStale(t *testing.T) {
+func TestReadListsTheOldestOpenJobsButCountsThemAll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := newPool(t)
-	statustest.Seed(ctx, t, pool)
-	// The scenario's open jobs are 3, 4 and 40 minutes old, far from the window's end, where a
-	// rule written > on one side and >= on the other would still agree. Two more jobs sit at the
-	// edge: one requested exactly the window before now (stale, as the claim would close it) and
-	// one a millisecond later (only open).
-	plant := func(slug string, age time.Duration) int64 {
-		server := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug})
-		requested := statustest.Now.Add(-age)
-		return testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &requested})
+	// One open job more than the report lists: the oldest stale, the others a second apart.
+	n := status.MaxOpenJobs + 1
+	jobs := make([]int64, n)
+	for i := range n {
+		requested := statustest.Now.Add(-time.Duration(n-i) * time.Second)
+		if i == 0 {
+			requested = statustest.Now.Add(-status.InFlight)
+		}
+		server := testfactory.Server(ctx, t, pool, nil)
+		jobs[i] = testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &requested})
 	}
-	atEdge := plant("hotel-at-the-edge", status.InFlight)
-	justInside := plant("india-just-inside", status.InFlight-time.Millisecond)
 
 	r, err := status.Read(ctx, pool, statustest.Now)
 	require.NoError(t, err)
-	a, err := audit.Open(ctx, pool, audit.OpenParams{Now: statustest.Now})
-	require.NoError(t, err)
-
-	fromStatus, fromAudit := map[int64]bool{}, map[int64]bool{}
-	for _, j := range r.OpenJobs {
-		fromStatus[j.JobID] = j.Stale
-	}
-	for _, j := range a.Jobs {
-		fromAudit[j.JobID] = j.Stale
-	}
-	require.Equal(t, fromAudit, fromStatus, "the same open jobs, the same ones stale")
-	require.True(t, fromStatus[atEdge], "a job open for exactly the window is stale")
-	require.Contains(t, fromStatus, justInside)
-	require.False(t, fromStatus[justInside], "a job a millisecond inside the window is only open")
-	require.Equal(t, a.Stale(), r.StaleCount, "the stale count agrees with the audit too")
-	require.Equal(t, len(a.Jobs), r.OpenCount)
-	require.Equal(t, a.InFlight, status.InFlight)
+	require.Equal(t, n, r.OpenCount, "the count is complete")
+	require.Equal(t, 1, r.StaleCount)
+	require.Len(t, r.OpenJobs, status.MaxOpenJobs, "the list is bounded")
+	require.Equal(t, jobs[0], r.OpenJobs[0].JobID, "oldest first")
+	require.True(t, r.OpenJobs[0].Stale)
+	require.Equal(t, jobs[n-2], r.OpenJobs[status.MaxOpenJobs-1].JobID, "the newest is the one left out")
 }

@@ -92,7 +92,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 	for _, j := range r.OpenJobs {
 		v.OpenJobs = append(v.OpenJobs, openJobView{Job: strconv.FormatInt(j.JobID, 10), Server: j.Slug,
 			Round: optional(j.RoundID), Invocation: optional(j.Invocation), Requested: timestamp(j.RequestedAt),
-			RequestedISO: j.RequestedAt.UTC().Format(time.RFC3339Nano), Age: l.duration(j.Age),
+			RequestedISO: j.RequestedAt.Format(time.RFC3339Nano), Age: l.duration(j.Age),
 			Stale: j.Stale, Advanced: j.Advanced})
 		v.AnyStale = v.AnyStale || j.Stale
 		v.AnyAdvanced = v.AnyAdvanced || j.Advanced
@@ -102,7 +102,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 	}
 	for _, rd := range r.RecentRounds {
 		rv := roundView{ID: strconv.FormatInt(rd.ID, 10), Started: timestamp(rd.StartedAt),
-			StartedISO: rd.StartedAt.UTC().Format(time.RFC3339Nano), Trigger: translate(l.Triggers, rd.Trigger),
+			StartedISO: rd.StartedAt.Format(time.RFC3339Nano), Trigger: translate(l.Triggers, rd.Trigger),
 			Version: rd.Version, Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
 			OpenJobs: rd.OpenJobs, Running: rd.State == queries.RoundRunning, Dead: rd.State == queries.RoundDead}
 		if d := rd.Duration(); d != nil {
@@ -132,7 +132,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 	return v
 }
 
-func optional[T int | int64](p *T) string {
+func optional[T int | int32 | int64](p *T) string {
 	if p == nil {
 		return "–"
 	}
