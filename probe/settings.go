@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
@@ -124,7 +125,7 @@ type SettingsError struct {
 func (e *SettingsError) Error() string { return e.Setting + ": " + e.Msg }
 
 // ExitCode: a bad setting is bad input.
-func (e *SettingsError) ExitCode() int { return 2 }
+func (e *SettingsError) ExitCode() int { return exit.Usage }
 
 // Validate checks every setting and the lease: a job's worst case must fit the in-flight window.
 func (s Settings) Validate() error {

@@ -157,4 +157,4 @@ func List(ctx context.Context, pool *pgxpool.Pool, status string) ([]queries.Ser
 }
 
 // ExitCode: an invalid entry is bad input.
-func (e *InvalidError) ExitCode() int { return 2 }
+func (e *InvalidError) ExitCode() int { return exit.Usage }
