@@ -109,6 +109,10 @@ type Summary struct {
 // Duration is how long the round took.
 func (s *Summary) Duration() time.Duration { return s.FinishedAt.Sub(s.StartedAt) }
 
+// ClaimedTwice says the round broke the invariant: it has more jobs than servers, so some server
+// was claimed twice within it (a job has one server, so fewer servers than jobs means a repeat).
+func (s *Summary) ClaimedTwice() bool { return s.Jobs > s.Servers }
+
 // IncompleteError says the round ran but claims, finishes or signatures failed: some work could
 // not be done, and the summary says which.
 type IncompleteError struct{ Problems []string }

@@ -120,7 +120,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	for _, o := range overrides {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("--%s %s overrides release #%d's %s", o.Flag, o.Round, *c.ReleaseID, o.Release)))
 	}
-	if s.Jobs != s.Servers {
+	if s.ClaimedTwice() {
 		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d jobs covered %d servers: a server was claimed twice", s.Jobs, s.Servers)))
 	}
 	if s.OpenJobs > 0 {
