@@ -38,6 +38,7 @@ func TestForRound(t *testing.T) {
 		require.Equal(t, exit.Unavailable, exit.Code(err))
 		require.ErrorContains(t, err, "release #2 (version v2) is active")
 		require.ErrorContains(t, err, "this probectl is version v1")
+		require.NotContains(t, err.Error(), "--", "the command that runs the round names its own flags")
 	})
 	t.Run("another version runs anyway when told to ignore the version", func(t *testing.T) {
 		r, err := release.ForRound(ctx, pool, "v1", true)
