@@ -2,7 +2,7 @@
 // key and registers its public half, lists the keys, and retires one. The rules of a retirement
 // live here, not in the command that asks for one: a retirement is from now or from a moment past
 // (runs are judged by when they finished, so a future one would let a leaked key sign until then),
-// and it only ever moves earlier (the database's function decides that, in one statement).
+// and it only ever moves earlier (queries' RetireSigningKey decides that, in one statement).
 package keys
 
 import (
