@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -108,6 +109,10 @@ type Summary struct {
 // Duration is how long the round took.
 func (s *Summary) Duration() time.Duration { return s.FinishedAt.Sub(s.StartedAt) }
 
+// ClaimedTwice says the round broke the invariant: it has more jobs than servers, so some server
+// was claimed twice within it (a job has one server, so fewer servers than jobs means a repeat).
+func (s *Summary) ClaimedTwice() bool { return s.Jobs > s.Servers }
+
 // IncompleteError says the round ran but claims, finishes or signatures failed: some work could
 // not be done, and the summary says which.
 type IncompleteError struct{ Problems []string }
@@ -117,7 +122,7 @@ func (e *IncompleteError) Error() string {
 }
 
 // ExitCode: the work could not all be done.
-func (e *IncompleteError) ExitCode() int { return 3 }
+func (e *IncompleteError) ExitCode() int { return exit.Unavailable }
 
 // InterruptedError says the round was stopped (Ctrl-C, SIGTERM) before it ended on its own: the
 // due servers it did not claim wait for the next round, and the checks it stopped midway are
@@ -135,7 +140,7 @@ func (e *InterruptedError) Error() string {
 func (e *InterruptedError) Unwrap() error { return e.Cause }
 
 // ExitCode: the round's work was not all done.
-func (e *InterruptedError) ExitCode() int { return 3 }
+func (e *InterruptedError) ExitCode() int { return exit.Unavailable }
 
 // finishTimeout bounds a finish's writes, all together: a job's worst case counts it
 // (Settings.JobWorstCase). They run even after the round's context is cancelled (Ctrl-C), so that
@@ -306,7 +311,7 @@ type KeyError struct{ Msg string }
 func (e *KeyError) Error() string { return e.Msg }
 
 // ExitCode: a key that is not registered is bad input.
-func (e *KeyError) ExitCode() int { return 2 }
+func (e *KeyError) ExitCode() int { return exit.Usage }
 
 // checkKeyRegistered refuses to sign with a key whose runs nobody could verify: one that is not
 // registered, or was retired (deploy verify refuses what a key signs after its retirement).

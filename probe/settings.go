@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
@@ -115,59 +116,113 @@ func (s Settings) JobWorstCase() time.Duration {
 	return addSat(addSat(s.CheckBudget(), s.MaxDuration), finishTimeout)
 }
 
-// SettingsError is a setting that cannot be used; nothing was claimed. Setting names the flag.
+// Setting names one of the settings where an error or an override speaks of it, so that each
+// caller says it in its own words: `run round` and `deploy record` as their flag (--claim-limit),
+// a stored release's check or a log as the name itself. The names are those of the round's
+// recorded settings (claim_limit, min_spacing, ...).
+type Setting string
+
+// The settings a person sets.
+const (
+	SettingFanout         Setting = "fanout"
+	SettingClaimLimit     Setting = "claim_limit"
+	SettingConcurrency    Setting = "concurrency"
+	SettingMinSpacing     Setting = "min_spacing"
+	SettingMaxDuration    Setting = "max_duration"
+	SettingRequestTimeout Setting = "request_timeout"
+	SettingMaxBody        Setting = "max_body_bytes"
+	SettingFinish         Setting = "finish"
+	SettingTrigger        Setting = "trigger"
+	SettingContact        Setting = "contact"
+)
+
+// SettingsError is a setting that cannot be used; nothing was claimed. Its text names settings as
+// Setting values; Say names them the caller's way.
 type SettingsError struct {
-	Setting string
-	Msg     string
+	// Setting is the setting at fault; "" when Subject says what is (the lease, a release).
+	Setting Setting
+	// Subject heads the message in place of the setting: "lease", "release #3".
+	Subject string
+	format  string
+	args    []any // a Setting among them is said the caller's way
 }
 
-func (e *SettingsError) Error() string { return e.Setting + ": " + e.Msg }
+// NewSettingsError says that setting is wrong: format and args say how, and any Setting among args
+// is said the caller's way too.
+func NewSettingsError(setting Setting, format string, args ...any) *SettingsError {
+	return &SettingsError{Setting: setting, format: format, args: args}
+}
+
+func (e *SettingsError) Error() string { return e.Say(nil) }
+
+// Say is the error with every setting named by name (nil: by its Setting value), as a command
+// that names its flags shows it.
+func (e *SettingsError) Say(name func(Setting) string) string {
+	if name == nil {
+		name = func(s Setting) string { return string(s) }
+	}
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		if s, ok := a.(Setting); ok {
+			a = name(s)
+		}
+		args[i] = a
+	}
+	subject := e.Subject
+	if subject == "" {
+		subject = name(e.Setting)
+	}
+	return subject + ": " + fmt.Sprintf(e.format, args...)
+}
 
 // ExitCode: a bad setting is bad input.
-func (e *SettingsError) ExitCode() int { return 2 }
+func (e *SettingsError) ExitCode() int { return exit.Usage }
 
 // Validate checks every setting and the lease: a job's worst case must fit the in-flight window.
 func (s Settings) Validate() error {
 	var errs []error
-	bad := func(setting, format string, args ...any) {
-		errs = append(errs, &SettingsError{Setting: setting, Msg: fmt.Sprintf(format, args...)})
+	bad := func(setting Setting, format string, args ...any) {
+		errs = append(errs, NewSettingsError(setting, format, args...))
 	}
 	if s.Fanout < 0 {
-		bad("--fanout", "must be 0 or more, got %d", s.Fanout)
+		bad(SettingFanout, "must be 0 or more, got %d", s.Fanout)
 	}
 	if s.ClaimLimit < 1 {
-		bad("--claim-limit", "must be at least 1, got %d", s.ClaimLimit)
+		bad(SettingClaimLimit, "must be at least 1, got %d", s.ClaimLimit)
 	}
 	if s.Concurrency < 1 {
-		bad("--concurrency", "must be at least 1, got %d", s.Concurrency)
+		bad(SettingConcurrency, "must be at least 1, got %d", s.Concurrency)
 	}
 	if s.MinSpacing < 0 {
-		bad("--min-spacing", "must not be negative, got %s", s.MinSpacing)
+		bad(SettingMinSpacing, "must not be negative, got %s", s.MinSpacing)
 	}
 	if s.MaxDuration <= 0 {
-		bad("--max-duration", "must be positive, got %s", s.MaxDuration)
+		bad(SettingMaxDuration, "must be positive, got %s", s.MaxDuration)
 	}
 	if s.RequestTimeout <= 0 {
-		bad("--request-timeout", "must be positive, got %s", s.RequestTimeout)
+		bad(SettingRequestTimeout, "must be positive, got %s", s.RequestTimeout)
 	}
 	if s.MaxBodyBytes <= 0 {
-		bad("--max-body", "must be positive, got %d", s.MaxBodyBytes)
+		bad(SettingMaxBody, "must be positive, got %d", s.MaxBodyBytes)
 	}
 	if s.Finish != FinishTx && s.Finish != FinishAdvanceFirst {
-		bad("--finish", "must be %s or %s, got %q", FinishTx, FinishAdvanceFirst, s.Finish)
+		bad(SettingFinish, "must be %s or %s, got %q", FinishTx, FinishAdvanceFirst, s.Finish)
 	}
 	if s.Trigger != TriggerCron && s.Trigger != TriggerManual {
-		bad("--trigger", "must be %s or %s, got %q", TriggerCron, TriggerManual, s.Trigger)
+		bad(SettingTrigger, "must be %s or %s, got %q", TriggerCron, TriggerManual, s.Trigger)
 	}
 	if s.Contact != "" {
 		if err := check.ValidContact(s.Contact); err != nil {
-			bad("--contact", "%s", err)
+			bad(SettingContact, "%s", err)
 		}
 	}
 	if s.RequestTimeout > 0 && s.MaxDuration > 0 && s.JobWorstCase() > queries.InFlightWindow {
-		bad("lease", "%d requests × --request-timeout %s + --max-duration %s + finish %s = %s does not fit the %s "+
-			"in-flight window; lower --request-timeout or --max-duration", check.MaxRequests, s.RequestTimeout,
-			s.MaxDuration, finishTimeout, s.JobWorstCase(), queries.InFlightWindow)
+		lease := NewSettingsError("", "%d requests × %s %s + %s %s + finish %s = %s does not fit the %s "+
+			"in-flight window; lower %s or %s", check.MaxRequests, SettingRequestTimeout, s.RequestTimeout,
+			SettingMaxDuration, s.MaxDuration, finishTimeout, s.JobWorstCase(), queries.InFlightWindow,
+			SettingRequestTimeout, SettingMaxDuration)
+		lease.Subject = "lease"
+		errs = append(errs, lease)
 	}
 	return errors.Join(errs...)
 }

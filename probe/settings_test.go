@@ -3,12 +3,14 @@ package probe
 import (
 	"context"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
@@ -23,8 +25,8 @@ func TestTheLeaseCheckCountsTheFinishInAJobsWorstCase(t *testing.T) {
 		{"the defaults fit with room to spare", 10 * time.Second, 4 * time.Minute, ""},
 		{"a check, the round and the finish that fill the window exactly fit", 90 * time.Second, 2*time.Minute + 30*time.Second, ""},
 		{"a check and the round that fit only without the finish do not fit", 90 * time.Second, 2*time.Minute + 45*time.Second,
-			"lease: 8 requests × --request-timeout 1m30s + --max-duration 2m45s + finish 30s = 15m15s does not fit the 15m0s " +
-				"in-flight window; lower --request-timeout or --max-duration"},
+			"lease: 8 requests × request_timeout 1m30s + max_duration 2m45s + finish 30s = 15m15s does not fit the 15m0s " +
+				"in-flight window; lower request_timeout or max_duration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,4 +80,23 @@ func TestTheLeaseCheckRefusesATimeoutThatWouldWrapAround(t *testing.T) {
 	s.RequestTimeout = 2305843009213693952
 	require.ErrorContains(t, s.Validate(), "does not fit the 15m0s in-flight window")
 	require.Equal(t, time.Duration(math.MaxInt64), s.JobWorstCase())
+}
+
+func TestASettingsErrorNamesTheSettingAndLetsTheCallerSayItsFlag(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	s.ClaimLimit, s.RequestTimeout, s.MaxDuration = 0, time.Minute, 10*time.Minute
+	err := s.Validate()
+	require.EqualError(t, err, "claim_limit: must be at least 1, got 0\n"+
+		"lease: 8 requests × request_timeout 1m0s + max_duration 10m0s + finish 30s = 18m30s does not fit the 15m0s "+
+		"in-flight window; lower request_timeout or max_duration")
+	var bad *SettingsError
+	require.ErrorAs(t, err, &bad)
+	require.Equal(t, SettingClaimLimit, bad.Setting)
+	require.Equal(t, exit.Usage, exit.Code(err))
+	flag := func(s Setting) string { return "--" + strings.ReplaceAll(string(s), "_", "-") }
+	require.Equal(t, "--claim-limit: must be at least 1, got 0", bad.Say(flag))
+	lease := err.(interface{ Unwrap() []error }).Unwrap()[1].(*SettingsError)
+	require.Equal(t, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit "+
+		"the 15m0s in-flight window; lower --request-timeout or --max-duration", lease.Say(flag))
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -50,7 +51,7 @@ type SpoolError struct{ Msg string }
 func (e *SpoolError) Error() string { return e.Msg }
 
 // ExitCode: the round could not make sure it loses nothing.
-func (e *SpoolError) ExitCode() int { return 3 }
+func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 
 // prepareSpoolDir makes dir (0700) if it is missing and refuses one that others may write: a
 // shared directory would let another user plant results for the next replay. (Its files are

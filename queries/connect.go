@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/pgutc"
 )
 
@@ -218,7 +219,7 @@ func InReadOnlyTx(ctx context.Context, db interface {
 }
 
 // ExitCode: a bad URL is bad input.
-func (e *BadURLError) ExitCode() int { return 2 }
+func (e *BadURLError) ExitCode() int { return exit.Usage }
 
 // ExitCode: an unreachable database means the work could not be done.
-func (e *UnreachableError) ExitCode() int { return 3 }
+func (e *UnreachableError) ExitCode() int { return exit.Unavailable }

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"github.com/probectl/probectl/internal/exit"
 )
 
 //go:embed migrations/*.sql
@@ -161,4 +163,4 @@ func latestShipped() (int64, error) {
 }
 
 // ExitCode: a schema that is behind means the work could not be done.
-func (e *SchemaBehindError) ExitCode() int { return 3 }
+func (e *SchemaBehindError) ExitCode() int { return exit.Unavailable }

@@ -27,38 +27,37 @@ const (
 	MaxVerifyWait = 24 * time.Hour
 )
 
-// bound is one setting's bound: its flag, whether a value is inside it, and how to say it.
+// bound is one setting's bound: the setting, whether a value is inside it, and how to say it.
 type bound struct {
-	flag  string
-	value func(probe.Settings) string
-	in    func(probe.Settings) bool
-	say   string
+	setting probe.Setting
+	value   func(probe.Settings) string
+	in      func(probe.Settings) bool
+	say     string
 }
 
 var bounds = []bound{
-	{"--request-timeout", func(s probe.Settings) string { return s.RequestTimeout.String() },
+	{probe.SettingRequestTimeout, func(s probe.Settings) string { return s.RequestTimeout.String() },
 		func(s probe.Settings) bool { return s.RequestTimeout <= MaxRequestTimeout }, "at most 1m"},
-	{"--max-duration", func(s probe.Settings) string { return s.MaxDuration.String() },
+	{probe.SettingMaxDuration, func(s probe.Settings) string { return s.MaxDuration.String() },
 		func(s probe.Settings) bool { return s.MaxDuration <= MaxMaxDuration }, "at most 14m"},
-	{"--min-spacing", func(s probe.Settings) string { return s.MinSpacing.String() },
+	{probe.SettingMinSpacing, func(s probe.Settings) string { return s.MinSpacing.String() },
 		func(s probe.Settings) bool { return s.MinSpacing >= MinMinSpacing && s.MinSpacing <= MaxMinSpacing },
 		"between 10m (no server is checked twice within 10 minutes) and 7d"},
-	{"--fanout", func(s probe.Settings) string { return fmt.Sprint(s.Fanout) },
+	{probe.SettingFanout, func(s probe.Settings) string { return fmt.Sprint(s.Fanout) },
 		func(s probe.Settings) bool { return s.Fanout <= MaxFanout }, "at most 1000"},
-	{"--claim-limit", func(s probe.Settings) string { return fmt.Sprint(s.ClaimLimit) },
+	{probe.SettingClaimLimit, func(s probe.Settings) string { return fmt.Sprint(s.ClaimLimit) },
 		func(s probe.Settings) bool { return s.ClaimLimit <= MaxClaimLimit }, "at most 10000"},
-	{"--concurrency", func(s probe.Settings) string { return fmt.Sprint(s.Concurrency) },
+	{probe.SettingConcurrency, func(s probe.Settings) string { return fmt.Sprint(s.Concurrency) },
 		func(s probe.Settings) bool { return s.Concurrency <= MaxConcurrency }, "at most 10000"},
 }
 
-// CheckBounds refuses settings outside the bounds above, each error naming its flag and its bound
-// (a *probe.SettingsError: exit 2).
+// CheckBounds refuses settings outside the bounds above, each error naming its setting and its
+// bound (a *probe.SettingsError: exit 2).
 func CheckBounds(s probe.Settings) error {
 	var errs []error
 	for _, b := range bounds {
 		if !b.in(s) {
-			errs = append(errs, &probe.SettingsError{Setting: b.flag,
-				Msg: fmt.Sprintf("%s is out of bounds: must be %s", b.value(s), b.say)})
+			errs = append(errs, probe.NewSettingsError(b.setting, "%s is out of bounds: must be %s", b.value(s), b.say))
 		}
 	}
 	return errors.Join(errs...)
@@ -79,9 +78,10 @@ func SettingsForRunRound(ctx context.Context, db queries.DBTX, req RoundRequest)
 	var errs []error
 	for _, b := range bounds {
 		if !b.in(s) {
-			errs = append(errs, &probe.SettingsError{Setting: fmt.Sprintf("release #%d", *s.ReleaseID),
-				Msg: fmt.Sprintf("the active release ships %s %s, out of bounds: must be %s; record a release within "+
-					"bounds (probectl deploy record) or pass %s", b.flag, b.value(s), b.say, b.flag)})
+			e := probe.NewSettingsError(b.setting, "the active release ships %s %s, out of bounds: must be %s; "+
+				"record a release within bounds (probectl deploy record) or pass %s", b.setting, b.value(s), b.say, b.setting)
+			e.Subject = fmt.Sprintf("release #%d", *s.ReleaseID)
+			errs = append(errs, e)
 		}
 	}
 	return s, overrides, errors.Join(errs...)

@@ -34,7 +34,7 @@ func TestRecordMakesTheNewReleaseActiveAndRemembersThePreviousOne(t *testing.T) 
 	require.Nil(t, h.Events[1].FromReleaseID, "the first release replaced nothing")
 }
 
-func TestRecordRefusesBadSettingsNamingTheFlag(t *testing.T) {
+func TestRecordRefusesBadSettingsNamingTheSettingOrTheFlag(t *testing.T) {
 	t.Parallel()
 	pool := newDB(t)
 	cases := []struct {
@@ -42,15 +42,15 @@ func TestRecordRefusesBadSettingsNamingTheFlag(t *testing.T) {
 		change func(*release.RecordRequest)
 		flag   string
 	}{
-		{"a negative fan-out is refused", func(r *release.RecordRequest) { r.Settings.Fanout = -1 }, "--fanout"},
-		{"a zero claim limit is refused", func(r *release.RecordRequest) { r.Settings.ClaimLimit = 0 }, "--claim-limit"},
-		{"a zero concurrency is refused", func(r *release.RecordRequest) { r.Settings.Concurrency = 0 }, "--concurrency"},
-		{"a negative spacing is refused", func(r *release.RecordRequest) { r.Settings.MinSpacing = -time.Second }, "--min-spacing"},
-		{"an unknown finish mode is refused", func(r *release.RecordRequest) { r.Settings.Finish = "later" }, "--finish"},
+		{"a negative fan-out is refused", func(r *release.RecordRequest) { r.Settings.Fanout = -1 }, "fanout: "},
+		{"a zero claim limit is refused", func(r *release.RecordRequest) { r.Settings.ClaimLimit = 0 }, "claim_limit: "},
+		{"a zero concurrency is refused", func(r *release.RecordRequest) { r.Settings.Concurrency = 0 }, "concurrency: "},
+		{"a negative spacing is refused", func(r *release.RecordRequest) { r.Settings.MinSpacing = -time.Second }, "min_spacing: "},
+		{"an unknown finish mode is refused", func(r *release.RecordRequest) { r.Settings.Finish = "later" }, "finish: "},
 		{"a worst case longer than the in-flight window fails the lease check", func(r *release.RecordRequest) {
 			r.Settings.RequestTimeout = time.Minute
 			r.Settings.MaxDuration = 10 * time.Minute
-		}, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit the 15m0s in-flight window"},
+		}, "lease: 8 requests × request_timeout 1m0s + max_duration 10m0s + finish 30s = 18m30s does not fit the 15m0s in-flight window"},
 		{"an empty version is refused", func(r *release.RecordRequest) { r.Version = "" }, "--version"},
 		{"a release without an actor is refused", func(r *release.RecordRequest) { r.Actor = "" }, "--actor"},
 	}

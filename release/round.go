@@ -18,8 +18,7 @@ type VersionMismatchError struct {
 }
 
 func (e *VersionMismatchError) Error() string {
-	return fmt.Sprintf("release #%d (version %s) is active but this probectl is version %s: "+
-		"run probectl %s, or pass --ignore-version if you really mean to probe with this binary",
+	return fmt.Sprintf("release #%d (version %s) is active but this probectl is version %s: run probectl %s",
 		e.Active.ID, e.Active.Version, e.Binary, e.Active.Version)
 }
 
@@ -47,56 +46,56 @@ func ForRound(ctx context.Context, db queries.DBTX, binaryVersion string, ignore
 	return &r, nil
 }
 
-// Override is a round setting whose flag overrode the active release's value; the round's
-// summary shows it.
+// Override is a round setting the caller set that differs from the active release's value; the
+// round's summary shows it (with the flag that set it: the command knows its flags).
 type Override struct {
-	// Flag is the run round flag, e.g. "fanout".
-	Flag string `json:"flag"`
+	Setting probe.Setting
 	// Release and Round are the release's value and the one the round ran with, as text.
-	Release string `json:"release"`
-	Round   string `json:"round"`
+	Release string
+	Round   string
 }
 
-// roundFlag is a run round flag whose default comes from the active release: its name, its value
-// as the round's summary shows it, and how a flag set on the command line is laid over the
-// release's value. One table, so that a flag cannot be reported as an override and not applied.
-type roundFlag struct {
-	name string
+// roundSetting is a round setting whose default comes from the active release: its name, its
+// value as the round's summary shows it, and how a value the caller set is laid over the
+// release's. One table, so that a setting cannot be reported as an override and not applied.
+type roundSetting struct {
+	name probe.Setting
 	get  func(s probe.Settings) string
 	copy func(dst *probe.Settings, src probe.Settings)
 }
 
-var roundFlags = []roundFlag{
-	{"fanout", func(s probe.Settings) string { return fmt.Sprint(s.Fanout) },
+var roundSettings = []roundSetting{
+	{probe.SettingFanout, func(s probe.Settings) string { return fmt.Sprint(s.Fanout) },
 		func(dst *probe.Settings, src probe.Settings) { dst.Fanout = src.Fanout }},
-	{"claim-limit", func(s probe.Settings) string { return fmt.Sprint(s.ClaimLimit) },
+	{probe.SettingClaimLimit, func(s probe.Settings) string { return fmt.Sprint(s.ClaimLimit) },
 		func(dst *probe.Settings, src probe.Settings) { dst.ClaimLimit = src.ClaimLimit }},
-	{"concurrency", func(s probe.Settings) string { return fmt.Sprint(s.Concurrency) },
+	{probe.SettingConcurrency, func(s probe.Settings) string { return fmt.Sprint(s.Concurrency) },
 		func(dst *probe.Settings, src probe.Settings) { dst.Concurrency = src.Concurrency }},
-	{"min-spacing", func(s probe.Settings) string { return s.MinSpacing.String() },
+	{probe.SettingMinSpacing, func(s probe.Settings) string { return s.MinSpacing.String() },
 		func(dst *probe.Settings, src probe.Settings) { dst.MinSpacing = src.MinSpacing }},
-	{"request-timeout", func(s probe.Settings) string { return s.RequestTimeout.String() },
+	{probe.SettingRequestTimeout, func(s probe.Settings) string { return s.RequestTimeout.String() },
 		func(dst *probe.Settings, src probe.Settings) { dst.RequestTimeout = src.RequestTimeout }},
-	{"max-duration", func(s probe.Settings) string { return s.MaxDuration.String() },
+	{probe.SettingMaxDuration, func(s probe.Settings) string { return s.MaxDuration.String() },
 		func(dst *probe.Settings, src probe.Settings) { dst.MaxDuration = src.MaxDuration }},
-	{"finish", func(s probe.Settings) string { return s.Finish },
+	{probe.SettingFinish, func(s probe.Settings) string { return s.Finish },
 		func(dst *probe.Settings, src probe.Settings) { dst.Finish = src.Finish }},
 }
 
-// RoundFlags are the run round flags whose defaults come from the active release.
-var RoundFlags = func() []string {
-	names := make([]string, 0, len(roundFlags))
-	for _, f := range roundFlags {
+// ReleaseSettings are the round settings whose defaults come from the active release.
+var ReleaseSettings = func() []probe.Setting {
+	names := make([]probe.Setting, 0, len(roundSettings))
+	for _, f := range roundSettings {
 		names = append(names, f.name)
 	}
 	return names
 }()
 
-// RoundSettings lays the release under the round's flags: a setting whose flag was set on the
-// command line (changed says which) keeps the flag's value and, when it differs from the
-// release's, is listed as an override; every other setting comes from the release, and the round
-// records the release's id. With no release the flags are used as given.
-func RoundSettings(rel *Release, flags probe.Settings, changed func(flag string) bool) (probe.Settings, []Override) {
+// RoundSettings lays the release under the round's settings as the caller gave them (flags): a
+// setting the caller set (changed says which: a flag given on the command line) keeps its value
+// and, when it differs from the release's, is listed as an override; every other setting comes
+// from the release, and the round records the release's id. With no release the flags are used as
+// given.
+func RoundSettings(rel *Release, flags probe.Settings, changed func(probe.Setting) bool) (probe.Settings, []Override) {
 	if rel == nil {
 		return flags, nil
 	}
@@ -104,14 +103,14 @@ func RoundSettings(rel *Release, flags probe.Settings, changed func(flag string)
 	id := rel.ID
 	out.ReleaseID = &id
 	var overrides []Override
-	for _, f := range roundFlags {
+	for _, f := range roundSettings {
 		if !changed(f.name) {
 			continue
 		}
 		from, to := f.get(out), f.get(flags)
 		f.copy(&out, flags)
 		if from != to {
-			overrides = append(overrides, Override{Flag: f.name, Release: from, Round: to})
+			overrides = append(overrides, Override{Setting: f.name, Release: from, Round: to})
 		}
 	}
 	return out, overrides
@@ -123,8 +122,8 @@ type RoundRequest struct {
 	BinaryVersion string
 	IgnoreVersion bool
 	Flags         probe.Settings
-	// Changed says whether a flag was set on the command line (nil: none was).
-	Changed func(flag string) bool
+	// Changed says whether the caller set a setting (a flag on the command line; nil: none).
+	Changed func(probe.Setting) bool
 }
 
 // SettingsForRound is the whole decision `run round` makes at the start of a round: refuse a
@@ -137,7 +136,7 @@ func SettingsForRound(ctx context.Context, db queries.DBTX, req RoundRequest) (p
 	}
 	changed := req.Changed
 	if changed == nil {
-		changed = func(string) bool { return false }
+		changed = func(probe.Setting) bool { return false }
 	}
 	s, overrides := RoundSettings(rel, req.Flags, changed)
 	if err := s.Validate(); err != nil {

@@ -38,6 +38,7 @@ func TestForRound(t *testing.T) {
 		require.Equal(t, exit.Unavailable, exit.Code(err))
 		require.ErrorContains(t, err, "release #2 (version v2) is active")
 		require.ErrorContains(t, err, "this probectl is version v1")
+		require.NotContains(t, err.Error(), "--", "the command that runs the round names its own flags")
 	})
 	t.Run("another version runs anyway when told to ignore the version", func(t *testing.T) {
 		r, err := release.ForRound(ctx, pool, "v1", true)
@@ -63,7 +64,7 @@ func TestRoundSettingsTakeTheReleaseUnlessAFlagOverridesIt(t *testing.T) {
 
 	t.Run("no flag set: every setting is the release's", func(t *testing.T) {
 		t.Parallel()
-		got, overrides := release.RoundSettings(rel, flags, func(string) bool { return false })
+		got, overrides := release.RoundSettings(rel, flags, func(probe.Setting) bool { return false })
 		require.Equal(t, 0, got.Fanout)
 		require.Equal(t, 1, got.Concurrency)
 		require.Equal(t, int64(7), *got.ReleaseID)
@@ -74,27 +75,27 @@ func TestRoundSettingsTakeTheReleaseUnlessAFlagOverridesIt(t *testing.T) {
 		t.Parallel()
 		f := flags
 		f.Concurrency = 2
-		got, overrides := release.RoundSettings(rel, f, func(name string) bool { return name == "concurrency" })
+		got, overrides := release.RoundSettings(rel, f, func(s probe.Setting) bool { return s == probe.SettingConcurrency })
 		require.Equal(t, 2, got.Concurrency)
 		require.Equal(t, 0, got.Fanout)
-		require.Equal(t, []release.Override{{Flag: "concurrency", Release: "1", Round: "2"}}, overrides)
+		require.Equal(t, []release.Override{{Setting: probe.SettingConcurrency, Release: "1", Round: "2"}}, overrides)
 	})
 	t.Run("a flag set to the release's value is no override", func(t *testing.T) {
 		t.Parallel()
 		f := flags
 		f.Fanout = 0
-		_, overrides := release.RoundSettings(rel, f, func(name string) bool { return name == "fanout" })
+		_, overrides := release.RoundSettings(rel, f, func(s probe.Setting) bool { return s == probe.SettingFanout })
 		require.Empty(t, overrides)
 	})
 	t.Run("without a release the flags are used as given", func(t *testing.T) {
 		t.Parallel()
-		got, overrides := release.RoundSettings(nil, flags, func(string) bool { return true })
+		got, overrides := release.RoundSettings(nil, flags, func(probe.Setting) bool { return true })
 		require.Equal(t, flags, got)
 		require.Empty(t, overrides)
 	})
 }
 
-func TestEveryRoundFlagSetOnTheCommandLineIsAppliedAndReported(t *testing.T) {
+func TestEveryReleaseSettingTheCallerSetsIsAppliedAndReported(t *testing.T) {
 	t.Parallel()
 	rel := &release.Release{ID: 7, Version: "v2", Fanout: 0, ClaimLimit: 5, Concurrency: 1, MinSpacing: 10 * time.Minute,
 		RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, FinishMode: release.FinishTx}
@@ -102,35 +103,35 @@ func TestEveryRoundFlagSetOnTheCommandLineIsAppliedAndReported(t *testing.T) {
 	flags.Trigger, flags.Version = "cron", "v2"
 	// Each flag is set to a value unlike both the release's and the flag's default.
 	cases := []struct {
-		flag          string
+		setting       probe.Setting
 		set           func(s *probe.Settings)
 		release, want string
 	}{
-		{"fanout", func(s *probe.Settings) { s.Fanout = 7 }, "0", "7"},
-		{"claim-limit", func(s *probe.Settings) { s.ClaimLimit = 9 }, "5", "9"},
-		{"concurrency", func(s *probe.Settings) { s.Concurrency = 4 }, "1", "4"},
-		{"min-spacing", func(s *probe.Settings) { s.MinSpacing = 3 * time.Minute }, "10m0s", "3m0s"},
-		{"request-timeout", func(s *probe.Settings) { s.RequestTimeout = 7 * time.Second }, "10s", "7s"},
-		{"max-duration", func(s *probe.Settings) { s.MaxDuration = 2 * time.Minute }, "4m0s", "2m0s"},
-		{"finish", func(s *probe.Settings) { s.Finish = release.FinishAdvanceFirst }, release.FinishTx, release.FinishAdvanceFirst},
+		{probe.SettingFanout, func(s *probe.Settings) { s.Fanout = 7 }, "0", "7"},
+		{probe.SettingClaimLimit, func(s *probe.Settings) { s.ClaimLimit = 9 }, "5", "9"},
+		{probe.SettingConcurrency, func(s *probe.Settings) { s.Concurrency = 4 }, "1", "4"},
+		{probe.SettingMinSpacing, func(s *probe.Settings) { s.MinSpacing = 3 * time.Minute }, "10m0s", "3m0s"},
+		{probe.SettingRequestTimeout, func(s *probe.Settings) { s.RequestTimeout = 7 * time.Second }, "10s", "7s"},
+		{probe.SettingMaxDuration, func(s *probe.Settings) { s.MaxDuration = 2 * time.Minute }, "4m0s", "2m0s"},
+		{probe.SettingFinish, func(s *probe.Settings) { s.Finish = release.FinishAdvanceFirst }, release.FinishTx, release.FinishAdvanceFirst},
 	}
-	var tested []string
+	var tested []probe.Setting
 	for _, tc := range cases {
-		tested = append(tested, tc.flag)
-		t.Run(tc.flag+" set on the command line is what the round runs with, and is reported", func(t *testing.T) {
+		tested = append(tested, tc.setting)
+		t.Run(string(tc.setting)+" set by the caller is what the round runs with, and is reported", func(t *testing.T) {
 			t.Parallel()
 			f := flags
 			tc.set(&f)
-			got, overrides := release.RoundSettings(rel, f, func(name string) bool { return name == tc.flag })
+			got, overrides := release.RoundSettings(rel, f, func(s probe.Setting) bool { return s == tc.setting })
 			want := release.SettingsOf(*rel).Apply(flags)
 			tc.set(&want)
 			id := rel.ID
 			want.ReleaseID = &id
 			require.Equal(t, want, got, "the flag's value, and the release's for every other setting")
-			require.Equal(t, []release.Override{{Flag: tc.flag, Release: tc.release, Round: tc.want}}, overrides)
+			require.Equal(t, []release.Override{{Setting: tc.setting, Release: tc.release, Round: tc.want}}, overrides)
 		})
 	}
-	require.ElementsMatch(t, release.RoundFlags, tested, "every round flag has a case here")
+	require.ElementsMatch(t, release.ReleaseSettings, tested, "every setting a release supplies has a case here")
 }
 
 func TestSettingsForRoundRefusesTheWrongVersionAndChecksTheLease(t *testing.T) {
@@ -156,7 +157,7 @@ func TestSettingsForRoundRefusesTheWrongVersionAndChecksTheLease(t *testing.T) {
 		f := flags
 		f.RequestTimeout = 2 * time.Minute // 8 × 2m alone is past the 15-minute window
 		_, _, err := release.SettingsForRound(ctx, pool, release.RoundRequest{BinaryVersion: "v2", Flags: f,
-			Changed: func(name string) bool { return name == "request-timeout" }})
+			Changed: func(s probe.Setting) bool { return s == probe.SettingRequestTimeout }})
 		require.ErrorContains(t, err, "lease")
 		require.Equal(t, exit.Usage, exit.Code(err))
 	})

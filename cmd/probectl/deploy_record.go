@@ -84,7 +84,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
 		Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
 	if err := release.ValidateRecord(req); err != nil {
-		return err
+		return inFlagWords(err)
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
@@ -92,7 +92,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	}
 	rec, err := release.Record(ctx, pool, req)
 	if err != nil {
-		return err
+		return inFlagWords(err)
 	}
 	if format == "json" {
 		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event),

@@ -64,10 +64,10 @@ func TestRunRoundTakesItsDefaultsFromTheActiveRelease(t *testing.T) {
 	res = c.run(t, "run", "round", "--unsigned", "--concurrency", "2", "--fanout", "1", "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	var summary struct {
-		Overrides []release.Override `json:"overrides"`
+		Overrides []overrideJSON `json:"overrides"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &summary))
-	require.Equal(t, []release.Override{{Flag: "concurrency", Release: "1", Round: "2"}}, summary.Overrides,
+	require.Equal(t, []overrideJSON{{Flag: "concurrency", Release: "1", Round: "2"}}, summary.Overrides,
 		"scripts see the override too")
 }
 

@@ -108,7 +108,7 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 		return err
 	}
 	if rep.Verdict != release.VerdictPass {
-		return &silentError{code: 1}
+		return &silentError{code: exit.Found}
 	}
 	return nil
 }

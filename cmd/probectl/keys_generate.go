@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/keys"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe/attest"
-	"github.com/probectl/probectl/queries"
 )
 
 type keysGenerateOptions struct {
@@ -66,15 +65,13 @@ func runKeysGenerate(ctx context.Context, opts *keysGenerateOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := attest.CreateKey(ctx, opts.Out, func(ctx context.Context, id string, pub ed25519.PublicKey) error {
-		return queries.RegisterSigningKey(ctx, pool, id, pub)
-	})
+	key, err := keys.Generate(ctx, pool, opts.Out)
 	var fileErr *attest.KeyFileError
 	if errors.As(err, &fileErr) {
 		return exit.UsageError(fmt.Errorf("--out: %w", err))
 	}
 	if err != nil {
-		return exit.UnavailableError(err)
+		return err
 	}
 	if format == "json" {
 		return render.JSON(f.IO.Out, keyGeneratedJSON{

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/internal/keys"
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/queries"
 )
 
 type keysListOptions struct {
@@ -41,19 +41,19 @@ func runKeysList(ctx context.Context, opts *keysListOptions) error {
 	if err != nil {
 		return err
 	}
-	keys, err := queries.ListSigningKeys(ctx, pool)
+	registered, err := keys.List(ctx, pool)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
-		out := make([]keyJSON, 0, len(keys))
-		for _, k := range keys {
+		out := make([]keyJSON, 0, len(registered))
+		for _, k := range registered {
 			out = append(out, toKeyJSON(k))
 		}
 		return render.JSON(f.IO.Out, out)
 	}
 	tbl := render.NewTable(f.IO.Out, "KEY ID", "ALGORITHM", "CREATED", "RETIRED")
-	for _, k := range keys {
+	for _, k := range registered {
 		retired := "-"
 		if k.RetiredAt != nil {
 			retired = f.IO.Time(*k.RetiredAt)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/keys"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
@@ -75,18 +76,17 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	if err != nil {
 		return err
 	}
-	var at *time.Time
+	req := keys.Retirement{KeyID: keyID, Now: f.Now()}
 	if opts.At != "" {
-		now := f.Now()
-		t, err := parseTimeFlag("at", opts.At, now)
+		t, err := parseTimeFlag("at", opts.At, req.Now)
 		if err != nil {
 			return err
 		}
-		if t.After(now) {
-			return exit.UsageError(fmt.Errorf("--at: %s is in the future; a key is retired from now or from a time past",
-				t.UTC().Format(time.RFC3339Nano)))
-		}
-		at = &t
+		req.At = &t
+	}
+	// Before connecting: a retirement from the future is refused without a database.
+	if err := atFlag(req.Validate()); err != nil {
+		return err
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
@@ -94,15 +94,16 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	}
 	var r queries.KeyRetirement
 	if opts.DryRun || (!opts.Yes && f.IO.CanPrompt()) {
-		r, err = queries.PreviewRetireSigningKey(ctx, pool, keyID, at)
+		r, err = keys.Preview(ctx, pool, req)
 		if err == nil && !opts.DryRun && r.Changed() {
 			fmt.Fprintln(f.IO.ErrOut, retireWords(keyID, r, true))
 			err = askYes(f, "retire it?", "keys retire cancelled; nothing changed")
 		}
 	}
 	if err == nil && !opts.DryRun {
-		r, err = queries.RetireSigningKey(ctx, pool, keyID, at)
+		r, err = keys.Retire(ctx, pool, req)
 	}
+	err = atFlag(err)
 	if errors.Is(err, queries.ErrNoSuchKey) {
 		return exit.UsageError(fmt.Errorf("no signing key %q is registered; 'probectl keys list' shows the keys", keyID))
 	}
@@ -143,4 +144,13 @@ func retireWords(keyID string, r queries.KeyRetirement, dryRun bool) string {
 	default:
 		return fmt.Sprintf("retired signing key %s from %s on: runs it signs from then on fail verification", keyID, when)
 	}
+}
+
+// atFlag names --at in a retirement refused for its moment.
+func atFlag(err error) error {
+	var future *keys.FutureError
+	if errors.As(err, &future) {
+		return exit.UsageError(fmt.Errorf("--at: %w", err))
+	}
+	return err
 }

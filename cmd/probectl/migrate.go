@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/internal/schema"
 )
 
 type migrateOptions struct {
@@ -43,7 +43,7 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 	if err != nil {
 		return err
 	}
-	applied, err := queries.Migrate(ctx, pool)
+	applied, err := schema.Migrate(ctx, pool)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/internal/schema"
 )
 
 func newMigrateStatusCmd(f *factory) *cobra.Command {
@@ -33,7 +33,7 @@ func runMigrateStatus(ctx context.Context, f *factory) error {
 	if err != nil {
 		return err
 	}
-	st, err := queries.MigrationStatus(ctx, pool)
+	st, err := schema.Status(ctx, pool)
 	if err != nil {
 		return err
 	}

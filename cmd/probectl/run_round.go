@@ -145,7 +145,7 @@ func (o *runRoundOptions) settings(version string) probe.Settings {
 // roundRequest asks the active release for the round's settings (see release.SettingsForRound).
 func (o *runRoundOptions) roundRequest(flags probe.Settings) release.RoundRequest {
 	return release.RoundRequest{BinaryVersion: o.f.Build.Version, IgnoreVersion: o.IgnoreVersion,
-		Flags: flags, Changed: o.changed}
+		Flags: flags, Changed: changedSetting(o.changed)}
 }
 
 // signer loads the signing key, or returns nil with --unsigned. It never connects.
@@ -179,7 +179,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	}
 	settings := opts.settings(f.Build.Version)
 	if err := errors.Join(release.CheckBounds(settings), settings.Validate()); err != nil {
-		return err
+		return inFlagWords(err)
 	}
 	if err := opts.checkQueueFlags(); err != nil {
 		return err
@@ -201,7 +201,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	}
 	settings, overrides, err := release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings))
 	if err != nil {
-		return err
+		return ignoreVersionHint(inFlagWords(err))
 	}
 	if opts.ViaQueue {
 		return runRoundViaQueue(ctx, opts, pool, settings, overrides, signer, format)
@@ -252,7 +252,7 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 		return err
 	}
 	if settings, _, err = release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings)); err != nil {
-		return err
+		return ignoreVersionHint(inFlagWords(err))
 	}
 	// As of the database's clock, which the claim judges by, unless a test fixed the time.
 	var now *time.Time

@@ -72,7 +72,7 @@ type roundJSON struct {
 	SpoolFile     *string            `json:"spool_file"`
 	Recovered     int                `json:"recovered"`
 	Settings      roundSettingsJSON  `json:"settings"`
-	Overrides     []release.Override `json:"overrides"`
+	Overrides     []overrideJSON     `json:"overrides"`
 	PerInvocation []invocationJSON   `json:"per_invocation"`
 	Failures      []roundFailureJSON `json:"failures"`
 }
@@ -85,7 +85,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
 			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
-			Overrides:     append([]release.Override{}, overrides...),
+			Overrides:     toOverridesJSON(overrides),
 			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures)}
 		if s.KeyID != "" {
 			out.KeyID = &s.KeyID
@@ -118,9 +118,9 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	fmt.Fprintf(w, "%s\n", st.Muted.Render(fmt.Sprintf("%s round, version %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s, %s",
 		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, render.Duration(c.MinSpacing), c.Finish, signed)))
 	for _, o := range overrides {
-		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("--%s %s overrides release #%d's %s", o.Flag, o.Round, *c.ReleaseID, o.Release)))
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%s %s overrides release #%d's %s", flagOf(o.Setting), o.Round, *c.ReleaseID, o.Release)))
 	}
-	if s.Jobs != s.Servers {
+	if s.ClaimedTwice() {
 		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d jobs covered %d servers: a server was claimed twice", s.Jobs, s.Servers)))
 	}
 	if s.OpenJobs > 0 {

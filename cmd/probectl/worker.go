@@ -62,7 +62,7 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 	cfg := worker.Config{MaxWorkers: opts.MaxWorkers, AllowPrivateTargets: opts.AllowPrivateTargets,
 		Version: f.Build.Version, Log: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return inFlagWords(err)
 	}
 	signer, err := (&runRoundOptions{f: f, SigningKey: opts.SigningKey, Unsigned: opts.Unsigned}).signer()
 	if err != nil {

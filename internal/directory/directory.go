@@ -156,4 +156,4 @@ func List(ctx context.Context, pool queries.DB, status string) ([]queries.Server
 }
 
 // ExitCode: an invalid entry is bad input.
-func (e *InvalidError) ExitCode() int { return 2 }
+func (e *InvalidError) ExitCode() int { return exit.Usage }

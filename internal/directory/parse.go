@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/probectl/probectl/internal/exit"
 )
 
 // MaxImportBytes caps an import file; a directory of a few hundred thousand servers fits easily.
@@ -191,4 +193,4 @@ func csvError(err error) error {
 }
 
 // ExitCode: a bad row is bad input.
-func (e *LineError) ExitCode() int { return 2 }
+func (e *LineError) ExitCode() int { return exit.Usage }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/probectl/probectl/internal/exit"
 )
 
 // The official MCP registry's shapes (server.json, and the list response of GET /v0/servers):
@@ -63,7 +65,7 @@ func (e *EntryError) Error() string {
 func (e *EntryError) Unwrap() error { return e.Err }
 
 // ExitCode: a bad entry is bad input.
-func (e *EntryError) ExitCode() int { return 2 }
+func (e *EntryError) ExitCode() int { return exit.Usage }
 
 // maxSlugLen is the slug pattern's bound.
 const maxSlugLen = 100

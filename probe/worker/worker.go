@@ -42,10 +42,13 @@ const (
 	// Grace is how long checks in flight get to end after SIGTERM; then they are cancelled and
 	// stored as interrupted.
 	Grace = 10 * time.Second
-	// MaxMaxWorkers bounds --max-workers: each invocation holds a connection while it claims or
+	// MaxMaxWorkers bounds MaxWorkers: each invocation holds a connection while it claims or
 	// finishes, and runs up to its concurrency's checks.
 	MaxMaxWorkers = 1000
 )
+
+// SettingMaxWorkers names Config.MaxWorkers in a *probe.SettingsError.
+const SettingMaxWorkers probe.Setting = "max_workers"
 
 // Config is one worker process.
 type Config struct {
@@ -64,10 +67,10 @@ type Config struct {
 	NewChecker func(probe.Settings) probe.Checker
 }
 
-// Validate checks the flags' values: bad input names the flag.
+// Validate checks the configuration: bad input is a *probe.SettingsError naming the setting.
 func (c *Config) Validate() error {
 	if c.MaxWorkers < 1 || c.MaxWorkers > MaxMaxWorkers {
-		return &probe.SettingsError{Setting: "--max-workers", Msg: fmt.Sprintf("must be 1 to %d, got %d", MaxMaxWorkers, c.MaxWorkers)}
+		return probe.NewSettingsError(SettingMaxWorkers, "must be 1 to %d, got %d", MaxMaxWorkers, c.MaxWorkers)
 	}
 	return nil
 }

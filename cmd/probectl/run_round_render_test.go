@@ -1,0 +1,36 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/queries"
+)
+
+func TestARoundSummaryWithMoreJobsThanServersSaysAServerWasClaimedTwice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		jobs, servers int
+		want          bool
+	}{
+		{"one job per server", 2, 2, false},
+		{"two jobs on one of two servers", 3, 2, true},
+	} {
+		io, _, out, _ := render.Test()
+		f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
+		sum := &probe.Summary{RoundID: 7, Settings: probe.DefaultSettings(),
+			RoundCounts: queries.RoundCounts{Jobs: tc.jobs, Runs: tc.jobs, Servers: tc.servers}}
+		require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil), tc.name)
+		line := "3 jobs covered 2 servers: a server was claimed twice\n"
+		if tc.want {
+			assert.Contains(t, out.String(), line, tc.name)
+		} else {
+			assert.NotContains(t, out.String(), "claimed twice", tc.name)
+		}
+	}
+}
