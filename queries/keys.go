@@ -63,25 +63,6 @@ func VerificationKeys(ctx context.Context, db DBTX) (map[string]VerificationKey,
 	return out, nil
 }
 
-// SigningKeys returns the keys that are not retired, by key id: the keys a round may sign with.
-func SigningKeys(ctx context.Context, db DBTX) (map[string]ed25519.PublicKey, error) {
-	rows, err := db.Query(ctx, SQL("SigningKeys"))
-	if err != nil {
-		return nil, fmt.Errorf("read signing keys: %w", err)
-	}
-	out := map[string]ed25519.PublicKey{}
-	var id string
-	var pub []byte
-	_, err = pgx.ForEachRow(rows, []any{&id, &pub}, func() error {
-		out[id] = ed25519.PublicKey(bytes.Clone(pub))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read signing keys: %w", err)
-	}
-	return out, nil
-}
-
 // SigningKey is one row of signing_keys, without the key itself (public, but noise in a listing).
 type SigningKey struct {
 	KeyID     string

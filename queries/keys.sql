@@ -8,10 +8,6 @@ ON CONFLICT (key_id) DO NOTHING;
 -- name: SigningKeyPublic
 SELECT public_key FROM signing_keys WHERE key_id = $1;
 
--- name: SigningKeys
--- The keys a round may sign with: every key not retired.
-SELECT key_id, public_key FROM signing_keys WHERE retired_at IS NULL ORDER BY key_id;
-
 -- name: VerificationKeys
 -- The keys runs are verified against: every key, with when it was retired; a retired key still
 -- verifies the runs that finished before it was retired.

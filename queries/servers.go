@@ -78,16 +78,6 @@ func RecheckServer(ctx context.Context, db DBTX, slug string, now *time.Time) (S
 	return oneServer(db.Query(ctx, SQL("RecheckServer"), slug, now))
 }
 
-// SetServerStatus pauses, delists or reactivates a server.
-func SetServerStatus(ctx context.Context, db DBTX, slug, status string) error {
-	var id int64
-	err := db.QueryRow(ctx, SQL("SetServerStatus"), slug, status).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("server %s: %w", slug, ErrNoServer)
-	}
-	return err
-}
-
 func oneServer(rows pgx.Rows, err error) (Server, error) {
 	if err != nil {
 		return Server{}, err

@@ -34,6 +34,3 @@ UPDATE servers
  WHERE slug = $1
 RETURNING id, slug, endpoint_url, kind, plan, extract(epoch FROM check_interval)::float8,
           status, maintainer_claimed_at, next_check_at, created_at, transport;
-
--- name: SetServerStatus
-UPDATE servers SET status = $2 WHERE slug = $1 RETURNING id;
