@@ -11,12 +11,17 @@ test: lint
 	  echo "make test: no chromium: the status page's browser test is SKIPPED (install chromium; PROBECTL_REQUIRE_BROWSER=1 makes it a failure, as in .ci/run)" >&2; fi
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
-## lint: what CI refuses: unformatted code, an untidy go.mod, vet findings, a bad goreleaser config
+## lint: what CI refuses: unformatted code, an untidy go.mod, vet findings, a bad goreleaser config,
+## and functions the binary carries that nothing in it calls (deadcode, pinned; about 25 s of CPU):
+## code only tests use lives in test helpers (internal/testfactory, internal/dbtest, _test.go files)
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet $(PKGS)
 	$(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1 check
+	@echo "deadcode ./cmd/probectl"; out=$$($(GO) run golang.org/x/tools/cmd/deadcode@v0.45.0 ./cmd/probectl) || exit 1; \
+	if [ -n "$$out" ]; then echo "the binary carries functions nothing in it calls: delete them, or move what only tests use into a test helper:"; \
+	echo "$$out"; exit 1; fi
 
 ## bench: the benchmarks that print figures (sizes via PROBECTL_BENCH_* variables, see docs/)
 bench:

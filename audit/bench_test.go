@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -48,9 +49,7 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 	ctx := context.Background()
 
 	url := migrated.NewDB(b)
-	pool, err := queries.Connect(ctx, url, "bench", queries.ConnectOptions{StatementTimeout: 30 * time.Minute})
-	require.NoError(b, err)
-	b.Cleanup(pool.Close)
+	pool := dbtest.Pool(b, url) // no statement timeout: a large load may take long
 
 	loadStart := time.Now()
 	loadMonth(b, ctx, pool, servers, perServer, start, span, dupEvery)

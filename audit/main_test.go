@@ -6,16 +6,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
-	"github.com/probectl/probectl/queries"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var migrated = dbtest.NewTemplate("audit_tmpl", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("audit_tmpl", testfactory.Migrate)
 
 // t0 is a fixed moment the tests place their jobs around (the incident's first parallel round).
 var t0 = time.Date(2026, 10, 7, 20, 55, 0, 0, time.UTC)
@@ -32,9 +30,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	url := migrated.NewDB(t)
-	pool, err := queries.Connect(ctx, url, "test", queries.ConnectOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := dbtest.Pool(t, url)
 	return &fixture{t: t, ctx: ctx, url: url, pool: pool}
 }
 

@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
 
 // aServer is a row the write attempts below try to insert.
-var aServer = queries.FactoryServer{Slug: "intruder", EndpointURL: "https://intruder.example/", Kind: "http",
+var aServer = testfactory.ServerRow{Slug: "intruder", EndpointURL: "https://intruder.example/", Kind: "http",
 	Plan: "standard", Status: "active", CheckInterval: 12 * time.Hour, NextCheckAt: t0}
 
 func TestTheAuditsOwnConnectionCannotWriteDuringTheAudit(t *testing.T) {
@@ -31,7 +32,7 @@ func TestTheAuditsOwnConnectionCannotWriteDuringTheAudit(t *testing.T) {
 	p := audit.WithTxHook(audit.DuplicatesParams{Since: t0.Add(-time.Hour), Until: t0.Add(time.Hour)},
 		func(ctx context.Context, tx pgx.Tx) error {
 			hookRan = true
-			_, writeErr = queries.FactoryInsertServer(ctx, tx, aServer)
+			_, writeErr = testfactory.InsertServer(ctx, tx, aServer)
 			return nil
 		})
 	_, err := audit.Duplicates(f.ctx, f.pool, p)
@@ -44,7 +45,7 @@ func TestTheAuditsOwnConnectionCannotWriteDuringTheAudit(t *testing.T) {
 
 	// The control: the very same insert outside the audit works, so the refusal above came from
 	// the READ ONLY transaction and not from the row.
-	_, err = queries.FactoryInsertServer(f.ctx, f.pool, aServer)
+	_, err = testfactory.InsertServer(f.ctx, f.pool, aServer)
 	require.NoError(t, err)
 }
 
@@ -109,7 +110,7 @@ func TestEveryAuditRunsUnderARoleWithOnlySelect(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(reader.Close)
 
-	_, err = queries.FactoryInsertServer(f.ctx, reader, aServer)
+	_, err = testfactory.InsertServer(f.ctx, reader, aServer)
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	require.Equal(t, "42501", pgErr.Code, "the role really has no right to write")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -16,7 +17,7 @@ import (
 // servers (with a day of analyzed job history, as in production) whose new jobs never finish, and
 // reports the share of jobs that double-claimed a server: 0
 // for probe_claim as shipped, most of them for a lock taken inside the reading statement with the
-// unique index off (DESIGN.md measured 85–92%).
+// unique index off (85–92% when the claim was designed: docs/invariant.md).
 func BenchmarkTwentyClaimersOfFive(b *testing.B) {
 	variants := []struct {
 		name      string
@@ -36,7 +37,7 @@ func BenchmarkTwentyClaimersOfFive(b *testing.B) {
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
-			pool := newPool(b, migrated.NewDB(b), 24, nil)
+			pool := dbtest.Pool(b, migrated.NewDB(b), dbtest.MaxConns(24))
 			if v.dropIndex {
 				dropUniqueIndex(b, pool)
 			}

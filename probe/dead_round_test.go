@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -29,7 +30,7 @@ func TestHelperRoundThatHangs(t *testing.T) {
 	if url == "" {
 		t.Skip("a helper process of TestKilledRoundIsDead")
 	}
-	db := newPool(t, url, 4, nil)
+	db := dbtest.Pool(t, url, dbtest.MaxConns(4))
 	began := make(chan struct{}, 2)
 	r := &Round{DB: db, Settings: settings(FinishTx), heartbeatEvery: 50 * time.Millisecond,
 		Checker: &okChecker{during: func(context.Context, check.Target) { began <- struct{}{}; select {} }}}
@@ -47,7 +48,7 @@ func TestHelperRoundThatHangs(t *testing.T) {
 func TestKilledRoundIsDead(t *testing.T) {
 	ctx := context.Background()
 	url := migrated.NewDB(t)
-	db := newPool(t, url, 4, nil)
+	db := dbtest.Pool(t, url, dbtest.MaxConns(4))
 	for range 2 {
 		testfactory.Server(ctx, t, db, nil)
 	}

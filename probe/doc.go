@@ -10,8 +10,8 @@
 //
 // Everything here is built against one sentence: at no moment is a server both due and without an
 // open job. Claim (layer 1, the lock), finish (layer 2, the order of the writes), the spacing
-// guard (layer 3) and the unique index (layer 4) each hold it on their own; see DESIGN.md and
-// queries/migrations/00002_claim.sql.
+// guard (layer 3) and the unique index (layer 4) each hold it on their own; see docs/invariant.md
+// and queries/migrations/00002_claim.sql.
 //
 // The finish has two modes. FinishTx (default) advances next_check_at, stores the run and closes
 // the job in one transaction (probe_finish). FinishAdvanceFirst makes two writes in the safe order:

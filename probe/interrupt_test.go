@@ -7,10 +7,9 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/pgutc"
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -45,19 +44,13 @@ func TestAClaimCancelledWhileQueuedOnTheLockLeavesNoJobOpenUnchecked(t *testing.
 	// coming free; the test decides it, as it went in production, by holding new connections
 	// (the cancel request's among them) until the lock was let go.
 	gate, gated := make(chan struct{}), atomic.Bool{}
-	cfg, err := pgxpool.ParseConfig(migrated.NewDB(t))
-	require.NoError(t, err)
-	cfg.MaxConns = 8
-	cfg.ConnConfig.Tracer = w
-	cfg.AfterConnect = pgutc.AfterConnect
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if gated.Load() {
-			<-gate
-		}
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	require.NoError(t, err)
+	pool := migrated.Pool(t, dbtest.MaxConns(8), dbtest.Tracer(w),
+		dbtest.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if gated.Load() {
+				<-gate
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}))
 	defer pool.Close()
 	dueServers(t, pool, 2)
 

@@ -1,7 +1,7 @@
 package probe
 
-// Proofs 3 and 4 of issue 3: the claim's lock, and each of the four layers of the invariant
-// holding on its own with the others switched off. Two races are forced, both without sleeps:
+// The claim's lock, and each of the four layers of the invariant (docs/invariant.md) holding on
+// its own with the others switched off. Two races are forced, both without sleeps:
 //
 //   - concurrent claims: two claims read the same due servers at once. The test holds the server
 //     rows, so each claim, once it has read and inserted, blocks in its foreign-key check; when
@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -129,7 +130,7 @@ func TestManyConcurrentClaimersClaimEachServerOnceWithOnlyTheLock(t *testing.T) 
 	t.Parallel()
 	ctx := t.Context()
 	url := migrated.NewDB(t)
-	pool := newPool(t, url, 16, nil)
+	pool := dbtest.Pool(t, url, dbtest.MaxConns(16))
 	lockOnly := layers{lock: true}
 	lockOnly.prepare(t, pool)
 	dueServers(t, pool, 4)

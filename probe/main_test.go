@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
-	"github.com/probectl/probectl/internal/pgutc"
+	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -24,7 +23,7 @@ import (
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // migrated is a template database with the schema applied; each test clones it.
-var migrated = dbtest.NewTemplate("probe_tmpl", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("probe_tmpl", testfactory.Migrate)
 
 // testSQL reads a statement the tests run themselves (testdata/*.sql): switches for the layers
 // and a broken claim, which exist only in test databases.
@@ -35,24 +34,10 @@ func testSQL(t testing.TB, name string) string {
 	return string(b)
 }
 
-// newPool opens a pool on url, with a tracer if one is given, closed when the test ends.
-func newPool(t testing.TB, url string, maxConns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(t, err)
-	cfg.MaxConns = maxConns
-	cfg.ConnConfig.Tracer = tracer
-	cfg.AfterConnect = pgutc.AfterConnect
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // testDB is a pool on a fresh migrated database.
 func testDB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	return newPool(t, migrated.NewDB(t), 8, nil)
+	return migrated.Pool(t, dbtest.MaxConns(8))
 }
 
 // installLocklessClaim switches layer 1 off in a test database: it replaces probe_claim there by

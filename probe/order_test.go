@@ -1,7 +1,7 @@
 package probe
 
-// Proofs 1 and 2 of issue 3: the order of an advance-first finish's writes, and a second claimer
-// in the gap between them. Each proof is a function that reports what it found, run twice: once
+// The order of an advance-first finish's writes, and a second claimer in the gap between them:
+// the incident's cause. Each proof is a function that reports what it found, run twice: once
 // on the code as it is (it must pass) and once with the incident's order put back through
 // Round.WriteOrder (it must fail), so the suite itself shows that the proofs can fail.
 
@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/probe/incident"
 	"github.com/probectl/probectl/queries"
 )
@@ -57,7 +58,7 @@ func (c *callRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 func finishCalls(t *testing.T, order WriteOrder) []string {
 	t.Helper()
 	rec := newCallRecorder("Claim", "AdvanceServer", "FinishJob", "FinishTx")
-	pool := newPool(t, migrated.NewDB(t), 4, rec)
+	pool := dbtest.Pool(t, migrated.NewDB(t), dbtest.MaxConns(4), dbtest.Tracer(rec))
 	dueServers(t, pool, 1)
 	s := settings(FinishAdvanceFirst)
 	s.ClaimLimit = 1

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/pglaunch"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/check"
@@ -25,8 +26,8 @@ func ownCluster(t *testing.T, n int) (*pglaunch.Cluster, *pgxpool.Pool) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Stop() })
 	url := cl.URL("postgres")
-	require.NoError(t, queries.MigrateURL(ctx, url))
-	db := newPool(t, url, 8, nil)
+	require.NoError(t, testfactory.Migrate(ctx, url))
+	db := dbtest.Pool(t, url, dbtest.MaxConns(8))
 	for range n {
 		testfactory.Server(ctx, t, db, nil)
 	}

@@ -151,7 +151,7 @@ func TestAnAdvanceThatMatchesNoRowFinishesTheJobAndSaysSo(t *testing.T) {
 			dueServers(t, pool, 1)
 			// The server is paused while it is being checked.
 			checker := &okChecker{during: func(ctx context.Context, target check.Target) {
-				assert.NoError(t, queries.SetServerStatus(ctx, pool, target.Slug, "paused")) // not the test goroutine: no FailNow
+				assert.NoError(t, testfactory.SetServerStatus(ctx, pool, target.Slug, "paused")) // not the test goroutine: no FailNow
 			}}
 			sum, err := (&Round{DB: pool, Settings: settings(finish), Checker: checker}).Run(t.Context())
 			require.NoError(t, err, "a guard that matched nothing is not a failure")

@@ -1,6 +1,6 @@
 package probe
 
-// Proof 5 of issue 3: two overlapping rounds of 20 invocations each, one finishing in a
+// The invariant under load: two overlapping rounds of 20 invocations each, one finishing in a
 // transaction and one advance-first, against a loopback fleet of a few hundred http servers with
 // random latency, and random delays injected before every database write. Afterwards no server
 // has two jobs within ten minutes, jobs = runs = servers, no job is open, every run carries an
@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -21,32 +20,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
-
-// fleet is one loopback HTTP server standing for many: /s/<n> is server n. It records when each
-// server was asked.
-type fleet struct {
-	*httptest.Server
-	mu   sync.Mutex
-	hits map[string][]time.Time
-}
-
-func newFleet(t *testing.T) *fleet {
-	f := &fleet{hits: map[string][]time.Time{}}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.hits[r.URL.Path] = append(f.hits[r.URL.Path], time.Now())
-		f.mu.Unlock()
-		time.Sleep(rand.N(15 * time.Millisecond)) // the server's latency
-		fmt.Fprintln(w, "ok")
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
 
 const fleetSize = 300
 
@@ -56,12 +36,12 @@ func stress(t *testing.T, rounds ...func(r *Round)) (violations []string) {
 	t.Helper()
 	ctx := t.Context()
 	url := migrated.NewDB(t)
-	setup := newPool(t, url, 4, nil)
-	fl := newFleet(t)
-	for i := range fleetSize {
-		testfactory.Server(ctx, t, setup, &testfactory.ServerOpts{Slug: fmt.Sprintf("fleet-%03d", i),
-			URL: fmt.Sprintf("%s/s/%d", fl.URL, i), NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
-	}
+	setup := dbtest.Pool(t, url, dbtest.MaxConns(4))
+	fl := fakefleet.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(rand.N(15 * time.Millisecond)) // the server's latency
+		fmt.Fprintln(w, "ok")
+	}))
+	fl.AddServers(t, setup, fleetSize, "fleet", testfactory.ServerOpts{})
 	signer := newSigner(t, setup)
 	checker := check.New(check.Config{RequestTimeout: 5 * time.Second, AllowPrivate: true})
 	jitter := hooks{beforeWrite: func(context.Context, write) { time.Sleep(rand.N(3 * time.Millisecond)) }}
@@ -72,7 +52,7 @@ func stress(t *testing.T, rounds ...func(r *Round)) (violations []string) {
 	for i, configure := range rounds {
 		s := DefaultSettings()
 		s.Version, s.AllowPrivateTargets = "test", true
-		r := &Round{DB: newPool(t, url, 10, nil), Settings: s, Checker: checker, Signer: signer, hooks: jitter}
+		r := &Round{DB: dbtest.Pool(t, url, dbtest.MaxConns(10)), Settings: s, Checker: checker, Signer: signer, hooks: jitter}
 		configure(r)
 		wg.Go(func() { sums[i], errs[i] = r.Run(ctx) })
 	}
@@ -86,8 +66,7 @@ func stress(t *testing.T, rounds ...func(r *Round)) (violations []string) {
 
 	jobs, err := queries.ListRoundJobs(ctx, setup, ids...)
 	require.NoError(t, err)
-	keys, err := queries.SigningKeys(ctx, setup)
-	require.NoError(t, err)
+	keys := testfactory.SigningKeys(ctx, t, setup)
 	byServer := map[int64][]queries.RoundJob{}
 	runs := 0
 	for _, j := range jobs {
@@ -130,13 +109,12 @@ func stress(t *testing.T, rounds ...func(r *Round)) (violations []string) {
 
 	// What the fleet saw: each server in one burst of at most 8 requests, all inside one job of
 	// that server, and nothing asked of a server without a job.
-	fl.mu.Lock()
-	defer fl.mu.Unlock()
-	if len(fl.hits) != len(byServer) {
-		bad("the fleet saw %d servers, the database has jobs for %d", len(fl.hits), len(byServer))
+	seen := fl.Arrivals()
+	if len(seen) != len(byServer) {
+		bad("the fleet saw %d servers, the database has jobs for %d", len(seen), len(byServer))
 	}
 	for _, js := range byServer {
-		hits := fl.hits[strings.TrimPrefix(js[0].URL, fl.URL)]
+		hits := seen[strings.TrimPrefix(js[0].URL, fl.URL)]
 		if len(hits) > check.MaxRequests {
 			bad("server %s: %d requests, more than %d", js[0].Slug, len(hits), check.MaxRequests)
 		}

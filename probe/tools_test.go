@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -21,11 +21,10 @@ import (
 
 // toolServer is a real SDK server whose tools' description the test may change between rounds.
 type toolServer struct {
-	*httptest.Server
+	*fakefleet.Fleet
 	desc    atomic.Value
 	version atomic.Value
 	extra   atomic.Bool // serve one more tool
-	hits    atomic.Int64
 }
 
 func newToolServer(t *testing.T, tools int, sse bool) *toolServer {
@@ -52,11 +51,7 @@ func newToolServer(t *testing.T, tools int, sse bool) *toolServer {
 	if sse {
 		h = mcp.NewSSEHandler(build, nil)
 	}
-	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ts.hits.Add(1)
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
+	ts.Fleet = fakefleet.New(t, h)
 	return ts
 }
 
@@ -173,7 +168,7 @@ func TestAServersTransportReachesItsCheck(t *testing.T) {
 	assert.Equal(t, check.TransportSSE, res.Transport)
 	require.NotEmpty(t, res.Requests)
 	assert.Equal(t, http.MethodGet, res.Requests[0].Method, "the SSE stream first, no streamable-http POST")
-	assert.Equal(t, int64(len(res.Requests)), ts.hits.Load())
+	assert.Equal(t, int64(len(res.Requests)), ts.Hits())
 }
 
 // What fingerprints cost per run, measured in the database: the run's result with and without

@@ -27,7 +27,7 @@ const previousClaim = `SELECT job_id, server_id, slug, endpoint_url, kind, claim
 func TestThePreviousBinarysClaimStillWorksAndCannotSkipTheLock(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(time.Hour)})
 	round := testfactory.Round(ctx, t, pool, nil)
 

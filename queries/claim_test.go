@@ -74,7 +74,7 @@ func TestClaimDecidesEachServerAsThePreviewSays(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			pool := newPool(t)
+			pool := migrated.Pool(t)
 			id := testfactory.Server(ctx, t, pool, &tc.server)
 			for _, j := range tc.jobs {
 				opts := &testfactory.JobOpts{ServerID: id, RequestedAt: ago(j.requested)}
@@ -120,7 +120,7 @@ func TestClaimDecidesEachServerAsThePreviewSays(t *testing.T) {
 func TestClaimTakesTheMostOverdueFirstUpToItsLimit(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	var ids []int64
 	for i := range 4 {
 		ids = append(ids, testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(time.Duration(4-i) * time.Hour)}))
@@ -140,7 +140,7 @@ func TestClaimTakesTheMostOverdueFirstUpToItsLimit(t *testing.T) {
 
 func TestAClaimOfNothingWritesNothing(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	jobs, err := queries.Claim(t.Context(), pool, queries.ClaimParams{Limit: 0, Now: &now})
 	require.NoError(t, err)
 	require.Empty(t, jobs)

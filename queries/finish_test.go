@@ -55,7 +55,7 @@ func TestAFinishAdvancesStoresTheRunAndClosesTheJob(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			pool := newPool(t)
+			pool := migrated.Pool(t)
 			j, round := claimOne(t, pool)
 			at := now.Add(3 * time.Second)
 			r := f.finish(t, pool, finishParams(j, at))
@@ -83,7 +83,7 @@ func TestAFinishThatRacesARecheckLeavesTheRecheckAndSaysSo(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			pool := newPool(t)
+			pool := migrated.Pool(t)
 			j, _ := claimOne(t, pool)
 			recheck := now.Add(time.Second)
 			_, err := queries.RecheckServer(ctx, pool, j.Slug, &recheck)
@@ -105,7 +105,7 @@ func TestAFinishOfAJobClosedAsAbandonedKeepsTheRunAndSaysSo(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			pool := newPool(t)
+			pool := migrated.Pool(t)
 			j, round := claimOne(t, pool)
 			// A later claim, past the in-flight window, closes the job as abandoned.
 			later := now.Add(16 * time.Minute)
@@ -135,7 +135,7 @@ func TestAFinishOfAJobClosedAsAbandonedKeepsTheRunAndSaysSo(t *testing.T) {
 func TestAReplayedFinishStoresNothingTwiceAndIsNoError(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	j, _ := claimOne(t, pool)
 	at := now.Add(3 * time.Second)
 	first, err := queries.FinishTx(ctx, pool, finishParams(j, at))

@@ -21,7 +21,7 @@ func TestShippedFunctionBodiesAreWhatTheDatabaseStores(t *testing.T) {
 	for name := range shipped {
 		names = append(names, name)
 	}
-	live, err := queries.LiveFunctionBodies(t.Context(), newPool(t), names)
+	live, err := queries.LiveFunctionBodies(t.Context(), migrated.Pool(t), names)
 	require.NoError(t, err)
 	require.Equal(t, shipped, live)
 }

@@ -63,21 +63,6 @@ func VerificationKeys(ctx context.Context, db DBTX) (map[string]VerificationKey,
 	return out, nil
 }
 
-// SigningKeys returns the keys that are not retired, by key id: the keys a round may sign with.
-func SigningKeys(ctx context.Context, db DBTX) (map[string]ed25519.PublicKey, error) {
-	keys, err := VerificationKeys(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]ed25519.PublicKey{}
-	for id, k := range keys {
-		if k.RetiredAt == nil {
-			out[id] = k.Public
-		}
-	}
-	return out, nil
-}
-
 // SigningKey is one row of signing_keys, without the key itself (public, but noise in a listing).
 type SigningKey struct {
 	KeyID     string     `db:"key_id"`

@@ -12,7 +12,7 @@ import (
 
 func TestVerificationKeysKeepEachKeysOwnRetirement(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	ctx := t.Context()
 	at := []time.Time{
 		time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),

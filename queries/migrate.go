@@ -85,17 +85,6 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 	return append(out, river...), err
 }
 
-// MigrateURL migrates the database at url, as a test template's setup (dbtest.NewTemplate) wants.
-func MigrateURL(ctx context.Context, url string) error {
-	pool, err := Connect(ctx, url, "test", ConnectOptions{})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	_, err = Migrate(ctx, pool)
-	return err
-}
-
 // MigrationStatus lists every migration this binary ships and whether it is applied.
 func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 	p, err := provider(pool)

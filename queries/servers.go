@@ -83,15 +83,6 @@ func RecheckServer(ctx context.Context, db DBTX, slug string, now *time.Time) (S
 	return oneServer(ctx, db, "RecheckServer", slug, now)
 }
 
-// SetServerStatus pauses, delists or reactivates a server.
-func SetServerStatus(ctx context.Context, db DBTX, slug, status string) error {
-	_, err := valueOf[int64](ctx, db, "SetServerStatus", slug, status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("server %s: %w", slug, ErrNoServer)
-	}
-	return err
-}
-
 func oneServer(ctx context.Context, db DBTX, name string, args ...any) (Server, error) {
 	s, err := rowOf[Server](ctx, db, name, args...)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -31,5 +31,3 @@ UPDATE servers
 RETURNING id, slug, endpoint_url, kind, plan, check_interval, status, maintainer_claimed_at,
           next_check_at, created_at, transport;
 
--- name: SetServerStatus
-UPDATE servers SET status = $2 WHERE slug = $1 RETURNING id;

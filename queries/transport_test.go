@@ -26,7 +26,7 @@ RETURNING id, (xmax = 0) AS inserted`
 
 func TestThePreviousBinarysServersReadAsTheDefaultTransport(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	due := now.Add(-time.Hour)
 	for _, s := range []struct{ slug, kind string }{{"old-mcp", "mcp"}, {"old-http", "http"}} {
 		var id int64

@@ -16,16 +16,6 @@ type History struct {
 	Events   []Event
 }
 
-// Active returns the active release, or nil.
-func (h *History) Active() *Release {
-	for i := range h.Releases {
-		if h.Releases[i].Active {
-			return &h.Releases[i]
-		}
-	}
-	return nil
-}
-
 // ReadHistory reads up to limit releases and up to limit events, from one snapshot.
 func ReadHistory(ctx context.Context, pool queries.DB, limit int) (*History, error) {
 	h := &History{}

@@ -10,23 +10,12 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
-	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var tmpl = dbtest.NewTemplate("release_tmpl", queries.MigrateURL)
-
-// newDB returns a pool on a fresh migrated database.
-func newDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	url := tmpl.NewDB(t)
-	pool, err := queries.Connect(t.Context(), url, "test", queries.ConnectOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
+var tmpl = dbtest.NewTemplate("release_tmpl", testfactory.Migrate)
 
 // parallel is the incident's first parallel release: 19 fan-out messages, 5 claims, 3 at a time.
 var parallel = release.Settings{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: 10 * time.Minute,
@@ -80,4 +69,16 @@ func fingerprint(t *testing.T, pool *pgxpool.Pool) map[string]string {
 		out[table] = sum
 	}
 	return out
+}
+
+// active is the active release of h; the test fails when there is none.
+func active(t *testing.T, h *release.History) *release.Release {
+	t.Helper()
+	for i := range h.Releases {
+		if h.Releases[i].Active {
+			return &h.Releases[i]
+		}
+	}
+	t.Fatal("no release is active")
+	return nil
 }

@@ -12,17 +12,17 @@ import (
 
 func TestRecordMakesTheNewReleaseActiveAndRemembersThePreviousOne(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	first := record(t, pool, "v1", sequential, release.WayPrevious)
 	second := record(t, pool, "v2", parallel, release.WayPrevious, release.WayFanoutOff)
 
 	h, err := release.ReadHistory(t.Context(), pool, 10)
 	require.NoError(t, err)
 	require.Len(t, h.Releases, 2)
-	require.Equal(t, second.ID, h.Active().ID)
-	require.Equal(t, &first.ID, h.Active().PreviousID)
-	require.Equal(t, []string{"previous", "fanout-off"}, h.Active().WaysBack)
-	require.Equal(t, parallel, release.SettingsOf(*h.Active()))
+	require.Equal(t, second.ID, active(t, h).ID)
+	require.Equal(t, &first.ID, active(t, h).PreviousID)
+	require.Equal(t, []string{"previous", "fanout-off"}, active(t, h).WaysBack)
+	require.Equal(t, parallel, release.SettingsOf(*active(t, h)))
 	require.False(t, h.Releases[1].Active, "the old release is no longer active")
 
 	require.Len(t, h.Events, 2)
@@ -36,7 +36,7 @@ func TestRecordMakesTheNewReleaseActiveAndRemembersThePreviousOne(t *testing.T) 
 
 func TestRecordRefusesBadSettingsNamingTheSettingOrTheFlag(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	cases := []struct {
 		name   string
 		change func(*release.RecordRequest)

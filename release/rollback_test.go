@@ -37,7 +37,7 @@ func history(t *testing.T, pool *pgxpool.Pool) *release.History {
 
 func TestRollbackToPreviousReactivatesTheReleaseBeforeAndRecordsWhoAndWhy(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	v1, v2 := deployed(t, pool)
 
 	plan := rollback(t, pool, release.WayPrevious)
@@ -46,7 +46,7 @@ func TestRollbackToPreviousReactivatesTheReleaseBeforeAndRecordsWhoAndWhy(t *tes
 	require.Equal(t, v2.ID, plan.From.ID)
 	require.Equal(t, v1.ID, plan.To.ID)
 	h := history(t, pool)
-	require.Equal(t, v1.ID, h.Active().ID)
+	require.Equal(t, v1.ID, active(t, h).ID)
 	rolledBack := h.Releases[0]
 	require.Equal(t, v2.ID, rolledBack.ID)
 	require.NotNil(t, rolledBack.RolledBackAt)
@@ -63,7 +63,7 @@ func TestRollbackToPreviousReactivatesTheReleaseBeforeAndRecordsWhoAndWhy(t *tes
 
 func TestRollbackFanoutOffKeepsTheVersionWithoutFanout(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	v1, v2 := deployed(t, pool)
 
 	plan := rollback(t, pool, release.WayFanoutOff)
@@ -103,7 +103,7 @@ func TestRollbackIsRefusedWhenThePlanDidNotApproveIt(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pool := newDB(t)
+			pool := tmpl.Pool(t)
 			record(t, pool, "v1", sequential)
 			v2 := record(t, pool, "v2", parallel, tc.approved...)
 			before := history(t, pool)
@@ -122,7 +122,7 @@ func TestRollbackIsRefusedWhenThePlanDidNotApproveIt(t *testing.T) {
 
 func TestForcedRollbackNeedsAReasonAndIsRecordedAsForced(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	v1 := record(t, pool, "v1", sequential)
 	record(t, pool, "v2", parallel) // approved no way back
 
@@ -135,7 +135,7 @@ func TestForcedRollbackNeedsAReasonAndIsRecordedAsForced(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, plan.Forced)
 	h := history(t, pool)
-	require.Equal(t, v1.ID, h.Active().ID)
+	require.Equal(t, v1.ID, active(t, h).ID)
 	require.True(t, h.Events[0].Forced)
 	require.Equal(t, "plan forgot the way back", h.Events[0].Reason)
 }
@@ -145,7 +145,7 @@ func TestASecondRollbackToTheSameStateChangesNothing(t *testing.T) {
 	for _, way := range release.Ways {
 		t.Run(string(way), func(t *testing.T) {
 			t.Parallel()
-			pool := newDB(t)
+			pool := tmpl.Pool(t)
 			deployed(t, pool)
 			first := rollback(t, pool, way)
 			before := history(t, pool)
@@ -177,7 +177,7 @@ func TestRollbackNeverWritesTheDataTables(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pool := newDB(t)
+			pool := tmpl.Pool(t)
 			ctx := t.Context()
 			plantData(t, ctx, pool)
 			record(t, pool, "v1", sequential)
@@ -195,7 +195,7 @@ func TestRollbackNeverWritesTheDataTables(t *testing.T) {
 
 func TestPlanRollbackChangesNothing(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	v1, v2 := deployed(t, pool)
 	before := history(t, pool)
 
@@ -210,7 +210,7 @@ func TestPlanRollbackChangesNothing(t *testing.T) {
 
 func TestRollbackRefusesWhenTheActiveReleaseChangedSinceTheConfirmedPlan(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	_, v2 := deployed(t, pool)
 	v3 := record(t, pool, "v3", parallel, release.WayPrevious)
 
@@ -219,20 +219,20 @@ func TestRollbackRefusesWhenTheActiveReleaseChangedSinceTheConfirmedPlan(t *test
 	var changed *release.ActiveChangedError
 	require.ErrorAs(t, err, &changed)
 	require.Equal(t, v3.ID, changed.Now)
-	require.Equal(t, v3.ID, history(t, pool).Active().ID)
+	require.Equal(t, v3.ID, active(t, history(t, pool)).ID)
 }
 
 func TestRollbackWithNowhereToGoIsBadInput(t *testing.T) {
 	t.Parallel()
 	t.Run("no release at all", func(t *testing.T) {
 		t.Parallel()
-		_, err := release.Rollback(t.Context(), newDB(t), release.RollbackRequest{Way: release.WayPrevious, Actor: "bo"})
+		_, err := release.Rollback(t.Context(), tmpl.Pool(t), release.RollbackRequest{Way: release.WayPrevious, Actor: "bo"})
 		require.ErrorContains(t, err, "no release is active")
 		require.Equal(t, exit.Usage, exit.Code(err))
 	})
 	t.Run("the first release has no previous one", func(t *testing.T) {
 		t.Parallel()
-		pool := newDB(t)
+		pool := tmpl.Pool(t)
 		record(t, pool, "v1", sequential, release.WayPrevious)
 		_, err := release.Rollback(t.Context(), pool, release.RollbackRequest{Way: release.WayPrevious, Actor: "bo"})
 		require.ErrorContains(t, err, "no previous release")
@@ -254,7 +254,7 @@ func TestTwoRollbacksAtOnceApplyOnce(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			pool := newDB(t)
+			pool := tmpl.Pool(t)
 			ctx := t.Context()
 			deployed(t, pool)
 
@@ -308,7 +308,7 @@ func TestTwoRollbacksAtOnceApplyOnce(t *testing.T) {
 // nothing: one rollback is recorded, and the first, which held the row, succeeds.
 func TestTheActiveRowLockHoldsOffARollbackThatSkipsTheReleasesLock(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	ctx := t.Context()
 	deployed(t, pool)
 

@@ -13,11 +13,11 @@ import (
 
 func TestForRound(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	ctx := t.Context()
 
 	t.Run("with no release recorded the round runs on the binary's defaults", func(t *testing.T) {
-		r, err := release.ForRound(ctx, newDB(t), "v2", false)
+		r, err := release.ForRound(ctx, tmpl.Pool(t), "v2", false)
 		require.NoError(t, err)
 		require.Nil(t, r)
 	})
@@ -136,7 +136,7 @@ func TestEveryReleaseSettingTheCallerSetsIsAppliedAndReported(t *testing.T) {
 
 func TestSettingsForRoundRefusesTheWrongVersionAndChecksTheLease(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	ctx := t.Context()
 	record(t, pool, "v2", sequential, release.WayPrevious)
 	flags := probe.DefaultSettings()

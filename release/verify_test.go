@@ -40,7 +40,7 @@ type sceneServer struct {
 
 func newScene(t *testing.T, servers int) *scene {
 	t.Helper()
-	pool := newDB(t)
+	pool := tmpl.Pool(t)
 	ctx := t.Context()
 	live := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
 	rec, err := release.Record(ctx, pool, release.RecordRequest{Version: "v2", Settings: parallel,
@@ -371,7 +371,7 @@ func TestVerifyRefusesBadInput(t *testing.T) {
 		})
 	}
 	t.Run("no active release", func(t *testing.T) {
-		_, err := release.Verify(t.Context(), newDB(t), release.VerifyRequest{})
+		_, err := release.Verify(t.Context(), tmpl.Pool(t), release.VerifyRequest{})
 		require.ErrorContains(t, err, "no release is active")
 		require.Equal(t, exit.Usage, exit.Code(err))
 	})

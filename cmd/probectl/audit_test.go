@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/golden"
 	"github.com/probectl/probectl/internal/testfactory"
 )
 
@@ -73,7 +74,7 @@ func TestAuditDuplicatesReportsTheIncidentInEveryFormat(t *testing.T) {
 			res := runCLI(t, append(auditIncidentArgs(url), "-o", format)...)
 			require.Equal(t, 0, res.Code, res.Stderr)
 			require.Empty(t, res.Stderr)
-			requireGolden(t, "audit_duplicates."+format, res.Stdout)
+			golden.Require(t, "testdata/audit_duplicates."+format, []byte(res.Stdout))
 		})
 	}
 }
@@ -190,7 +191,7 @@ func TestAuditRateListsTheServersOverThePromise(t *testing.T) {
 
 	res := runCLI(t, args...)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	requireGolden(t, "audit_rate.table", res.Stdout)
+	golden.Require(t, "testdata/audit_rate.table", []byte(res.Stdout))
 
 	res = runCLI(t, append(args, "--fail-on-found", "-o", "json")...)
 	require.Equal(t, 1, res.Code)

@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/probectl/probectl/internal/render"
 )
 
 // The demos run end to end here, in-process, each with its own throwaway PostgreSQL and fleet:
@@ -168,7 +166,7 @@ var keptStop = regexp.MustCompile(`kill -INT (\d+); .* rm -rf (\S+)`)
 
 func TestTheDemoNarratesOnStderrShowsTheCommandsOnStdoutAndKeepsTheDatabase(t *testing.T) {
 	t.Parallel()
-	io, _, out, errOut := render.Test()
+	io, _, out, errOut := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "dev"})
 	f.Output = "table"
 	err := runDemo(context.Background(), &demoOptions{f: f, Keep: true, servers: 40})

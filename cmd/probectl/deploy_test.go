@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/golden"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
@@ -176,7 +177,7 @@ func TestDeployListShowsWhoDeployedAndRolledBackWhenAndWhy(t *testing.T) {
 
 	res := withDB(url).run(t, "deploy", "list")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	requireGolden(t, "deploy_list.golden", res.Stdout)
+	golden.Require(t, "testdata/deploy_list.golden", []byte(res.Stdout))
 
 	res = withDB(url).run(t, "deploy", "list", "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/golden"
 	"github.com/probectl/probectl/release"
 )
 
@@ -34,7 +34,7 @@ func TestDeployVerifyFailsTheIncidentsRoundsLikeTheWriteUp(t *testing.T) {
 
 	require.Equal(t, 1, res.Code, res.Stderr)
 	require.Empty(t, res.Stderr, "the report says why; nothing more on stderr")
-	requireGolden(t, "deploy_verify_incident.golden", res.Stdout)
+	golden.Require(t, "testdata/deploy_verify_incident.golden", []byte(res.Stdout))
 }
 
 func TestDeployVerifyJSONHasTheDocumentedShape(t *testing.T) {
@@ -141,7 +141,7 @@ func TestDeployVerifyWaitIsWiredToTheCommand(t *testing.T) {
 	url, pool := migratedDB(t)
 	_, v2 := incident(t, pool)
 	fl := newFleet(t, pool, 4)
-	io, _, out, _ := render.Test()
+	io, _, out, _ := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "v2"})
 	t.Cleanup(f.Close)
 	f.DatabaseURL, f.Output = url, "table"

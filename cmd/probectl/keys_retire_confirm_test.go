@@ -7,14 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/probectl/probectl/internal/render"
 )
 
 // onTerminal runs probectl as on a terminal whose user types answer.
 func onTerminal(t *testing.T, answer string, args ...string) cliResult {
 	t.Helper()
-	io, in, out, errOut := render.Test()
+	io, in, out, errOut := testStreams()
 	io.InTTY, io.OutTTY, io.NoColor = true, true, true
 	in.WriteString(answer)
 	code := Execute(context.Background(), args, io, func(string) string { return "" })

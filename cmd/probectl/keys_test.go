@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
 )
@@ -33,8 +34,7 @@ func TestKeysGenerateWritesAPrivateFileAndRegistersThePublicKey(t *testing.T) {
 	assert.Equal(t, "generated signing key "+signer.KeyID()+"\nprivate key written to "+path+
 		" (mode 0600); public key registered\n", res.Stdout)
 
-	keys, err := queries.SigningKeys(context.Background(), pool)
-	require.NoError(t, err)
+	keys := testfactory.SigningKeys(context.Background(), t, pool)
 	assert.Equal(t, signer.PublicKey(), keys[signer.KeyID()], "the registered key verifies what the file signs")
 
 	pem, err := os.ReadFile(path)
@@ -74,8 +74,7 @@ func TestKeysGenerateRefusesToOverwriteAFileAndExits2(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, "the only copy of an old key", string(data))
-	keys, err := queries.SigningKeys(context.Background(), pool)
-	require.NoError(t, err)
+	keys := testfactory.SigningKeys(context.Background(), t, pool)
 	assert.Empty(t, keys, "nothing was registered")
 }
 
@@ -173,8 +172,7 @@ func TestKeysRetireOnlyEverMovesARetirementEarlier(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
 	assert.Equal(t, "2026-11-28T09:00:00Z", keys[0].RetiredAt.UTC().Format(time.RFC3339Nano))
-	left, err := queries.SigningKeys(t.Context(), pool)
-	require.NoError(t, err)
+	left := testfactory.SigningKeys(t.Context(), t, pool)
 	assert.Empty(t, left, "rounds may no longer sign with it")
 }
 
@@ -192,8 +190,7 @@ func TestKeysRetireWithoutAtRetiresFromNowAndSaysNothingWhileAKeyIsLeft(t *testi
 	assert.True(t, got.Changed)
 	assert.Nil(t, got.PreviouslyRetiredAt)
 	assert.WithinDuration(t, time.Now(), got.RetiredAt, time.Minute)
-	left, err := queries.SigningKeys(t.Context(), pool)
-	require.NoError(t, err)
+	left := testfactory.SigningKeys(t.Context(), t, pool)
 	assert.Equal(t, []string{current}, slices.Collect(maps.Keys(left)))
 }
 

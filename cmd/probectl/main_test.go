@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -11,13 +12,13 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/render"
-	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // migrated is a template database with the schema applied; each test clones it.
-var migrated = dbtest.NewTemplate("probectl_cmd", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("probectl_cmd", testfactory.Migrate)
 
 // cliResult is what one run of the command line produced.
 type cliResult struct {
@@ -35,7 +36,7 @@ type cli struct {
 
 func (c cli) run(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	io, in, out, errOut := render.Test()
+	io, in, out, errOut := testStreams()
 	in.WriteString(c.stdin)
 	// The spool lives in the test's own directory unless the test names one.
 	state := t.TempDir()
@@ -86,3 +87,10 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func lines(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") }
+
+// testStreams returns streams backed by buffers, as a pipe would be (not terminals), and the
+// buffers for stdin, stdout and stderr.
+func testStreams() (*render.Streams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
+	in, out, errOut := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &render.Streams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
+}

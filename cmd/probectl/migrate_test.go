@@ -6,13 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
 )
-
-func poolFor(t *testing.T, url string) *pgxpool.Pool { return dbtest.Pool(t, url) }
 
 func TestMigrateFromEmptyThenAgainAppliesNothing(t *testing.T) {
 	t.Parallel()
@@ -42,7 +39,7 @@ func TestMigrateFromEmptyThenAgainAppliesNothing(t *testing.T) {
 		require.True(t, m.Applied, m.Name)
 	}
 
-	pool := poolFor(t, url)
+	pool := dbtest.Pool(t, url)
 	for _, table := range []string{"servers", "probe_rounds", "probe_jobs", "probe_runs", "releases", "signing_keys"} {
 		var exists bool
 		require.NoError(t, pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists))
@@ -60,7 +57,7 @@ func TestACommandOnASchemaThatIsBehindSaysSoAndExits3(t *testing.T) {
 
 	// A schema one step behind is refused too.
 	require.Equal(t, 0, runCLI(t, "--database-url", url, "migrate").Code)
-	pool := poolFor(t, url)
+	pool := dbtest.Pool(t, url)
 	_, err := pool.Exec(context.Background(), "DELETE FROM goose_db_version WHERE version_id = (SELECT max(version_id) FROM goose_db_version)")
 	require.NoError(t, err)
 	res = runCLI(t, "--database-url", url, "servers", "list")

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/golden"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/release"
 )
@@ -18,7 +19,13 @@ func activeID(t *testing.T, pool *pgxpool.Pool) int64 {
 	t.Helper()
 	h, err := release.ReadHistory(context.Background(), pool, 100)
 	require.NoError(t, err)
-	return h.Active().ID
+	for _, r := range h.Releases {
+		if r.Active {
+			return r.ID
+		}
+	}
+	t.Fatal("no release is active")
+	return 0
 }
 
 func TestRollbackDryRunShowsTheChangeAndMakesNone(t *testing.T) {
@@ -29,7 +36,7 @@ func TestRollbackDryRunShowsTheChangeAndMakesNone(t *testing.T) {
 	res := withDB(url).run(t, "rollback", "--to-previous", "--dry-run")
 
 	require.Equal(t, 0, res.Code, res.Stderr)
-	requireGolden(t, "rollback_dry_run.golden", res.Stdout)
+	golden.Require(t, "testdata/rollback_dry_run.golden", []byte(res.Stdout))
 	require.Equal(t, v2.ID, activeID(t, pool))
 }
 

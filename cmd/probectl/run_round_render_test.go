@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
@@ -21,7 +20,7 @@ func TestARoundSummaryWithMoreJobsThanServersSaysAServerWasClaimedTwice(t *testi
 		{"one job per server", 2, 2, false},
 		{"two jobs on one of two servers", 3, 2, true},
 	} {
-		io, _, out, _ := render.Test()
+		io, _, out, _ := testStreams()
 		f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 		sum := &probe.Summary{RoundID: 7, Settings: probe.DefaultSettings(),
 			RoundCounts: queries.RoundCounts{Jobs: tc.jobs, Runs: tc.jobs, Servers: tc.servers}}

@@ -16,7 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/exit"
-	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/fakefleet"
+	"github.com/probectl/probectl/internal/golden"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
@@ -45,7 +46,7 @@ func TestRunRoundFlagsBecomeTheRoundsSettings(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			io, _, _, _ := render.Test()
+			io, _, _, _ := testStreams()
 			f := newFactory(io, testEnv(t), buildInfo{Version: "v1.2.3"})
 			var got *runRoundOptions
 			cmd := newRunRoundCmd(f, func(_ context.Context, o *runRoundOptions) error { got = o; return nil })
@@ -87,22 +88,10 @@ func TestRunRoundRefusesBadSettingsAndMissingKeysBeforeConnecting(t *testing.T) 
 	}
 }
 
-// loopbackFleet serves n http servers on one loopback listener and adds them to the directory,
-// due an hour ago.
-func loopbackFleet(t *testing.T, db queries.DBTX, n int) {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
-	t.Cleanup(srv.Close)
-	for i := range n {
-		testfactory.Server(t.Context(), t, db, &testfactory.ServerOpts{Slug: fmt.Sprintf("fleet-%d", i),
-			URL: fmt.Sprintf("%s/s/%d", srv.URL, i), NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
-	}
-}
-
 func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
-	loopbackFleet(t, pool, 5)
+	fakefleet.New(t, nil).AddServers(t, pool, 5, "fleet", testfactory.ServerOpts{})
 
 	res := runCLI(t, "--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
 		"--fanout", "1", "--claim-limit", "2", "--trigger", "cron", "-o", "json")
@@ -172,7 +161,7 @@ func TestAnInterruptedRoundPrintsItsSummaryAndExits3(t *testing.T) {
 func TestRunRoundSignsEveryRunWithTheKeyFromTheEnvironment(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
-	loopbackFleet(t, pool, 3)
+	fakefleet.New(t, nil).AddServers(t, pool, 3, "fleet", testfactory.ServerOpts{})
 	key := filepath.Join(t.TempDir(), "probe.key")
 	require.Equal(t, 0, runCLI(t, "--database-url", url, "keys", "generate", "--out", key).Code)
 	signer, err := attest.LoadSigner(key)
@@ -190,8 +179,7 @@ func TestRunRoundSignsEveryRunWithTheKeyFromTheEnvironment(t *testing.T) {
 
 	jobs, err := queries.ListRoundJobs(t.Context(), pool, 1)
 	require.NoError(t, err)
-	keys, err := queries.SigningKeys(t.Context(), pool)
-	require.NoError(t, err)
+	keys := testfactory.SigningKeys(t.Context(), t, pool)
 	require.Len(t, jobs, 3)
 	for _, j := range jobs {
 		st, err := attest.Verify(j.Envelope, keys)
@@ -204,7 +192,7 @@ func TestRunRoundSignsEveryRunWithTheKeyFromTheEnvironment(t *testing.T) {
 func TestRunRoundRefusesAKeyThatIsNotRegistered(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
-	loopbackFleet(t, pool, 1)
+	fakefleet.New(t, nil).AddServers(t, pool, 1, "fleet", testfactory.ServerOpts{})
 	_, priv, err := attest.GenerateKey()
 	require.NoError(t, err)
 	key := filepath.Join(t.TempDir(), "stray.key")
@@ -232,7 +220,7 @@ func runAt(t *testing.T, now time.Time, args ...string) cliResult {
 // Execute maps them.
 func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	t.Helper()
-	io, _, out, errOut := render.Test()
+	io, _, out, errOut := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	setup(f)
 	defer f.Close()
@@ -274,7 +262,7 @@ func TestRunRoundDryRunExplainsEachDueServerAndClaimsNothing(t *testing.T) {
 	for _, format := range []string{"table", "json"} {
 		res := runAt(t, now, "--database-url", url, "run", "round", "--dry-run", "--fanout", "0", "--claim-limit", "1", "-o", format)
 		require.Equal(t, 0, res.Code, res.Stderr)
-		requireGolden(t, "run_round_dry_run."+format, res.Stdout)
+		golden.Require(t, "testdata/run_round_dry_run."+format, []byte(res.Stdout))
 	}
 	counts, err := queries.CountRound(ctx, pool, 1)
 	require.NoError(t, err)
@@ -303,8 +291,8 @@ func TestRunRoundDryRunReadsAsOfTheDatabasesClockNotThisHosts(t *testing.T) {
 func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
-	loopbackFleet(t, pool, 2)
-	io, _, out, errOut := render.Test()
+	fakefleet.New(t, nil).AddServers(t, pool, 2, "fleet", testfactory.ServerOpts{})
+	io, _, out, errOut := testStreams()
 	io.ErrTTY = true
 	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	defer f.Close()
@@ -320,8 +308,8 @@ func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {
 
 	// --quiet: nothing on stderr but what went wrong (a fleet of its own: the first is not due).
 	url, pool = migratedDB(t)
-	loopbackFleet(t, pool, 2)
-	io, _, _, errOut = render.Test()
+	fakefleet.New(t, nil).AddServers(t, pool, 2, "fleet", testfactory.ServerOpts{})
+	io, _, _, errOut = testStreams()
 	io.ErrTTY = true
 	f2 := newFactory(io, func(string) string { return "" }, buildInfo{Version: "test"})
 	defer f2.Close()

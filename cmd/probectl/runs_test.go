@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -277,7 +277,7 @@ func TestTheRoundSummaryEndsWithTenFailuresAndWhereToFindTheRest(t *testing.T) {
 func TestTheDryRunFlagsDueServersTheSSRFGuardWillRefuse(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
-	loopbackFleet(t, pool, 2)
+	fakefleet.New(t, nil).AddServers(t, pool, 2, "fleet", testfactory.ServerOpts{})
 
 	res := runCLI(t, "--database-url", url, "run", "round", "--dry-run", "--fanout", "0")
 	require.Equal(t, 0, res.Code, res.Stderr)
@@ -301,7 +301,7 @@ func TestTheDryRunFlagsDueServersTheSSRFGuardWillRefuse(t *testing.T) {
 
 func TestEveryHistoryCommandHasHelpWithExamples(t *testing.T) {
 	t.Parallel()
-	io, _, _, _ := render.Test()
+	io, _, _, _ := testStreams()
 	root := newRootCmd(newFactory(io, func(string) string { return "" }, buildInfo{}))
 	for _, path := range [][]string{{"runs"}, {"runs", "list"}, {"runs", "show"}, {"runs", "verify"}, {"keys", "export"},
 		{"servers", "show"}, {"servers", "pause"}, {"servers", "resume"}, {"servers", "delist"}} {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/status/statustest"
 )
 
@@ -20,7 +19,7 @@ func TestServeAnswersEveryRouteAndStopsWhenInterrupted(t *testing.T) {
 	url, pool := migratedDB(t)
 	statustest.Seed(context.Background(), t, pool)
 
-	streams, _, _, errOut := render.Test()
+	streams, _, _, errOut := testStreams()
 	f := newFactory(streams, func(string) string { return "" }, buildInfo{Version: "test"})
 	t.Cleanup(f.Close)
 	f.Clock = func() time.Time { return statustest.Now }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/fakefleet"
+	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -47,7 +49,7 @@ func TestServersShowJSONHasTheDocumentedShape(t *testing.T) {
 func TestAPausedServerIsNeverClaimedAndResumeMakesItDueAtOnce(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
-	loopbackFleet(t, pool, 2)
+	fakefleet.New(t, nil).AddServers(t, pool, 2, "fleet", testfactory.ServerOpts{})
 
 	res := runCLI(t, "--database-url", url, "servers", "pause", "fleet-0", "--reason", "owner asked", "--actor", "ana")
 	require.Equal(t, 0, res.Code, res.Stderr)
@@ -100,7 +102,7 @@ func TestAPausedServerIsNeverClaimedAndResumeMakesItDueAtOnce(t *testing.T) {
 func TestServersStatusRefusesBadInputAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
-	loopbackFleet(t, pool, 1)
+	fakefleet.New(t, nil).AddServers(t, pool, 1, "fleet", testfactory.ServerOpts{})
 	for name, tc := range map[string]struct {
 		args []string
 		want string

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
 )
 
 const goodCSV = `slug,url,kind,plan
@@ -16,7 +18,7 @@ status-page,https://status.example/health,http,frequent
 
 func countServers(t *testing.T, url string) int {
 	t.Helper()
-	_, pool := url, poolFor(t, url)
+	_, pool := url, dbtest.Pool(t, url)
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM servers").Scan(&n))
 	return n

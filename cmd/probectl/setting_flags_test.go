@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/worker"
 	"github.com/probectl/probectl/release"
@@ -14,7 +13,7 @@ import (
 
 func TestEverySettingADomainErrorNamesIsSaidAsAFlagTheCommandHas(t *testing.T) {
 	t.Parallel()
-	io, _, _, _ := render.Test()
+	io, _, _, _ := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	runRound, record, work := newRunRoundCmd(f, nil), newDeployRecordCmd(f), newWorkerCmd(f)
 	round := []probe.Setting{probe.SettingFanout, probe.SettingClaimLimit, probe.SettingConcurrency,

@@ -8,14 +8,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/golden"
 	"github.com/probectl/probectl/internal/status/statustest"
 )
 
 // statusAt runs `probectl status` through its run function, with the clock at statustest.Now.
 func statusAt(t *testing.T, url string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	io, _, out, errOut := render.Test()
+	io, _, out, errOut := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	t.Cleanup(f.Close)
 	f.Clock = func() time.Time { return statustest.Now }
@@ -34,7 +34,7 @@ func TestStatusTableShowsEverySectionAndFlagsTheStaleJob(t *testing.T) {
 	out, stderr, err := statusAt(t, url)
 	require.NoError(t, err)
 	require.Empty(t, stderr)
-	requireGolden(t, "status.table", out)
+	golden.Require(t, "testdata/status.table", []byte(out))
 }
 
 func TestStatusTableOfAnEmptyDatabaseSaysNone(t *testing.T) {
@@ -42,7 +42,7 @@ func TestStatusTableOfAnEmptyDatabaseSaysNone(t *testing.T) {
 	url, _ := migratedDB(t)
 	out, _, err := statusAt(t, url)
 	require.NoError(t, err)
-	requireGolden(t, "status_empty.table", out)
+	golden.Require(t, "testdata/status_empty.table", []byte(out))
 }
 
 func TestStatusJSONHasTheDocumentedShape(t *testing.T) {
@@ -51,7 +51,7 @@ func TestStatusJSONHasTheDocumentedShape(t *testing.T) {
 	statustest.Seed(context.Background(), t, pool)
 	out, _, err := statusAt(t, url, "-o", "json")
 	require.NoError(t, err)
-	requireGolden(t, "status.json", out)
+	golden.Require(t, "testdata/status.json", []byte(out))
 
 	var shape map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &shape))

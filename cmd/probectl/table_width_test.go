@@ -21,7 +21,7 @@ func TestTablesFitTheTerminal(t *testing.T) {
 	testfactory.Server(context.Background(), t, pool, &testfactory.ServerOpts{Slug: "weather",
 		URL: "https://weather.example/mcp/endpoint/v1"})
 
-	io, _, out, errOut := render.Test()
+	io, _, out, errOut := testStreams()
 	io.Out, io.OutTTY = render.WithWidth(out, 60), true
 	code := Execute(context.Background(), []string{"--database-url", url, "--no-color", "servers", "list"}, io, func(string) string { return "" })
 	require.Equal(t, 0, code, errOut.String())

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/pgutc"
@@ -58,23 +60,43 @@ func NewEmptyDB(t testing.TB) string {
 }
 
 // Pool opens a pool on url (usually from NewDB or NewEmptyDB) and closes it
-// when the test ends, before the database is dropped.
-func Pool(t testing.TB, url string) *pgxpool.Pool {
+// when the test ends, before the database is dropped. It is the one way tests
+// open a pool; opts adjust the pool's configuration before it opens.
+func Pool(t testing.TB, url string, opts ...PoolOption) *pgxpool.Pool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		t.Fatalf("dbtest: open pool: %v", err)
+		t.Fatalf("dbtest: parse %s: %v", url, err)
 	}
 	// As queries.Connect does: scanned times are UTC, so tests compare what the binary sees.
 	cfg.AfterConnect = pgutc.AfterConnect
+	for _, opt := range opts {
+		opt(cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatalf("dbtest: open pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// PoolOption adjusts a pool's configuration before Pool opens it.
+type PoolOption func(*pgxpool.Config)
+
+// MaxConns caps the pool at n connections.
+func MaxConns(n int32) PoolOption { return func(c *pgxpool.Config) { c.MaxConns = n } }
+
+// Tracer traces every statement the pool's connections send.
+func Tracer(tr pgx.QueryTracer) PoolOption {
+	return func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr }
+}
+
+// Dialer opens the pool's connections (a test that holds or counts them).
+func Dialer(dial pgconn.DialFunc) PoolOption {
+	return func(c *pgxpool.Config) { c.ConnConfig.DialFunc = dial }
 }
 
 // newDB creates a uniquely named database, cloned from template unless that

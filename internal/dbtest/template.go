@@ -7,13 +7,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Template is a database prepared once per test binary (typically migrated)
 // and cloned for each test, which is much faster than preparing a database
 // per test. Declare one per schema as a package variable:
 //
-//	var migrated = dbtest.NewTemplate("probectl_tmpl", queries.MigrateURL)
+//	var migrated = dbtest.NewTemplate("probectl_tmpl", testfactory.Migrate)
 type Template struct {
 	name  string
 	setup func(ctx context.Context, url string) error
@@ -54,6 +56,13 @@ func (tp *Template) NewDB(t testing.TB) string {
 		t.Fatalf("dbtest: prepare template %s: %v", tp.name, tp.err)
 	}
 	return newDB(t, s, tp.dbName)
+}
+
+// Pool is Pool on a fresh database cloned from the template: what most tests
+// start from.
+func (tp *Template) Pool(t testing.TB, opts ...PoolOption) *pgxpool.Pool {
+	t.Helper()
+	return Pool(t, tp.NewDB(t), opts...)
 }
 
 // prepareTemplate creates database name, runs setup on it and freezes it:

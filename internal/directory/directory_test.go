@@ -9,12 +9,12 @@ import (
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/directory"
 	"github.com/probectl/probectl/internal/exit"
-	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var migrated = dbtest.NewTemplate("directory_tmpl", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("directory_tmpl", testfactory.Migrate)
 
 func row(line int, slug, plan string) directory.Row {
 	return directory.Row{Line: line, Entry: directory.Entry{

@@ -46,9 +46,7 @@ func BenchmarkServerViews(b *testing.B) {
 	ctx := context.Background()
 
 	url := dbtest.NewEmptyDB(b)
-	pool, err := queries.Connect(ctx, url, "bench", queries.ConnectOptions{StatementTimeout: 60 * time.Minute})
-	require.NoError(b, err)
-	b.Cleanup(pool.Close)
+	pool := dbtest.Pool(b, url) // no statement timeout: a large load may take long
 	db := stdlib.OpenDBFromPool(pool)
 	b.Cleanup(func() { db.Close() })
 	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("../../queries/migrations"), goose.WithDisableGlobalRegistry(true))

@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var migrated = dbtest.NewTemplate("history_tmpl", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("history_tmpl", testfactory.Migrate)
 
 // at is the moment the tests read as of.
 var at = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

@@ -12,13 +12,14 @@ import (
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/keys"
+	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var migrated = dbtest.NewTemplate("keys", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("keys", testfactory.Migrate)
 
 func TestARetirementFromTheFutureIsRefusedAndWritesNothing(t *testing.T) {
 	t.Parallel()

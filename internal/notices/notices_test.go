@@ -2,7 +2,6 @@ package notices
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-var update = flag.Bool("update", false, "rewrite THIRD_PARTY_NOTICES")
+	"github.com/probectl/probectl/internal/golden"
+)
 
 // licenceFile is a file a module's authors ship their terms in: LICENSE, LICENCE, UNLICENSE, COPYING or
 // NOTICE, in any case, with any extension.
@@ -29,13 +28,8 @@ func TestNoticesAreCurrent(t *testing.T) {
 	require.NoError(t, err)
 	want := render(t, linked(t, root), goroot(t, root))
 	path := filepath.Join(root, "THIRD_PARTY_NOTICES")
-	if *update {
-		require.NoError(t, os.WriteFile(path, want, 0o644))
-	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(want, got),
-		"THIRD_PARTY_NOTICES does not list the licences of the modules probectl links (go.mod changed?): run make generate")
+	golden.Require(t, path, want,
+		"THIRD_PARTY_NOTICES must list the licences of the modules probectl links (go.mod changed?): run make generate")
 }
 
 // linked lists the modules whose packages go into cmd/probectl, on every platform the release

@@ -126,7 +126,7 @@ func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		var errs []error
 		if c.proc != nil {
-			errs = append(errs, c.proc.shutdown(stopTimeout))
+			errs = append(errs, c.Shutdown())
 		}
 		if err := os.RemoveAll(c.root); err != nil {
 			errs = append(errs, fmt.Errorf("remove cluster directory: %w", err))

@@ -3,12 +3,11 @@ package pglaunch
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // Shutdown stops the server as `pg_ctl stop -m fast` does (every session is terminated) and
 // keeps its data, so that Resume brings the same cluster back on the same port: a database
-// restart or outage as its clients see it. Stop still removes everything.
+// restart or outage as its clients see it. Stop is Shutdown, then the directory removed.
 func (c *Cluster) Shutdown() error {
 	if c.proc == nil {
 		return errors.New("pglaunch: shutdown of a cluster that is not running")
@@ -16,10 +15,11 @@ func (c *Cluster) Shutdown() error {
 	return c.proc.shutdown(stopTimeout)
 }
 
-// Resume starts the server of a cluster that was shut down again, on the same port, and returns
-// once it accepts connections.
+// Resume starts the cluster's server on its port and returns once it accepts connections: for
+// the first time from Start, and again after Shutdown, on the same port, as a restarted database
+// comes back.
 func (c *Cluster) Resume(ctx context.Context) error {
-	if c.proc == nil || !c.proc.exited() {
+	if c.proc != nil && !c.proc.exited() {
 		return errors.New("pglaunch: resume of a cluster that is running")
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
@@ -27,8 +27,5 @@ func (c *Cluster) Resume(ctx context.Context) error {
 	if err := c.startPostgres(c.binDir, c.cred, c.port); err != nil {
 		return err
 	}
-	if err := c.waitReady(ctx); err != nil {
-		return fmt.Errorf("resume postgres: %w", err)
-	}
-	return nil
+	return c.waitReady(ctx)
 }

@@ -51,13 +51,12 @@ func initdb(ctx context.Context, binDir, dataDir string, cred *syscall.Credentia
 func (c *Cluster) serve(ctx context.Context, binDir string, cred *syscall.Credential) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
+	c.binDir, c.cred = binDir, cred
 	for attempt := 1; ; attempt++ {
 		port, err := freePort()
 		if err == nil {
-			err = c.startPostgres(binDir, cred, port)
-		}
-		if err == nil {
-			err = c.waitReady(ctx)
+			c.port = port
+			err = c.Resume(ctx)
 		}
 		if err == nil || !errors.Is(err, errPortTaken) || attempt == portAttempts {
 			return err

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"time"
@@ -40,13 +39,6 @@ func System() *Streams {
 		ErrTTY: isTerminal(os.Stderr),
 		InTTY:  isTerminal(os.Stdin),
 	}
-}
-
-// Test returns streams backed by buffers, as a pipe would be (not terminals), and the buffers for
-// stdin, stdout and stderr.
-func Test() (*Streams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
-	in, out, errOut := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
-	return &Streams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
 }
 
 // ColorEnabled says whether stdout may carry ANSI colour.

@@ -34,9 +34,6 @@ func (t *Table) Row(values ...any) {
 	t.rows = append(t.rows, row)
 }
 
-// Len is the number of rows added so far.
-func (t *Table) Len() int { return len(t.rows) }
-
 // Render writes the table. On a terminal of known width (a writer with a Width method, as the
 // streams of System give on a terminal) a table wider than the terminal first wraps its cells at
 // word boundaries; when even that does not fit (long times, URLs), it is written as one block of

@@ -3,40 +3,27 @@ package status_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/golden"
 	"github.com/probectl/probectl/internal/status"
 	"github.com/probectl/probectl/internal/status/statustest"
 	"github.com/probectl/probectl/internal/testfactory"
-	"github.com/probectl/probectl/queries"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var migrated = dbtest.NewTemplate("status_tmpl", queries.MigrateURL)
-
-func newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool, err := queries.Connect(context.Background(), migrated.NewDB(t), "test", queries.ConnectOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
+var migrated = dbtest.NewTemplate("status_tmpl", testfactory.Migrate)
 
 func TestReadOfAnEmptyDatabaseHasNothingButTheTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, err := status.Read(ctx, newPool(t), statustest.Now)
+	r, err := status.Read(ctx, migrated.Pool(t), statustest.Now)
 	require.NoError(t, err)
 
 	require.Equal(t, statustest.Now, r.GeneratedAt)
@@ -62,7 +49,7 @@ func TestReadOfAnEmptyDatabaseHasNothingButTheTime(t *testing.T) {
 func TestReadWithoutATimeUsesTheDatabaseClock(t *testing.T) {
 	t.Parallel()
 	before := time.Now().Add(-time.Minute)
-	r, err := status.Read(context.Background(), newPool(t), time.Time{})
+	r, err := status.Read(context.Background(), migrated.Pool(t), time.Time{})
 	require.NoError(t, err)
 	require.WithinRange(t, r.GeneratedAt, before, time.Now().Add(time.Minute))
 	require.Equal(t, time.UTC, r.GeneratedAt.Location())
@@ -71,7 +58,7 @@ func TestReadWithoutATimeUsesTheDatabaseClock(t *testing.T) {
 func TestReadShowsEverySectionOfTheScenario(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	sc := statustest.Seed(ctx, t, pool)
 
 	r, err := status.Read(ctx, pool, statustest.Now)
@@ -146,7 +133,7 @@ func TestReadShowsEverySectionOfTheScenario(t *testing.T) {
 func TestAJobIsStaleFromTheMomentTheInFlightWindowEnds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	server := testfactory.Server(ctx, t, pool, nil)
 	requested := statustest.Now.Add(-time.Hour)
 	testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &requested})
@@ -177,7 +164,7 @@ func TestAJobIsStaleFromTheMomentTheInFlightWindowEnds(t *testing.T) {
 func TestReportJSONMatchesTheDocumentedShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	statustest.Seed(ctx, t, pool)
 	r, err := status.Read(ctx, pool, statustest.Now)
 	require.NoError(t, err)
@@ -185,19 +172,13 @@ func TestReportJSONMatchesTheDocumentedShape(t *testing.T) {
 	require.NoError(t, err)
 	got = append(got, '\n')
 
-	const golden = "testdata/report.json"
-	if *update {
-		require.NoError(t, os.WriteFile(golden, got, 0o644))
-	}
-	want, err := os.ReadFile(golden)
-	require.NoError(t, err, "run with -update to create it")
-	require.Equal(t, string(want), string(got))
+	golden.Require(t, "testdata/report.json", got)
 }
 
 func TestReadListsTheOldestOpenJobsButCountsThemAll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	// One open job more than the report lists: the oldest stale, the others a second apart.
 	n := status.MaxOpenJobs + 1
 	jobs := make([]int64, n)

@@ -17,7 +17,7 @@ import (
 // says its tools are not verified, in both languages, and does not show the old count as current.
 func TestTheServerPageSaysAuthRequiredToolsNotVerified(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	ctx := t.Context()
 	locked := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "locked", Kind: "mcp"})
 	for i, result := range []map[string]any{

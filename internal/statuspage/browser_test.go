@@ -82,7 +82,7 @@ func servePage(t *testing.T) string {
 // and returns its base URL.
 func serveSeeded(t *testing.T, seed func(*pgxpool.Pool), now time.Time) string {
 	t.Helper()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	seed(pool)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

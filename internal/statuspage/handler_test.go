@@ -93,7 +93,7 @@ func TestPagesLoadNothingFromElsewhere(t *testing.T) {
 
 func TestPagesOfAnEmptyDatabaseSayThereIsNothing(t *testing.T) {
 	t.Parallel()
-	h := statuspage.Handler(statuspage.Options{DB: newPool(t)})
+	h := statuspage.Handler(statuspage.Options{DB: migrated.Pool(t)})
 	en := get(t, h, "/status")
 	require.Equal(t, http.StatusOK, en.Code)
 	for _, s := range []string{"No open jobs.", "No server is due.", "No active release.", "No rounds yet.", "No duplicate claims."} {
@@ -218,7 +218,7 @@ func parseMetrics(t *testing.T, text string) map[string]float64 {
 
 func TestHealthzAnswersWhileTheDatabaseDoes(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	h := statuspage.Handler(statuspage.Options{DB: pool})
 	res := get(t, h, "/healthz")
 	require.Equal(t, http.StatusOK, res.Code)
@@ -231,7 +231,7 @@ func TestHealthzAnswersWhileTheDatabaseDoes(t *testing.T) {
 
 func TestEveryRouteSaysSoWhenTheDatabaseCannotBeRead(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	pool.Close()
 	h := statuspage.Handler(statuspage.Options{DB: pool, ReadTimeout: 5 * time.Second})
 	cases := []struct{ path, contentType, says string }{
@@ -250,7 +250,7 @@ func TestEveryRouteSaysSoWhenTheDatabaseCannotBeRead(t *testing.T) {
 
 func TestTheRootSendsEachBrowserToItsLanguage(t *testing.T) {
 	t.Parallel()
-	h := statuspage.Handler(statuspage.Options{DB: newPool(t)})
+	h := statuspage.Handler(statuspage.Options{DB: migrated.Pool(t)})
 	cases := []struct{ name, acceptLanguage, location string }{
 		{"no preference gets English", "", "/status"},
 		{"a Chinese browser gets Chinese", "zh-CN,zh;q=0.9,en;q=0.8", "/zh/status"},

@@ -14,25 +14,17 @@ import (
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/status/statustest"
 	"github.com/probectl/probectl/internal/statuspage"
-	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var migrated = dbtest.NewTemplate("statuspage_tmpl", queries.MigrateURL)
-
-func newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool, err := queries.Connect(context.Background(), migrated.NewDB(t), "test", queries.ConnectOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
+var migrated = dbtest.NewTemplate("statuspage_tmpl", testfactory.Migrate)
 
 // seeded returns the handler over a database holding the statustest scenario, seen at its Now.
 func seeded(t *testing.T) (http.Handler, *pgxpool.Pool, statustest.Scenario) {
 	t.Helper()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	sc := statustest.Seed(context.Background(), t, pool)
 	h := statuspage.Handler(statuspage.Options{DB: pool, Now: func() time.Time { return statustest.Now }})
 	return h, pool, sc

@@ -69,7 +69,7 @@ func TestServeFinishesTheRequestInProgressWhenItsContextEnds(t *testing.T) {
 
 func TestListenAndServeSaysWhereItListens(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan net.Addr, 1)
 	served := make(chan error, 1)

@@ -54,7 +54,7 @@ func seedHistory(t *testing.T, pool *pgxpool.Pool) {
 
 func historyHandler(t *testing.T) http.Handler {
 	t.Helper()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	seedHistory(t, pool)
 	return statuspage.Handler(statuspage.Options{DB: pool, Now: func() time.Time { return historyNow }})
 }
@@ -148,7 +148,7 @@ func TestTheBadgeSaysUptimeOrTheLastOutcomeAndIsCacheable(t *testing.T) {
 
 func TestKeysAreServedAsPEMAndJSONWithTheirRetirement(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := migrated.Pool(t)
 	_, err := pool.Exec(t.Context(), `INSERT INTO signing_keys (key_id, public_key, retired_at) VALUES
 		('ed25519:aaaa', decode(repeat('11', 32), 'hex'), NULL),
 		('ed25519:bbbb', decode(repeat('22', 32), 'hex'), '2026-11-01T00:00:00Z')`)

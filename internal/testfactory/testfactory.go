@@ -35,7 +35,7 @@ func Server(ctx context.Context, t testing.TB, db queries.DBTX, opts *ServerOpts
 		opts = &ServerOpts{}
 	}
 	n := seq.Add(1)
-	s := queries.FactoryServer{
+	s := ServerRow{
 		Slug: or(opts.Slug, fmt.Sprintf("server-%d", n)), EndpointURL: or(opts.URL, fmt.Sprintf("https://server-%d.example/", n)),
 		Kind: or(opts.Kind, "http"), Plan: or(opts.Plan, "standard"), Status: or(opts.Status, "active"),
 		CheckInterval: opts.CheckInterval, MaintainerClaimedAt: opts.MaintainerClaimedAt,
@@ -51,7 +51,7 @@ func Server(ctx context.Context, t testing.TB, db queries.DBTX, opts *ServerOpts
 	} else {
 		s.NextCheckAt = time.Now()
 	}
-	id, err := queries.FactoryInsertServer(ctx, db, s)
+	id, err := InsertServer(ctx, db, s)
 	if err != nil {
 		t.Fatalf("testfactory: insert server: %v", err)
 	}
@@ -78,7 +78,7 @@ func Round(ctx context.Context, t testing.TB, db queries.DBTX, opts *RoundOpts) 
 	if opts == nil {
 		opts = &RoundOpts{}
 	}
-	r := queries.FactoryRound{
+	r := roundRow{
 		Trigger: or(opts.Trigger, "manual"), ReleaseID: opts.ReleaseID, Version: or(opts.Version, "test"),
 		Fanout: opts.Fanout, ClaimLimit: opts.ClaimLimit, Concurrency: opts.Concurrency, FinishedAt: opts.FinishedAt,
 		HeartbeatAt: opts.HeartbeatAt,
@@ -93,7 +93,7 @@ func Round(ctx context.Context, t testing.TB, db queries.DBTX, opts *RoundOpts) 
 	if opts.StartedAt != nil {
 		r.StartedAt = *opts.StartedAt
 	}
-	id, err := queries.FactoryInsertRound(ctx, db, r)
+	id, err := insertRound(ctx, db, r)
 	if err != nil {
 		t.Fatalf("testfactory: insert round: %v", err)
 	}
@@ -120,7 +120,7 @@ func Job(ctx context.Context, t testing.TB, db queries.DBTX, opts *JobOpts) int6
 	if opts == nil || opts.ServerID == 0 {
 		t.Fatalf("testfactory: a job needs a ServerID")
 	}
-	j := queries.FactoryJob{ServerID: opts.ServerID, RoundID: opts.RoundID, Invocation: opts.Invocation,
+	j := jobRow{ServerID: opts.ServerID, RoundID: opts.RoundID, Invocation: opts.Invocation,
 		Reason: or(opts.Reason, "scheduled"), FinishedAt: opts.FinishedAt}
 	j.RequestedAt = time.Now()
 	if opts.RequestedAt != nil {
@@ -133,7 +133,7 @@ func Job(ctx context.Context, t testing.TB, db queries.DBTX, opts *JobOpts) int6
 	if opts.Error != "" {
 		j.Error = &opts.Error
 	}
-	id, err := queries.FactoryInsertJob(ctx, db, j)
+	id, err := insertJob(ctx, db, j)
 	if err != nil {
 		t.Fatalf("testfactory: insert job: %v", err)
 	}
@@ -158,7 +158,7 @@ func Run(ctx context.Context, t testing.TB, db queries.DBTX, opts *RunOpts) int6
 		t.Fatalf("testfactory: a run needs a JobID and a ServerID")
 	}
 	now := time.Now()
-	r := queries.FactoryRun{JobID: opts.JobID, ServerID: opts.ServerID, StartedAt: now, FinishedAt: now,
+	r := runRow{JobID: opts.JobID, ServerID: opts.ServerID, StartedAt: now, FinishedAt: now,
 		Requests: opts.Requests, Result: opts.Result, Envelope: opts.Envelope}
 	if opts.StartedAt != nil {
 		r.StartedAt = *opts.StartedAt
@@ -169,7 +169,7 @@ func Run(ctx context.Context, t testing.TB, db queries.DBTX, opts *RunOpts) int6
 	if r.Requests == 0 {
 		r.Requests = 1
 	}
-	id, err := queries.FactoryInsertRun(ctx, db, r)
+	id, err := insertRun(ctx, db, r)
 	if err != nil {
 		t.Fatalf("testfactory: insert run: %v", err)
 	}

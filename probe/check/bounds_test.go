@@ -38,13 +38,13 @@ func TestARedirectToAURLLongerThan8192BytesFailsTheCheck(t *testing.T) {
 			res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL + "/", Kind: "http"})
 			if tc.followed {
 				require.Equal(t, OutcomeOK, res.Outcome, res.Error)
-				assert.Equal(t, int64(2), srv.hits.Load())
+				assert.Equal(t, int64(2), srv.Hits())
 				return
 			}
 			assert.Equal(t, OutcomeFailed, res.Outcome)
 			assert.Contains(t, res.Error, "longer than the 8192-byte limit")
 			assert.NotContains(t, res.Error, "aaaa", "the target is not quoted")
-			assert.Equal(t, int64(1), srv.hits.Load(), "the long target is never requested")
+			assert.Equal(t, int64(1), srv.Hits(), "the long target is never requested")
 		})
 	}
 }
@@ -61,7 +61,7 @@ func TestTheRecorderRefusesAnOverlongURLWithoutSendingIt(t *testing.T) {
 	reqs, _, problem := rec.snapshot()
 	assert.Empty(t, reqs)
 	assert.Error(t, problem)
-	assert.Equal(t, int64(0), srv.hits.Load())
+	assert.Equal(t, int64(0), srv.Hits())
 }
 
 // Redaction is built once per set of secrets, not once per redaction: the replacer is kept until

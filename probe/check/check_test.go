@@ -48,7 +48,7 @@ func TestHTTPChecksSortAnswersIntoOutcomes(t *testing.T) {
 			assert.Equal(t, tc.outcome, res.Outcome, res.Error)
 			assert.Len(t, res.Requests, tc.requests)
 			assert.Equal(t, tc.summary, res.Summary)
-			assert.Equal(t, int64(tc.requests), srv.hits.Load())
+			assert.Equal(t, int64(tc.requests), srv.Hits())
 		})
 	}
 }
@@ -63,7 +63,7 @@ func TestAServerThatRedirectsForeverIsStoppedWithinTheBudget(t *testing.T) {
 	assert.Equal(t, OutcomeFailed, res.Outcome)
 	assert.Contains(t, res.Error, "stopped after 5 redirects")
 	assert.Len(t, res.Requests, MaxRedirects+1)
-	assert.Equal(t, int64(MaxRedirects+1), srv.hits.Load())
+	assert.Equal(t, int64(MaxRedirects+1), srv.Hits())
 }
 
 // The budget itself, below the redirect limit: a client that would follow ten redirects still
@@ -87,7 +87,7 @@ func TestTheNinthRequestIsRefusedAndNeverSent(t *testing.T) {
 	assert.Len(t, reqs, MaxRequests)
 	assert.Equal(t, 1, overflow)
 	assert.ErrorAs(t, problem, &budget)
-	assert.Equal(t, int64(MaxRequests), srv.hits.Load(), "the server saw exactly the budget")
+	assert.Equal(t, int64(MaxRequests), srv.Hits(), "the server saw exactly the budget")
 	assert.Equal(t, outcomeOf(err), OutcomeFailed)
 }
 

@@ -29,7 +29,7 @@ func TestAFencedCheckSendsNoRequestAfterTheFenceGoesUp(t *testing.T) {
 			})
 			up.Store(true)
 			res := c.Check(ctx, Target{Slug: "s", URL: srv.URL + "/", Kind: kind})
-			require.Zero(t, srv.hits.Load(), "requests at the target after the fence went up")
+			require.Zero(t, srv.Hits(), "requests at the target after the fence went up")
 			require.Empty(t, res.Requests)
 			require.NotEqual(t, OutcomeOK, res.Outcome)
 		})

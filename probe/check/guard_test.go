@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Proof 6: a loopback target is refused without AllowPrivate, and the server never sees a
+// The SSRF guard: a loopback target is refused without AllowPrivate, and the server never sees a
 // request; with AllowPrivate the same target is reached.
 func TestALoopbackTargetIsRefusedUnlessPrivateTargetsAreAllowed(t *testing.T) {
 	t.Parallel()
@@ -33,7 +33,7 @@ func TestALoopbackTargetIsRefusedUnlessPrivateTargetsAreAllowed(t *testing.T) {
 			assert.Equal(t, OutcomeFailed, res.Outcome)
 			assert.Contains(t, res.Error, "refused: 127.0.0.1 is a loopback address")
 			assert.Equal(t, "refused by the SSRF guard", res.Summary)
-			assert.Zero(t, srv.hits.Load(), "the server saw no request")
+			assert.Zero(t, srv.Hits(), "the server saw no request")
 			require.Len(t, res.Requests, 1, "the refused attempt is recorded")
 			assert.Contains(t, res.Requests[0].Error, "refused")
 			assert.Zero(t, res.Requests[0].Status)
@@ -44,7 +44,7 @@ func TestALoopbackTargetIsRefusedUnlessPrivateTargetsAreAllowed(t *testing.T) {
 		srv := newFleet(t, http.HandlerFunc(ok))
 		res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL, Kind: "http"})
 		assert.Equal(t, OutcomeOK, res.Outcome, res.Error)
-		assert.Equal(t, int64(1), srv.hits.Load())
+		assert.Equal(t, int64(1), srv.Hits())
 	})
 }
 
@@ -55,10 +55,10 @@ func TestAnIPv4MappedLoopbackTargetIsRefused(t *testing.T) {
 	res := New(Config{}).Check(context.Background(), Target{URL: mapped, Kind: "http"})
 	assert.Equal(t, OutcomeFailed, res.Outcome)
 	assert.Contains(t, res.Error, "is a loopback address")
-	assert.Zero(t, srv.hits.Load())
+	assert.Zero(t, srv.Hits())
 }
 
-// Proof 6: a redirect from an allowed target to a refused one is refused, and with the guard
+// The SSRF guard on redirects: a redirect from an allowed target to a refused one is refused, and with the guard
 // switched off (the seam) the very same redirect is followed — so the test can fail.
 func TestARedirectFromAnAllowedTargetToALoopbackOneIsRefused(t *testing.T) {
 	t.Parallel()
@@ -68,12 +68,12 @@ func TestARedirectFromAnAllowedTargetToALoopbackOneIsRefused(t *testing.T) {
 	}))
 
 	c := New(Config{})
-	c.allow = onlyPort(allowed.port(t))
+	c.allow = onlyPort(allowed.Port(t))
 	res := c.Check(context.Background(), Target{URL: allowed.URL, Kind: "http"})
 	assert.Equal(t, OutcomeFailed, res.Outcome)
 	assert.Contains(t, res.Error, "refused: 127.0.0.1 is a loopback address")
-	assert.Equal(t, int64(1), allowed.hits.Load(), "the allowed server was asked once")
-	assert.Zero(t, refused.hits.Load(), "the redirect target saw nothing")
+	assert.Equal(t, int64(1), allowed.Hits(), "the allowed server was asked once")
+	assert.Zero(t, refused.Hits(), "the redirect target saw nothing")
 	require.Len(t, res.Requests, 2)
 	assert.Equal(t, http.StatusFound, res.Requests[0].Status)
 	assert.Contains(t, res.Requests[1].URL, "/secret")
@@ -82,7 +82,7 @@ func TestARedirectFromAnAllowedTargetToALoopbackOneIsRefused(t *testing.T) {
 		c := New(Config{AllowPrivate: true})
 		res := c.Check(context.Background(), Target{URL: allowed.URL, Kind: "http"})
 		assert.Equal(t, OutcomeOK, res.Outcome)
-		assert.Equal(t, int64(1), refused.hits.Load())
+		assert.Equal(t, int64(1), refused.Hits())
 	})
 }
 
@@ -104,7 +104,7 @@ func TestANameIsResolvedOnceAndEveryAddressIsChecked(t *testing.T) {
 	t.Run("a name with one refused address among its answers is refused", func(t *testing.T) {
 		t.Parallel()
 		srv := newFleet(t, http.HandlerFunc(ok))
-		port := srv.port(t)
+		port := srv.Port(t)
 		c := New(Config{})
 		c.allow = onlyPort(port)
 		c.lookup = func(ctx context.Context, network, host string) ([]netip.Addr, error) {
@@ -113,12 +113,12 @@ func TestANameIsResolvedOnceAndEveryAddressIsChecked(t *testing.T) {
 		res := c.Check(context.Background(), Target{URL: "http://probe.test:" + itoa(port) + "/", Kind: "http"})
 		assert.Equal(t, OutcomeFailed, res.Outcome)
 		assert.Contains(t, res.Error, "refused: probe.test resolves to 10.0.0.1, a private address")
-		assert.Zero(t, srv.hits.Load())
+		assert.Zero(t, srv.Hits())
 	})
 	t.Run("the checked address is dialled without resolving again", func(t *testing.T) {
 		t.Parallel()
 		srv := newFleet(t, http.HandlerFunc(ok))
-		port := srv.port(t)
+		port := srv.Port(t)
 		var lookups atomic.Int64
 		c := New(Config{})
 		c.allow = onlyPort(port)
@@ -131,7 +131,7 @@ func TestANameIsResolvedOnceAndEveryAddressIsChecked(t *testing.T) {
 		res := c.Check(context.Background(), Target{URL: "http://probe.test:" + itoa(port) + "/", Kind: "http"})
 		assert.Equal(t, OutcomeOK, res.Outcome, res.Error)
 		assert.Equal(t, int64(1), lookups.Load())
-		assert.Equal(t, int64(1), srv.hits.Load())
+		assert.Equal(t, int64(1), srv.Hits())
 	})
 }
 
@@ -166,7 +166,7 @@ func TestAProxyInTheEnvironmentIsIgnored(t *testing.T) {
 		}
 	}
 	cmd.Env = append(cmd.Env,
-		proxyChildEnv+"=http://probe.test:"+itoa(target.port(t))+"/",
+		proxyChildEnv+"=http://probe.test:"+itoa(target.Port(t))+"/",
 		"HTTP_PROXY="+proxy.URL, "http_proxy="+proxy.URL,
 		"HTTPS_PROXY="+proxy.URL, "https_proxy="+proxy.URL,
 	)
@@ -174,7 +174,7 @@ func TestAProxyInTheEnvironmentIsIgnored(t *testing.T) {
 	require.NoError(t, err, "the child's check:\n%s", out)
 	require.Contains(t, string(out), "--- PASS: TestAProxyInTheEnvironmentIsIgnored", "the child ran the check")
 	assert.Zero(t, proxyConns.Load(), "the proxy was never connected to")
-	assert.Equal(t, int64(1), target.hits.Load(), "the target was reached directly")
+	assert.Equal(t, int64(1), target.Hits(), "the target was reached directly")
 }
 
 // proxyChildEnv carries the target URL to the child process of TestAProxyInTheEnvironmentIsIgnored.
@@ -232,8 +232,8 @@ func TestTheSocketAddressIsCheckedAgainBeforeConnect(t *testing.T) {
 	assert.Equal(t, OutcomeFailed, res.Outcome, res.Error)
 	assert.Equal(t, "refused by the SSRF guard", res.Summary)
 	assert.Contains(t, res.Error, "refused on a second look")
-	assert.Zero(t, srv.hits.Load(), "the server saw no request")
-	want := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), srv.port(t))
+	assert.Zero(t, srv.Hits(), "the server saw no request")
+	want := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), srv.Port(t))
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []netip.AddrPort{want, want}, asked, "checked before dialling, then at the socket")

@@ -1,51 +1,19 @@
 package check
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"net/url"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/probectl/probectl/internal/fakefleet"
 )
 
-// fleet is a loopback server that counts what reached it.
-type fleet struct {
-	*httptest.Server
-	hits atomic.Int64
-	mu   sync.Mutex
-	seen []*http.Request
-}
+// fleet is the tests' shared fake fleet: a loopback server that records what reached it.
+type fleet = fakefleet.Fleet
 
-func newFleet(t testing.TB, h http.Handler) *fleet {
-	t.Helper()
-	f := &fleet{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.hits.Add(1)
-		f.mu.Lock()
-		f.seen = append(f.seen, r.Clone(context.Background()))
-		f.mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
+func newFleet(t testing.TB, h http.Handler) *fleet { return fakefleet.New(t, h) }
 
-func (f *fleet) port(t *testing.T) uint16 {
-	t.Helper()
-	u, err := url.Parse(f.URL)
-	require.NoError(t, err)
-	p, err := strconv.ParseUint(u.Port(), 10, 16)
-	require.NoError(t, err)
-	return uint16(p)
-}
-
-func ok(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }
+var ok = fakefleet.OK
 
 // onlyPort stands in for "a public server" on a machine that has only loopback: it allows
 // 127.0.0.1 on exactly one port and applies the real SSRF policy to everything else.

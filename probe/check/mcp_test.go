@@ -30,7 +30,7 @@ func mcpFleet(t testing.TB, name string, n int, opts *mcp.ServerOptions) *fleet 
 	return newFleet(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 }
 
-// Proof 7: a real MCP server is checked and its tool count recorded.
+// A real MCP server (the official Go SDK) is checked and its tool count recorded.
 func TestAnMCPServerIsCheckedAndItsToolsCounted(t *testing.T) {
 	t.Parallel()
 	srv := mcpFleet(t, "weather", 3, nil)
@@ -49,8 +49,8 @@ func TestAnMCPServerIsCheckedAndItsToolsCounted(t *testing.T) {
 		assert.Positive(t, r.LatencySeconds)
 		assert.Less(t, r.Status, 300)
 	}
-	assert.Equal(t, int64(len(res.Requests)), srv.hits.Load(), "every request the server saw is recorded")
-	for _, r := range srv.seen {
+	assert.Equal(t, int64(len(res.Requests)), srv.Hits(), "every request the server saw is recorded")
+	for _, r := range srv.Requests() {
 		assert.Contains(t, r.Header.Get("User-Agent"), "probectl/")
 	}
 }
@@ -68,7 +68,7 @@ func TestEndlessToolsPaginationStopsAtTheRequestBudget(t *testing.T) {
 	assert.Equal(t, 5, *res.Tools, "one tool per page, five pages fit beside initialize, initialized and DELETE")
 	assert.Len(t, res.Requests, MaxRequests)
 	assert.Equal(t, "DELETE", res.Requests[MaxRequests-1].Method, "the budget keeps room to close the session")
-	assert.Equal(t, int64(MaxRequests), srv.hits.Load())
+	assert.Equal(t, int64(MaxRequests), srv.Hits())
 	assert.Zero(t, res.RefusedRequests)
 }
 
@@ -81,7 +81,7 @@ func TestAnMCPServerThatFailsInitializeIsFailed(t *testing.T) {
 	assert.Equal(t, OutcomeFailed, res.Outcome)
 	assert.Contains(t, res.Error, "initialize")
 	assert.Equal(t, "initialize failed", res.Summary)
-	assert.LessOrEqual(t, srv.hits.Load(), int64(MaxRequests))
+	assert.LessOrEqual(t, srv.Hits(), int64(MaxRequests))
 }
 
 func TestAPlainWebPageIsNotAnMCPServer(t *testing.T) {

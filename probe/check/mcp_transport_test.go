@@ -52,8 +52,8 @@ func checkMCPAt(t *testing.T, url, transport string) Result {
 // budgetHeld: the server saw exactly the requests the run records, and no more than the budget.
 func budgetHeld(t *testing.T, f *fleet, res Result) {
 	t.Helper()
-	assert.LessOrEqual(t, f.hits.Load(), int64(MaxRequests), "requests counted at the server")
-	assert.Equal(t, int64(len(res.Requests)), f.hits.Load(), "every request the server saw is recorded")
+	assert.LessOrEqual(t, f.Hits(), int64(MaxRequests), "requests counted at the server")
+	assert.Equal(t, int64(len(res.Requests)), f.Hits(), "every request the server saw is recorded")
 	assert.Zero(t, res.RefusedRequests)
 }
 
@@ -140,7 +140,7 @@ func TestAnSSEEndpointOnAnotherOriginIsRefused(t *testing.T) {
 	assert.Equal(t, "sse endpoint on another origin", res.Summary)
 	assert.Contains(t, res.Error, "must name the server's origin")
 	assert.Equal(t, TransportSSE, res.Transport)
-	assert.Zero(t, elsewhere.hits.Load(), "nothing is sent to the other origin")
+	assert.Zero(t, elsewhere.Hits(), "nothing is sent to the other origin")
 	budgetHeld(t, f, res)
 }
 
@@ -336,7 +336,7 @@ func TestAuthorizationServerMetadataIsLookedForWhereTheSpecSays(t *testing.T) {
 	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
 	assert.True(t, res.AuthorizationServerMetadata)
 	var paths []string
-	for _, r := range f.seen {
+	for _, r := range f.Requests() {
 		paths = append(paths, r.URL.Path)
 	}
 	assert.Equal(t, []string{"/mcp", "/.well-known/oauth-protected-resource/mcp",

@@ -43,7 +43,7 @@ func TestARateLimitedAnswerIsFailedWithRateLimitedAndTheWait(t *testing.T) {
 			assert.Equal(t, OutcomeFailed, res.Outcome)
 			assert.Contains(t, res.Summary, tc.summary)
 			assert.InDelta(t, tc.wait, res.RetryAfterSeconds, 2)
-			assert.Equal(t, int64(1), srv.hits.Load(), "a rate-limited server is not asked again")
+			assert.Equal(t, int64(1), srv.Hits(), "a rate-limited server is not asked again")
 		})
 	}
 }

@@ -26,8 +26,8 @@ func TestAStoredRequestURLKeepsQueryNamesButNotTheirValues(t *testing.T) {
 	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
 	require.Len(t, res.Requests, 1)
 	assert.Equal(t, "http://"+u.Host+"/mcp?token=redacted&region=redacted", res.Requests[0].URL)
-	require.Len(t, srv.seen, 1)
-	assert.Equal(t, "s3cret", srv.seen[0].URL.Query().Get("token"), "only the record is redacted")
+	require.Len(t, srv.Requests(), 1)
+	assert.Equal(t, "s3cret", srv.Requests()[0].URL.Query().Get("token"), "only the record is redacted")
 }
 
 // net/http and the SDK quote the whole URL in their errors; the stored error must not.

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,7 +17,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/pgutc"
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
 )
@@ -51,13 +51,10 @@ func BenchmarkThroughput(b *testing.B) {
 	invocations := fanout + 1
 	slots := invocations * concurrency
 
-	fleet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, "ok")
-	}))
-	b.Cleanup(fleet.Close)
+	fleet := fakefleet.New(b, nil)
 
 	tracer := &costTracer{}
-	pool := benchPool(b, migrated.NewDB(b), int32(min(invocations+10, 60)), tracer)
+	pool := migrated.Pool(b, dbtest.MaxConns(int32(min(invocations+10, 60))), dbtest.Tracer(tracer))
 	b.Logf("%d servers, fan-out %d, %d checks at a time per invocation (%d slots), claim limit %d",
 		servers, fanout, concurrency, slots, (servers+invocations-1)/invocations)
 
@@ -209,19 +206,6 @@ func reset(b *testing.B, pool *pgxpool.Pool, servers int, fleetURL string) {
 		_, err = pool.Exec(ctx, "ANALYZE servers")
 		require.NoError(b, err)
 	}
-}
-
-func benchPool(b *testing.B, url string, maxConns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
-	b.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(b, err)
-	cfg.MaxConns = maxConns
-	cfg.ConnConfig.Tracer = tracer
-	cfg.AfterConnect = pgutc.AfterConnect
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(b, err)
-	b.Cleanup(pool.Close)
-	return pool
 }
 
 // costTracer sums the time of the statements that call probe_claim and probe_finish, from the

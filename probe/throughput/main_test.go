@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
-	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/internal/testfactory"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // migrated holds probectl's schema and River's tables in one database, as a worker's would
 // (probectl migrate applies both).
-var migrated = dbtest.NewTemplate("throughput_tmpl", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("throughput_tmpl", testfactory.Migrate)
 
 // testSQL reads a statement of testdata/.
 func testSQL(t testing.TB, name string) string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,14 +21,14 @@ import (
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
-	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-var migrated = dbtest.NewTemplate("worker_tmpl", queries.MigrateURL)
+var migrated = dbtest.NewTemplate("worker_tmpl", testfactory.Migrate)
 
 // buildBinary builds probectl once for the test: the workers are real processes. It is built
 // without VCS stamping, so it says "dev", the version the test's release names: in a git checkout
@@ -136,16 +135,12 @@ func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled(t *testing.T) {
 	pool := dbtest.Pool(t, url)
 
 	// The fleet answers after a second, so a round lasts long enough to be killed midway.
-	fleet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	fleet := fakefleet.New(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(time.Second)
 		_, _ = io.WriteString(w, "ok")
 	}))
-	t.Cleanup(fleet.Close)
 	const servers = 48
-	for i := range servers {
-		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: fmt.Sprintf("w-%d", i),
-			URL: fmt.Sprintf("%s/%d", fleet.URL, i), Plan: "frequent"})
-	}
+	fleet.AddServers(t, pool, servers, "w", testfactory.ServerOpts{Plan: "frequent", NextCheckAt: testfactory.Ptr(time.Now())})
 	rs := release.DefaultSettings()
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 2, 4, 2
 	rs.RequestTimeout, rs.MaxDuration = time.Second, 5*time.Second

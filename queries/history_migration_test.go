@@ -1,4 +1,4 @@
-package queries
+package queries_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
 )
 
 // historyVersion is the migration that adds the history views and the rollup.
@@ -21,7 +23,7 @@ func TestTheRollupIsBackfilledByTheMigrationAndKeptByTheTrigger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t))
-	p, err := provider(pool)
+	p, err := queries.Provider(pool)
 	require.NoError(t, err)
 	var before int64
 	for _, s := range p.ListSources() {
@@ -34,19 +36,15 @@ func TestTheRollupIsBackfilledByTheMigrationAndKeptByTheTrigger(t *testing.T) {
 
 	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	server := func(slug, kind string) int64 {
-		id, err := FactoryInsertServer(ctx, pool, FactoryServer{Slug: slug, EndpointURL: "https://" + slug + ".example/",
-			Kind: kind, Plan: "standard", Status: "active", CheckInterval: 12 * time.Hour, NextCheckAt: day})
-		require.NoError(t, err)
-		return id
+		return testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug, URL: "https://" + slug + ".example/",
+			Kind: kind, NextCheckAt: &day})
 	}
 	run := func(server int64, at time.Time, took time.Duration, jobOutcome, result string) {
 		fin := at.Add(took)
-		job, err := FactoryInsertJob(ctx, pool, FactoryJob{ServerID: server, Reason: "scheduled", RequestedAt: at,
-			FinishedAt: &fin, Outcome: &jobOutcome})
-		require.NoError(t, err)
-		_, err = FactoryInsertRun(ctx, pool, FactoryRun{JobID: job, ServerID: server, StartedAt: at, FinishedAt: fin,
-			Requests: 1, Result: []byte(result)})
-		require.NoError(t, err)
+		job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &at, FinishedAt: &fin,
+			Outcome: jobOutcome})
+		testfactory.Run(ctx, t, pool, &testfactory.RunOpts{JobID: job, ServerID: server, StartedAt: &at, FinishedAt: &fin,
+			Result: []byte(result)})
 	}
 	a, b := server("alpha", "http"), server("bravo", "mcp")
 	run(a, day.Add(-48*time.Hour), 100*time.Millisecond, "ok", `{"outcome":"ok"}`)
@@ -78,9 +76,9 @@ func TestTheRollupIsBackfilledByTheMigrationAndKeptByTheTrigger(t *testing.T) {
 	rb := read(b)
 	assert.Equal(t, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), rb.CertNotAfter.UTC())
 
-	totals, err := RunTotals(ctx, pool)
+	totals, err := queries.RunTotals(ctx, pool)
 	require.NoError(t, err)
-	byKey := map[string]RunTotal{}
+	byKey := map[string]queries.RunTotal{}
 	for _, tt := range totals {
 		byKey[tt.Kind+"/"+tt.Outcome] = tt
 	}
@@ -115,7 +113,7 @@ func TestTheRollupIsBackfilledByTheMigrationAndKeptByTheTrigger(t *testing.T) {
 }
 
 // optionalRowSQL reads one row of a query written in a test, by name.
-func optionalRowSQL[T any](ctx context.Context, db DBTX, sql string, args ...any) (*T, error) {
+func optionalRowSQL[T any](ctx context.Context, db queries.DBTX, sql string, args ...any) (*T, error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err

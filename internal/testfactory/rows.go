@@ -1,0 +1,158 @@
+package testfactory
+
+import (
+	"context"
+	"crypto/ed25519"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// The statements below write and read rows for tests only. They live here, not in queries, so
+// that the binary carries none of them (deadcode ./cmd/probectl reports none; see the Makefile's
+// lint target).
+
+var (
+	//go:embed sql/insert_server.sql
+	insertServerSQL string
+	//go:embed sql/insert_round.sql
+	insertRoundSQL string
+	//go:embed sql/insert_job.sql
+	insertJobSQL string
+	//go:embed sql/insert_run.sql
+	insertRunSQL string
+	//go:embed sql/signing_keys.sql
+	signingKeysSQL string
+	//go:embed sql/set_server_status.sql
+	setServerStatusSQL string
+)
+
+// ServerRow is a servers row with every field chosen.
+type ServerRow struct {
+	Slug, EndpointURL, Kind, Plan, Status string
+	CheckInterval                         time.Duration
+	MaintainerClaimedAt                   *time.Time
+	NextCheckAt                           time.Time
+	CreatedAt                             *time.Time
+}
+
+// InsertServer inserts a server row as given. It returns the error, for tests that expect one
+// (a read-only role); Server fails the test instead.
+func InsertServer(ctx context.Context, db queries.DBTX, s ServerRow) (int64, error) {
+	return insert(ctx, db, insertServerSQL, s.Slug, s.EndpointURL, s.Kind, s.Plan, s.CheckInterval, s.Status,
+		s.MaintainerClaimedAt, s.NextCheckAt, s.CreatedAt)
+}
+
+// roundRow is a probe_rounds row with every field chosen.
+type roundRow struct {
+	Trigger                         string
+	ReleaseID                       *int64
+	Version                         string
+	Fanout, ClaimLimit, Concurrency int
+	StartedAt                       time.Time
+	FinishedAt                      *time.Time
+	HeartbeatAt                     *time.Time
+}
+
+func insertRound(ctx context.Context, db queries.DBTX, r roundRow) (int64, error) {
+	return insert(ctx, db, insertRoundSQL, r.Trigger, r.ReleaseID, r.Version, r.Fanout, r.ClaimLimit,
+		r.Concurrency, r.StartedAt, r.FinishedAt, r.HeartbeatAt)
+}
+
+// jobRow is a probe_jobs row with every field chosen.
+type jobRow struct {
+	ServerID    int64
+	RoundID     *int64
+	Invocation  *int
+	Reason      string
+	RequestedAt time.Time
+	FinishedAt  *time.Time
+	Outcome     *string
+	Error       *string
+}
+
+func insertJob(ctx context.Context, db queries.DBTX, j jobRow) (int64, error) {
+	return insert(ctx, db, insertJobSQL, j.ServerID, j.RoundID, j.Invocation, j.Reason, j.RequestedAt,
+		j.FinishedAt, j.Outcome, j.Error)
+}
+
+// runRow is a probe_runs row with every field chosen.
+type runRow struct {
+	JobID, ServerID       int64
+	StartedAt, FinishedAt time.Time
+	Requests              int
+	Result                json.RawMessage
+	Envelope              json.RawMessage // nil stores NULL: a run missing its envelope
+}
+
+func insertRun(ctx context.Context, db queries.DBTX, r runRow) (int64, error) {
+	var env any
+	if r.Envelope != nil {
+		env = r.Envelope
+	}
+	result := r.Result
+	if result == nil {
+		result = json.RawMessage(`{}`)
+	}
+	return insert(ctx, db, insertRunSQL, r.JobID, r.ServerID, r.StartedAt, r.FinishedAt, r.Requests, result, env)
+}
+
+// insert runs an INSERT ... RETURNING id.
+func insert(ctx context.Context, db queries.DBTX, sql string, args ...any) (int64, error) {
+	var id int64
+	err := db.QueryRow(ctx, sql, args...).Scan(&id)
+	return id, err
+}
+
+// SigningKeys returns the public halves of the keys that are not retired, by key id: what a
+// round may sign with.
+func SigningKeys(ctx context.Context, t testing.TB, db queries.DBTX) map[string]ed25519.PublicKey {
+	t.Helper()
+	type key struct {
+		ID     string `db:"key_id"`
+		Public []byte `db:"public_key"`
+	}
+	rows, err := db.Query(ctx, signingKeysSQL)
+	if err != nil {
+		t.Fatalf("testfactory: read signing keys: %v", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByName[key])
+	if err != nil {
+		t.Fatalf("testfactory: read signing keys: %v", err)
+	}
+	out := make(map[string]ed25519.PublicKey, len(keys))
+	for _, k := range keys {
+		out[k.ID] = ed25519.PublicKey(k.Public)
+	}
+	return out
+}
+
+// SetServerStatus pauses, delists or reactivates a server directly, as a maintainer's change
+// landing in the middle of a round would. It returns the error rather than failing the test, so
+// that a goroutine other than the test's may call it.
+func SetServerStatus(ctx context.Context, db queries.DBTX, slug, status string) error {
+	_, err := insert(ctx, db, setServerStatusSQL, slug, status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("server %s: %w", slug, queries.ErrNoServer)
+	}
+	return err
+}
+
+// Migrate migrates the database at url through the pool probectl opens, as a template's setup
+// (dbtest.NewTemplate) wants.
+func Migrate(ctx context.Context, url string) error {
+	pool, err := queries.Connect(ctx, url, "test", queries.ConnectOptions{})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	_, err = queries.Migrate(ctx, pool)
+	return err
+}

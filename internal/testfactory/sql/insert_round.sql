@@ -1,0 +1,5 @@
+-- A probe_rounds row with every field chosen.
+INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, started_at, finished_at,
+                          heartbeat_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id;
