@@ -32,43 +32,44 @@ type ClaimParams struct {
 
 // ClaimedJob is one job a claim created: what the prober needs to check the server and to finish.
 type ClaimedJob struct {
-	JobID    int64
-	ServerID int64
-	Slug     string
-	URL      string
-	Kind     string
-	// ClaimedNextCheckAt is the server's next_check_at when it was claimed: the finish advances it
-	// only if it still has this value (a compare-and-set).
-	ClaimedNextCheckAt time.Time
-	Reason             string // scheduled | maintainer_claim
-	RequestedAt        time.Time
-	Transport          string // an mcp server's transport (see Transport); "" for http
+	JobID    int64  `db:"job_id"`
+	ServerID int64  `db:"server_id"`
+	Slug     string `db:"slug"`
+	URL      string `db:"endpoint_url"`
+	Kind     string `db:"kind"`
+	// DueAt is the server's next_check_at when it was claimed.
+	DueAt time.Time `db:"due_at"`
+	// ClaimedNextCheckAt is the server's next_check_at as the claim left it, its lease's end: the
+	// finish advances it only if it still has this value (a compare-and-set).
+	ClaimedNextCheckAt time.Time `db:"claimed_next_check_at"`
+	Reason             string    `db:"reason"` // scheduled | maintainer_claim
+	RequestedAt        time.Time `db:"requested_at"`
+	// StoredTransport is the server's transport column as stored (NULL for http servers and for
+	// mcp servers stored before the column); Transport is what the check uses.
+	StoredTransport *string `db:"transport"`
+	Transport       string  `db:"-"` // an mcp server's transport (see Transport); "" for http
 }
 
-// Claim calls probe_claim: it closes jobs past the in-flight window and claims up to p.Limit due
-// servers, one new job each. Call it on a pool, not in a transaction of your own: the lock is held
-// until the transaction ends.
+// Claim calls probe_claim_lease: it closes jobs past the in-flight window and claims up to
+// p.Limit due servers, one new job each, each server leased until its job's window ends. Call it
+// on a pool, not in a transaction of your own: the lock is held until the transaction ends.
 func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	inFlight := p.InFlight
 	if inFlight <= 0 {
 		inFlight = InFlightWindow
 	}
-	rows, err := db.Query(ctx, SQL("Claim"), p.RoundID, p.Invocation, p.Limit,
-		p.MinSpacing.Seconds(), inFlight.Seconds(), p.Now)
+	rows, err := db.Query(ctx, SQL("Claim"), p.RoundID, p.Invocation, p.Limit, p.MinSpacing, inFlight, p.Now)
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
 	}
-	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedJob, error) {
-		var j ClaimedJob
-		var transport *string
-		err := row.Scan(&j.JobID, &j.ServerID, &j.Slug, &j.URL, &j.Kind, &j.ClaimedNextCheckAt, &j.Reason, &j.RequestedAt, &transport)
-		if t := Transport(j.Kind, transport); t != nil {
-			j.Transport = *t
-		}
-		return j, err
-	})
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[ClaimedJob])
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
+	}
+	for i := range jobs {
+		if t := Transport(jobs[i].Kind, jobs[i].StoredTransport); t != nil {
+			jobs[i].Transport = *t
+		}
 	}
 	return jobs, nil
 }

@@ -1,17 +1,15 @@
 -- name: Claim
--- One claim: see probe_claim in migrations/00004_fencing.sql. Run it outside any transaction of the
--- caller's, so the advisory lock is released as soon as the claim commits.
--- The server's transport is read beside the claim, in the same statement (probe_claim returns
--- what its first version did, so the previous binary keeps working).
-SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.claimed_next_check_at, c.reason, c.requested_at,
-       s.transport
-  FROM probe_claim(p_round_id    => $1,
-                   p_invocation  => $2,
-                   p_limit       => $3,
-                   p_min_spacing => make_interval(secs => $4::float8),
-                   p_in_flight   => make_interval(secs => $5::float8),
-                   p_now         => $6::timestamptz) AS c
-  LEFT JOIN servers AS s ON s.id = c.server_id;
+-- One claim: probe_claim_lease (migrations/00009_claim_lease.sql), which leases each claimed server
+-- until its job's in-flight window ends. Run it outside any transaction of the caller's, so the
+-- advisory lock is released as soon as the claim commits.
+SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.transport, c.due_at,
+       c.claimed_next_check_at, c.reason, c.requested_at
+  FROM probe_claim_lease(p_round_id    => $1,
+                         p_invocation  => $2,
+                         p_limit       => $3,
+                         p_min_spacing => $4::interval,
+                         p_in_flight   => $5::interval,
+                         p_now         => $6::timestamptz) AS c;
 
 -- name: ClaimPreview
 -- What probe_claim would decide for each server whose next check time has passed, read-only and
