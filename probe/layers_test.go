@@ -9,9 +9,12 @@ package probe
 //   - a claim in the finish gap: a finish is parked between its two writes (a hook) and a second
 //     round claims meanwhile.
 //
-// The switches: the lock (a lock-less probe_claim installed in the test database), the write
+// The switches: the lock (a lock-less claim installed in the test database), the write
 // order (Round.WriteOrder puts the incident's order back), the spacing guard (minimum spacing 0)
-// and the unique index (dropped in the test database).
+// and the unique index (dropped in the test database). The claim's lease (migration 00009: a
+// claimed server is not due until its job's window ends) is a fifth guard, on top of the four, and
+// switched off like them (the claim of the incident's time installed in the test database,
+// incident.UnleasedClaim); the four are each proven with it off.
 
 import (
 	"context"
@@ -26,11 +29,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/incident"
 	"github.com/probectl/probectl/queries"
 )
 
 // layers says which layers of the invariant are on.
-type layers struct{ lock, order, spacing, index bool }
+type layers struct{ lock, order, spacing, index, lease bool }
 
 func (l layers) spacingSetting() time.Duration {
 	if l.spacing {
@@ -44,6 +48,10 @@ func (l layers) prepare(t *testing.T, db queries.DBTX) {
 	t.Helper()
 	if !l.index {
 		dropUniqueIndex(t, db)
+	}
+	if !l.lease {
+		_, err := incident.UnleasedClaim(t.Context(), db)
+		require.NoError(t, err)
 	}
 	if !l.lock {
 		installLocklessClaim(t, db)
@@ -186,7 +194,7 @@ func TestTheLockTakenInsideTheReadingStatementDoubleClaims(t *testing.T) {
 
 func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 	t.Parallel()
-	all := layers{lock: true, order: true, spacing: true, index: true}
+	all := layers{lock: true, order: true, spacing: true, index: true, lease: true}
 	cases := []struct {
 		name   string
 		race   string // concurrent | gap
@@ -198,6 +206,7 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 		{"the unique index alone keeps concurrent claims apart", "concurrent", layers{index: true}, false},
 		{"the spacing guard alone cannot see a claim that is not committed yet", "concurrent", layers{spacing: true}, true},
 		{"the write order alone has nothing to say about concurrent claims", "concurrent", layers{order: true}, true},
+		{"the lease alone cannot see a claim that is not committed yet", "concurrent", layers{lease: true}, true},
 		{"with every layer on concurrent claims take each server once", "concurrent", all, false},
 
 		{"with every layer off a claim in the finish gap takes the server again", "gap", layers{}, true},
@@ -205,6 +214,7 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 		{"the spacing guard alone refuses the server in the gap", "gap", layers{spacing: true}, false},
 		{"the lock alone does not close the gap, as in the incident", "gap", layers{lock: true}, true},
 		{"the unique index alone does not close the gap, since the job is finished", "gap", layers{index: true}, true},
+		{"the lease alone keeps the server out of the due range in the gap", "gap", layers{lease: true}, false},
 		{"with every layer on nothing is claimed in the gap", "gap", all, false},
 	}
 	for _, tc := range cases {
@@ -227,7 +237,7 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 
 func describe(l layers) string {
 	var on []string
-	for name, v := range map[string]bool{"lock": l.lock, "order": l.order, "spacing": l.spacing, "index": l.index} {
+	for name, v := range map[string]bool{"lock": l.lock, "order": l.order, "spacing": l.spacing, "index": l.index, "lease": l.lease} {
 		if v {
 			on = append(on, name)
 		}

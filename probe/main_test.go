@@ -53,17 +53,24 @@ func testDB(t testing.TB) *pgxpool.Pool {
 	return newPool(t, migrated.NewDB(t), 8, nil)
 }
 
-// installLocklessClaim switches layer 1 off in a test database: it replaces probe_claim there by
-// the shipped claim without its advisory lock. The shipped claim has no switch for it.
+// installLocklessClaim switches layer 1 off in a test database: it replaces the claim there (the
+// leasing claim, and probe_claim, which the claim of the incident's time calls) by the same claim
+// without its advisory lock. The shipped claims have no switch for it.
 func installLocklessClaim(t testing.TB, db queries.DBTX) {
 	t.Helper()
 	ctx := context.Background()
-	var def string
-	require.NoError(t, db.QueryRow(ctx, testSQL(t, "claim_definition.sql")).Scan(&def))
 	lock := "PERFORM pg_advisory_xact_lock(" + strconv.FormatInt(queries.ClaimLockKey, 10) + ");"
-	require.Contains(t, def, lock)
-	_, err := db.Exec(ctx, strings.Replace(def, lock, "", 1))
-	require.NoError(t, err)
+	removed := 0
+	for _, name := range []string{"probe_claim", "probe_claim_lease"} {
+		var def string
+		require.NoError(t, db.QueryRow(ctx, testSQL(t, "claim_definition.sql"), name).Scan(&def))
+		if strings.Contains(def, lock) {
+			_, err := db.Exec(ctx, strings.Replace(def, lock, "", 1))
+			require.NoError(t, err)
+			removed++
+		}
+	}
+	require.Positive(t, removed, "no claim took the lock")
 }
 
 // dropUniqueIndex switches layer 4 off in a test database: the unique index on open jobs.
