@@ -14,7 +14,14 @@ import (
 // claim is one short transaction; it waits only for other claims' locks.
 const claimTimeout = 30 * time.Second
 
-// invoke is one invocation's loop: claim whenever a slot is free, up to ClaimLimit over its life,
+// claimCooldown is how long an invocation with checks in flight waits after a claim before it
+// claims for fewer than half its slots: one claim then takes the servers of every slot freed
+// meanwhile, instead of one server per freed slot, as River's fetch does after its cool-down.
+// Every claim queues on one lock, so claims of one server each made the lock the round's ceiling
+// (docs/scale.md). Half the slots free, or none in flight, claims at once.
+const claimCooldown = 25 * time.Millisecond
+
+// invoke is one invocation's loop: claim for its free slots, up to ClaimLimit over its life,
 // until a claim comes back empty, the budget is spent or the round stops claiming; then wait for
 // the checks it holds. It returns its final counts.
 func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
@@ -26,6 +33,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 			r.Progress(p)
 		}
 	}
+	var lastClaim time.Time // on the monotonic clock
 	for {
 		if st.stop.Load() || ctx.Err() != nil || p.Claimed >= s.ClaimLimit || !r.clock().Before(st.deadline) {
 			break
@@ -33,6 +41,18 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		if p.InFlight == s.Concurrency {
 			p.finished(<-done)
 			report()
+			continue
+		}
+		if wait := r.cooldown() - time.Since(lastClaim); p.InFlight > 0 && 2*(s.Concurrency-p.InFlight) < s.Concurrency && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case o := <-done:
+				p.finished(o)
+				report()
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
 			continue
 		}
 		n := min(s.Concurrency-p.InFlight, s.ClaimLimit-p.Claimed)
@@ -47,6 +67,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		// as interrupted).
 		// The jobs' lease starts before the claim is sent: the database dates them later.
 		l := newLease(r.clock())
+		lastClaim = time.Now()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		jobs, err := queries.Claim(cctx, r.DB, queries.ClaimParams{
 			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
@@ -80,6 +101,14 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		report()
 	}
 	return p
+}
+
+// cooldown is claimCooldown, unless a test set its own.
+func (r *Round) cooldown() time.Duration {
+	if r.claimCooldown > 0 {
+		return r.claimCooldown
+	}
+	return claimCooldown
 }
 
 // finished counts one check that ended with outcome.

@@ -68,6 +68,8 @@ type Round struct {
 	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
 	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).
 	heartbeatEvery time.Duration
+	// claimCooldown replaces the constant claimCooldown (0: it).
+	claimCooldown time.Duration
 }
 
 // Summary is what a round did, counted from the database when it ended.
