@@ -71,19 +71,18 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		}
 	} else {
 		attempts := 0
-		err = retry(wctx, each, r.Log, string(writeFinishTx), func(ctx context.Context) error {
-			r.hooks.before(ctx, writeFinishTx)
-			if attempts++; attempts > 1 {
-				// The attempt before may have committed without our hearing it, and probe_finish
-				// answers a repeated job with a no-op that would read as a late finish.
-				if stored, err := queries.RunStored(ctx, r.DB, p.JobID); err != nil || stored {
-					return cmp.Or(err, errRunStored)
-				}
-			}
-			var err error
-			fr, err = queries.FinishTx(ctx, r.DB, p)
-			return err
-		})
+		if st.completer != nil {
+			// Committed with the other finishes queued meanwhile; if the batch fails, this job is
+			// finished alone below, as a second attempt (which asks first whether it is stored).
+			r.hooks.before(wctx, writeFinishTx)
+			bctx, bcancel := context.WithTimeout(wctx, each)
+			fr, err = st.completer.finish(bctx, p)
+			bcancel()
+			attempts = 1
+		}
+		if st.completer == nil || err != nil {
+			err = r.finishAlone(wctx, each, &attempts, p, &fr)
+		}
 	}
 	if queries.RunAlreadyStored(err) || errors.Is(err, errRunStored) {
 		// An attempt committed but its answer was lost with the connection: stored once.
@@ -96,6 +95,25 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	}
 	r.reportGuards(st, job, fr)
 	return
+}
+
+// finishAlone finishes one job in one transaction (probe_finish), retried inside the budget;
+// attempts counts the attempts made before, the batch's among them.
+func (r *Round) finishAlone(ctx context.Context, each time.Duration, attempts *int, p queries.FinishParams,
+	fr *queries.FinishResult) error {
+	return retry(ctx, each, r.Log, string(writeFinishTx), func(ctx context.Context) error {
+		r.hooks.before(ctx, writeFinishTx)
+		if *attempts++; *attempts > 1 {
+			// The attempt before may have committed without our hearing it, and probe_finish
+			// answers a repeated job with a no-op that would read as a late finish.
+			if stored, err := queries.RunStored(ctx, r.DB, p.JobID); err != nil || stored {
+				return cmp.Or(err, errRunStored)
+			}
+		}
+		var err error
+		*fr, err = queries.FinishTx(ctx, r.DB, p)
+		return err
+	})
 }
 
 // errRunStored: a retried finish found its job's run stored by an earlier attempt.

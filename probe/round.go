@@ -181,6 +181,8 @@ type state struct {
 	spooled        int // results written to the spool
 
 	spool *spool // nil: no spool
+	// completer batches the finishes of the one-transaction mode; nil finishes one at a time.
+	completer *completer
 }
 
 func (st *state) problem(format string, args ...any) {
@@ -235,6 +237,10 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 
+	if s.Finish == FinishTx {
+		_, each := r.finishBudgets()
+		st.completer = newCompleter(r.DB, each, r.Log)
+	}
 	stopBeating := r.beat(ctx, roundID)
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
@@ -242,6 +248,9 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
 	}
 	wg.Wait()
+	if st.completer != nil {
+		st.completer.close() // every check has its finish answered by now
+	}
 	stopBeating()
 	interrupted := ctx.Err() != nil
 	if interrupted {

@@ -74,6 +74,9 @@ func BenchmarkThroughput(b *testing.B) {
 	b.Run("probectl claim+check+finish", func(b *testing.B) {
 		probectlGET = probectlRounds(b, pool, tracer, s, realCheck, servers, fleet.URL)
 	})
+	// Read before River runs in this process: the high-water mark of probectl's rounds alone (the
+	// benchmark's own PostgreSQL runs in other processes).
+	rss := peakRSS()
 	b.Run("river fetch+GET+complete", func(b *testing.B) {
 		riverGET = riverJobs(b, pool, slots, servers, fleet.URL, getFresh)
 	})
@@ -83,8 +86,9 @@ func BenchmarkThroughput(b *testing.B) {
 	b.Run("river no-op job", func(b *testing.B) {
 		riverNoop = riverJobs(b, pool, slots, servers, fleet.URL, func(context.Context, string) error { return nil })
 	})
-	b.Logf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f)",
-		probectlGET, riverGET, probectlGET/riverGET, probectlNoop, riverNoop, probectlNoop/riverNoop)
+	b.Logf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f); "+
+		"peak RSS of the rounds %.0f MiB",
+		probectlGET, riverGET, probectlGET/riverGET, probectlNoop, riverNoop, probectlNoop/riverNoop, float64(rss)/(1<<20))
 }
 
 // probectlRounds runs one round per iteration over servers freshly due, and reports servers/s
@@ -117,7 +121,8 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 	b.ReportMetric(float64(claims)/float64(b.N), "claims/round")
 	b.ReportMetric(ms(claimMean), "ms/claim")
 	b.ReportMetric(ms(finishMean), "ms/finish")
-	b.Logf("%d finishes per round", finishes/b.N)
+	b.Logf("%d claims, %d finishes per round; mean claim %.2f ms, mean finish %.2f ms (from the client, waits included)",
+		claims/b.N, finishes/b.N, ms(claimMean), ms(finishMean))
 	return perSecond
 }
 
@@ -256,7 +261,7 @@ func (t *costTracer) reset() {
 func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	var c *cost
 	switch {
-	case strings.Contains(data.SQL, "probe_claim("):
+	case strings.Contains(data.SQL, "probe_claim_lease("), strings.Contains(data.SQL, "probe_claim("):
 		c = &t.claim
 	case strings.Contains(data.SQL, "probe_finish("):
 		c = &t.finish

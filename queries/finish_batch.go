@@ -1,0 +1,66 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MaxFinishBatch bounds the finishes one FinishTxBatch commits together.
+const MaxFinishBatch = 500
+
+// finishRow is one row of probe_finish, by name.
+type finishRow struct {
+	RunID       int64      `db:"run_id"`
+	Advanced    bool       `db:"advanced"`
+	JobFinished bool       `db:"job_finished"`
+	FinishedAt  *time.Time `db:"finished_at"`
+}
+
+// FinishTxBatch finishes many jobs in one transaction, one probe_finish each, sent together in one
+// round trip: each job is advanced, recorded and closed as FinishTx would, and the commit is paid
+// once for all of them. It is all or nothing: on an error nothing is stored, and the caller
+// finishes the jobs one at a time (FinishTx), asking first whether a run was stored
+// (RunStored), since a commit whose answer was lost may have stored them all.
+func FinishTxBatch(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, ps []FinishParams) ([]FinishResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	if len(ps) > MaxFinishBatch {
+		return nil, fmt.Errorf("finish %d jobs at once: at most %d", len(ps), MaxFinishBatch)
+	}
+	out := make([]FinishResult, len(ps))
+	err := InTx(ctx, db, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, p := range ps {
+			b.Queue(SQL("FinishTx"), p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error, p.StartedAt,
+				p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
+		}
+		br := tx.SendBatch(ctx, b)
+		for i, p := range ps {
+			rows, err := br.Query()
+			if err != nil {
+				_ = br.Close()
+				return fmt.Errorf("finish job %d: %w", p.JobID, err)
+			}
+			row, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[finishRow])
+			if err != nil {
+				_ = br.Close()
+				return fmt.Errorf("finish job %d: %w", p.JobID, err)
+			}
+			out[i] = FinishResult{RunID: row.RunID, Advanced: row.Advanced, JobFinished: row.JobFinished}
+			if row.JobFinished && row.FinishedAt != nil {
+				out[i].FinishedAt = *row.FinishedAt
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish %d jobs in one transaction: %w", len(ps), err)
+	}
+	return out, nil
+}
