@@ -55,7 +55,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	}
 	p := queries.FinishParams{JobID: job.JobID, ServerID: job.ServerID, ClaimedNextCheckAt: job.ClaimedNextCheckAt,
 		Outcome: res.Outcome, Error: res.Error, StartedAt: res.StartedAt, CheckFinishedAt: res.FinishedAt,
-		Requests: len(res.Requests), Result: result, Envelope: envelope}
+		Requests: len(res.Requests), Result: result, Envelope: envelope, Kind: job.Kind}
 
 	// The writes outlive a cancelled round: the check was made, so it is recorded.
 	all, each := r.finishBudgets()

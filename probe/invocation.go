@@ -67,12 +67,14 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		// as interrupted).
 		// The jobs' lease starts before the claim is sent: the database dates them later.
 		l := newLease(r.clock())
-		lastClaim = time.Now()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		jobs, err := queries.Claim(cctx, r.DB, queries.ClaimParams{
 			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
 		})
 		cancel()
+		// The cool-down runs from the claim's answer: a claim that waited long for the lock must
+		// not make the next one go out at once for a single slot.
+		lastClaim = time.Now()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w (after %s; if it committed after all, its jobs stay open until the in-flight window closes them)",

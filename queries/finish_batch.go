@@ -1,8 +1,10 @@
 package queries
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,15 +35,30 @@ func FinishTxBatch(ctx context.Context, db interface {
 	if len(ps) > MaxFinishBatch {
 		return nil, fmt.Errorf("finish %d jobs at once: at most %d", len(ps), MaxFinishBatch)
 	}
+	// Every run bumps a shared row of run_totals (kind, outcome, server id mod 16; see
+	// probe_runs_rollup in migrations/00007_history.sql). Two batches that took those rows in
+	// different orders would deadlock, so every batch takes them in one order: the finishes are
+	// sent in that order, and their results put back in the caller's.
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		pa, pb := ps[a], ps[b]
+		return cmp.Or(cmp.Compare(pa.Kind, pb.Kind), cmp.Compare(pa.Outcome, pb.Outcome),
+			cmp.Compare(pa.ServerID%16, pb.ServerID%16), cmp.Compare(pa.JobID, pb.JobID))
+	})
 	out := make([]FinishResult, len(ps))
 	err := InTx(ctx, db, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		for _, p := range ps {
+		for _, i := range order {
+			p := ps[i]
 			b.Queue(SQL("FinishTx"), p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error, p.StartedAt,
 				p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
 		}
 		br := tx.SendBatch(ctx, b)
-		for i, p := range ps {
+		for _, i := range order {
+			p := ps[i]
 			rows, err := br.Query()
 			if err != nil {
 				_ = br.Close()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -104,7 +105,8 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 		tracer.reset()
 		b.StartTimer()
 		start := time.Now()
-		round := &probe.Round{DB: pool, Settings: s, Checker: c}
+		round := &probe.Round{DB: pool, Settings: s, Checker: c,
+			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		sum, err := round.Run(ctx)
 		elapsed += time.Since(start)
 		require.NoError(b, err)
@@ -121,8 +123,9 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 	b.ReportMetric(float64(claims)/float64(b.N), "claims/round")
 	b.ReportMetric(ms(claimMean), "ms/claim")
 	b.ReportMetric(ms(finishMean), "ms/finish")
-	b.Logf("%d claims, %d finishes per round; mean claim %.2f ms, mean finish %.2f ms (from the client, waits included)",
-		claims/b.N, finishes/b.N, ms(claimMean), ms(finishMean))
+	b.Logf("%d claims (%.1f servers each), %d finishes (%d batches) per round; mean claim %.2f ms, mean finish %.2f ms "+
+		"(from the client, waits included; a batch's time shared among its finishes)",
+		claims/b.N, float64(tracer.claim.rows.Load())/float64(max(claims, 1)), finishes/b.N, int(tracer.batches.Load())/b.N, ms(claimMean), ms(finishMean))
 	return perSecond
 }
 
@@ -229,11 +232,15 @@ func benchPool(b *testing.B, url string, maxConns int32, tracer pgx.QueryTracer)
 
 // costTracer sums the time of the statements that call probe_claim and probe_finish, from the
 // client's side (a claim's wait for the lock included).
-type costTracer struct{ claim, finish cost }
+type costTracer struct {
+	claim, finish cost
+	batches       atomic.Int64 // batches of finishes
+}
 
 type cost struct {
 	n     atomic.Int64
 	total atomic.Int64 // nanoseconds
+	rows  atomic.Int64 // rows returned: servers claimed, for claims
 }
 
 func (c *cost) mean() (int, time.Duration) {
@@ -255,7 +262,9 @@ func (t *costTracer) reset() {
 	for _, c := range []*cost{&t.claim, &t.finish} {
 		c.n.Store(0)
 		c.total.Store(0)
+		c.rows.Store(0)
 	}
+	t.batches.Store(0)
 }
 
 func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
@@ -271,13 +280,49 @@ func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 	return context.WithValue(ctx, traceKey{}, traceStart{c: c, start: time.Now()})
 }
 
-func (t *costTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+func (t *costTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
 	if s, ok := ctx.Value(traceKey{}).(traceStart); ok {
 		s.c.n.Add(1)
 		s.c.total.Add(int64(time.Since(s.start)))
+		s.c.rows.Add(data.CommandTag.RowsAffected())
 	}
 }
 
-var _ pgx.QueryTracer = (*costTracer)(nil)
+// A batch of finishes (the completer's) counts as many finishes as it holds, its time shared
+// among them.
+type batchKey struct{}
+
+func (t *costTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	n := 0
+	for _, q := range data.Batch.QueuedQueries {
+		if strings.Contains(q.SQL, "probe_finish(") {
+			n++
+		}
+	}
+	if n == 0 {
+		return ctx
+	}
+	t.batches.Add(1)
+	return context.WithValue(ctx, batchKey{}, batchStart{n: n, start: time.Now()})
+}
+
+func (t *costTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (t *costTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	if s, ok := ctx.Value(batchKey{}).(batchStart); ok {
+		t.finish.n.Add(int64(s.n))
+		t.finish.total.Add(int64(time.Since(s.start)))
+	}
+}
+
+type batchStart struct {
+	n     int
+	start time.Time
+}
+
+var (
+	_ pgx.QueryTracer = (*costTracer)(nil)
+	_ pgx.BatchTracer = (*costTracer)(nil)
+)
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
