@@ -3,9 +3,10 @@ package probe
 // Proofs 3 and 4 of issue 3: the claim's lock, and each of the four layers of the invariant
 // holding on its own with the others switched off. Two races are forced, both without sleeps:
 //
-//   - concurrent claims: two claims read the same due servers at once. The test holds the server
+//   - concurrent claims: two claims read the same due servers at once. The test holds the round
 //     rows, so each claim, once it has read and inserted, blocks in its foreign-key check; when
-//     both are blocked in the database the test lets go.
+//     both are blocked in the database (or one is, and the other, skipping the rows the first
+//     locked, came back) the test lets go.
 //   - a claim in the finish gap: a finish is parked between its two writes (a hook) and a second
 //     round claims meanwhile.
 //
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,15 +100,19 @@ func raceTwoClaims(t *testing.T, db *pgxpool.Pool, claim claimFunc) int {
 
 	holder, err := db.Begin(ctx)
 	require.NoError(t, err)
-	_, err = holder.Exec(ctx, testSQL(t, "hold_server_rows.sql"))
+	_, err = holder.Exec(ctx, testSQL(t, "hold_round_rows.sql"))
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
+	var returned atomic.Int32
 	errs := make([]error, 2)
 	for i, round := range rounds {
-		wg.Go(func() { _, errs[i] = claim(ctx, db, round) })
+		wg.Go(func() {
+			_, errs[i] = claim(ctx, db, round)
+			returned.Add(1)
+		})
 	}
-	waitForLockWaiters(t, db, 2)
+	waitForLockWaitersOr(t, db, 2, &returned)
 	require.NoError(t, holder.Commit(ctx))
 	wg.Wait()
 	require.NoError(t, errs[0])
@@ -207,6 +213,7 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 		{"the spacing guard alone cannot see a claim that is not committed yet", "concurrent", layers{spacing: true}, true},
 		{"the write order alone has nothing to say about concurrent claims", "concurrent", layers{order: true}, true},
 		{"the lease alone cannot see a claim that is not committed yet", "concurrent", layers{lease: true}, true},
+		{"the row locks with the lease keep concurrent claims apart", "concurrent", layers{lock: true, lease: true}, false},
 		{"with every layer on concurrent claims take each server once", "concurrent", all, false},
 
 		{"with every layer off a claim in the finish gap takes the server again", "gap", layers{}, true},

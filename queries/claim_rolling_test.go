@@ -154,3 +154,76 @@ func TestRoundsOfBothBinariesRunningAtOnceClaimEachServerOnce(t *testing.T) {
 		require.Equal(t, 1, n, "server %d claimed %d times", id, n)
 	}
 }
+
+// A leasing claim takes the previous binary's advisory lock in shared mode: while a previous
+// binary's claim holds it (exclusively, as probe_claim does), a leasing claim waits, and goes on
+// once it is released. Two leasing claims do not wait for one another (TestLeasingClaimsDoNotQueue).
+func TestALeasingClaimWaitsForAPreviousBinarysClaim(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := newPool(t)
+	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(time.Hour)})
+	round := testfactory.Round(ctx, t, pool, nil)
+
+	previous, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = previous.Rollback(context.Background()) }) // before the pool closes
+	_, err = previous.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, queries.ClaimLockKey)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 1, Now: &now})
+		done <- err
+	}()
+	waitForAdvisoryWaiter(t, pool, done)
+	require.NoError(t, previous.Commit(ctx))
+	require.NoError(t, <-done)
+}
+
+// Two leasing claims run at once: one holds its transaction open after claiming, and another
+// claims meanwhile without waiting for it.
+func TestLeasingClaimsDoNotQueue(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := newPool(t)
+	for range 2 {
+		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(time.Hour)})
+	}
+	round := testfactory.Round(ctx, t, pool, nil)
+	first, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = first.Rollback(ctx) }()
+	held, err := queries.Claim(ctx, first, queries.ClaimParams{RoundID: round, Limit: 1, Now: &now})
+	require.NoError(t, err)
+	require.Len(t, held, 1)
+
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	other, err := queries.Claim(cctx, pool, queries.ClaimParams{RoundID: round, Limit: 2, Now: &now})
+	require.NoError(t, err, "the second claim waited for the first")
+	require.Len(t, other, 1, "it skips the server the first holds and takes the other")
+	require.NotEqual(t, held[0].ServerID, other[0].ServerID)
+}
+
+// waitForAdvisoryWaiter waits until a session of the database waits for an advisory lock; a claim
+// that came back instead (done) did not wait, and fails the test.
+func waitForAdvisoryWaiter(t *testing.T, db queries.DBTX, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the leasing claim did not wait for the previous binary's lock (err: %v)", err)
+		default:
+		}
+		var n int
+		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n))
+		if n > 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no session waits for the advisory lock")
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -10,10 +10,19 @@
 -- then sets the real next time, as a compare-and-set on the lease's end, which the claim returns
 -- as claimed_next_check_at; due_at is the next_check_at the server had when it was claimed.
 --
--- Every guard of probe_claim stays: the advisory lock in a statement of its own (the same key, so
--- a previous binary's probe_claim and this one serialise), the open-job and spacing guards (a
--- previous binary's claims do not move next_check_at, so its servers in flight are still due and
--- only the open-job guard keeps them out), the unique index on open jobs.
+-- Layer 1 changes form: claims of this binary no longer queue on one lock. Each locks the server
+-- rows it picks (FOR UPDATE SKIP LOCKED) and moves them out of the due range in the same
+-- statement, so a concurrent claim either skips a row that is locked, or, if the lease committed
+-- after its snapshot, re-reads the row when it locks it and finds it no longer due. That is the
+-- form DESIGN.md measured to hold (SKIP LOCKED that also moves the server's row); SKIP LOCKED
+-- alone, without the move, did not. probe_claim_lease takes probe_claim's advisory lock too, in
+-- SHARED mode and in a statement of its own: leasing claims do not wait for one another, but a
+-- previous binary's probe_claim (which takes it exclusively, and does not lock rows) never runs
+-- beside one.
+--
+-- The other guards stay: the open-job and spacing guards (a previous binary's claims do not move
+-- next_check_at, so its servers in flight are still due and only the open-job guard keeps them
+-- out), the unique index on open jobs.
 --
 -- Additive: probe_claim and probe_finish stay as they were, for the previous binary, whose rounds
 -- may run beside this one's during a rolling deploy (queries/claim_compat_test.go).
@@ -58,9 +67,9 @@ BEGIN
                     HINT = 'unset default_transaction_isolation for the probectl role or database';
     END IF;
 
-    -- Layer 1, in a statement of its own before any read; probe_claim's key (queries.ClaimLockKey),
-    -- so that this claim and the previous binary's serialise.
-    PERFORM pg_advisory_xact_lock(482956239461);
+    -- probe_claim's key (queries.ClaimLockKey), shared, in a statement of its own before any read:
+    -- a previous binary's claim, which takes it exclusively, never runs beside this one.
+    PERFORM pg_advisory_xact_lock_shared(482956239461);
 
     v_now := coalesce(p_now, clock_timestamp());
 
@@ -99,6 +108,9 @@ BEGIN
                                   AND p.requested_at > v_now - p_min_spacing))
          ORDER BY s.next_check_at, s.id
          LIMIT p_limit
+         -- Layer 1: a row another claim holds is skipped; one it leased since this statement's
+         -- snapshot is re-read when locked, and no longer passes next_check_at <= v_now.
+         FOR UPDATE OF s SKIP LOCKED
     ), inserted AS (
         -- Layer 4: one open job per server; requested_at read from the clock during this
         -- statement, after its snapshot (see 00002_claim.sql).
