@@ -119,3 +119,25 @@ func CountNotDue(ctx context.Context, db DBTX, now *time.Time) (int, *time.Time,
 	}
 	return n, soonest, nil
 }
+
+// leasedCount is CountLeased's row.
+type leasedCount struct {
+	Leased int `db:"leased"`
+}
+
+// CountLeased counts the active servers in flight under a lease: a claim moved their next check
+// time to their open job's lease end, so they are not due until it, nor claimable.
+func CountLeased(ctx context.Context, db DBTX, inFlight time.Duration, now *time.Time) (int, error) {
+	if inFlight <= 0 {
+		inFlight = InFlightWindow
+	}
+	rows, err := db.Query(ctx, SQL("CountLeased"), now, inFlight)
+	if err != nil {
+		return 0, fmt.Errorf("count leased servers: %w", err)
+	}
+	c, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[leasedCount])
+	if err != nil {
+		return 0, fmt.Errorf("count leased servers: %w", err)
+	}
+	return c.Leased, nil
+}

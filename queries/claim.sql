@@ -53,3 +53,15 @@ SELECT v.id, v.slug, v.status, v.next_check_at, v.reason, v.last_requested_at,
 SELECT count(*), min(s.next_check_at)
   FROM servers AS s
  WHERE s.status = 'active' AND s.next_check_at > coalesce($1::timestamptz, now());
+
+-- name: CountLeased
+-- Active servers in flight under a lease (probe_claim_lease, migrations/00009_claim_lease.sql): not
+-- due, their next check time the lease's end of their open job ($2 is the in-flight window).
+SELECT count(*) AS leased
+  FROM servers AS s
+ WHERE s.status = 'active'
+   AND s.next_check_at > coalesce($1::timestamptz, now())
+   AND EXISTS (SELECT 1 FROM probe_jobs AS o
+                WHERE o.server_id = s.id
+                  AND o.finished_at IS NULL
+                  AND s.next_check_at = o.requested_at + $2::interval);
