@@ -2,6 +2,7 @@ package throughput
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -87,9 +88,10 @@ func BenchmarkThroughput(b *testing.B) {
 	b.Run("river no-op job", func(b *testing.B) {
 		riverNoop = riverJobs(b, pool, slots, servers, fleet.URL, func(context.Context, string) error { return nil })
 	})
-	b.Logf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f); "+
+	fmt.Printf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f); "+
 		"peak RSS of the rounds %.0f MiB",
 		probectlGET, riverGET, probectlGET/riverGET, probectlNoop, riverNoop, probectlNoop/riverNoop, float64(rss)/(1<<20))
+	fmt.Println()
 }
 
 // probectlRounds runs one round per iteration over servers freshly due, and reports servers/s
