@@ -13,11 +13,13 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// work checks one claimed server, signs the observation and finishes the job. Whatever happens,
+// work checks one claimed server, calls checked once the check has ended, signs the observation
+// and finishes the job. Whatever happens,
 // the job ends with exactly one run or stays visibly open (a finish that failed), and the round
 // hears about the latter. It returns the check's outcome, for the round's progress.
-func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob, l lease) (outcome string) {
+func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob, l lease, checked func()) (outcome string) {
 	res := r.check(ctx, job, l)
+	checked() // the check's slot is free: nothing more is sent to the server
 	outcome = res.Outcome
 	if res.Fault == check.FaultProbectl {
 		st.mu.Lock()

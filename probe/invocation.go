@@ -27,11 +27,31 @@ const claimCooldown = 25 * time.Millisecond
 func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 	s := r.Settings
 	p := Progress{Invocation: inv, Claiming: true}
-	done := make(chan string, s.Concurrency) // each check's outcome
+	// With a completer, a check's slot is free as soon as the check ends, and its finish is
+	// committed behind it (River frees a worker before its completion too); the invocation still
+	// waits for every finish before it returns. Without one (advance-first), a slot is held until
+	// the finish, whose failure stops the round's claims.
+	early := st.completer != nil
+	checked := make(chan struct{}, s.ClaimLimit) // a check ended: its slot is free
+	done := make(chan string, s.ClaimLimit)      // a job was finished: its check's outcome
 	report := func() {
 		if r.Progress != nil {
 			r.Progress(p)
 		}
+	}
+	// wait takes one event, or none if timeout or cancelled come first.
+	wait := func(timeout <-chan time.Time, cancelled <-chan struct{}) {
+		select {
+		case <-checked:
+			p.InFlight--
+		case o := <-done:
+			p.finished(o)
+		case <-timeout:
+			return
+		case <-cancelled:
+			return
+		}
+		report()
 	}
 	var lastClaim time.Time // on the monotonic clock
 	for {
@@ -39,19 +59,12 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 			break
 		}
 		if p.InFlight == s.Concurrency {
-			p.finished(<-done)
-			report()
+			wait(nil, nil)
 			continue
 		}
-		if wait := r.cooldown() - time.Since(lastClaim); p.InFlight > 0 && 2*(s.Concurrency-p.InFlight) < s.Concurrency && wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case o := <-done:
-				p.finished(o)
-				report()
-			case <-t.C:
-			case <-ctx.Done():
-			}
+		if cool := r.cooldown() - time.Since(lastClaim); p.InFlight > 0 && 2*(s.Concurrency-p.InFlight) < s.Concurrency && cool > 0 {
+			t := time.NewTimer(cool)
+			wait(t.C, ctx.Done())
 			t.Stop()
 			continue
 		}
@@ -92,15 +105,22 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		report()
 		for _, job := range jobs {
 			go func() {
-				done <- r.work(ctx, st, inv, job, l)
+				free := func() {}
+				if early {
+					free = func() { checked <- struct{}{} }
+				}
+				o := r.work(ctx, st, inv, job, l, free)
+				if !early {
+					checked <- struct{}{}
+				}
+				done <- o
 			}()
 		}
 	}
 	p.Claiming = false
 	report()
-	for p.InFlight > 0 {
-		p.finished(<-done)
-		report()
+	for p.InFlight > 0 || p.Done < p.Claimed {
+		wait(nil, nil)
 	}
 	return p
 }
@@ -113,9 +133,8 @@ func (r *Round) cooldown() time.Duration {
 	return claimCooldown
 }
 
-// finished counts one check that ended with outcome.
+// finished counts one job finished, whose check ended with outcome.
 func (p *Progress) finished(outcome string) {
-	p.InFlight--
 	p.Done++
 	if outcome != check.OutcomeOK {
 		p.NotOK++
