@@ -13,11 +13,13 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// work checks one claimed server, signs the observation and finishes the job. Whatever happens,
+// work checks one claimed server, calls checked once the check has ended, signs the observation
+// and finishes the job. Whatever happens,
 // the job ends with exactly one run or stays visibly open (a finish that failed), and the round
 // hears about the latter. It returns the check's outcome, for the round's progress.
-func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob, l lease) (outcome string) {
+func (r *Round) work(ctx context.Context, st *state, inv int, job queries.ClaimedJob, l lease, checked func()) (outcome string) {
 	res := r.check(ctx, job, l)
+	checked() // the check's slot is free: nothing more is sent to the server
 	outcome = res.Outcome
 	if res.Fault == check.FaultProbectl {
 		st.mu.Lock()
@@ -55,7 +57,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	}
 	p := queries.FinishParams{JobID: job.JobID, ServerID: job.ServerID, ClaimedNextCheckAt: job.ClaimedNextCheckAt,
 		Outcome: res.Outcome, Error: res.Error, StartedAt: res.StartedAt, CheckFinishedAt: res.FinishedAt,
-		Requests: len(res.Requests), Result: result, Envelope: envelope}
+		Requests: len(res.Requests), Result: result, Envelope: envelope, Kind: job.Kind}
 
 	// The writes outlive a cancelled round: the check was made, so it is recorded.
 	all, each := r.finishBudgets()
@@ -71,19 +73,18 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		}
 	} else {
 		attempts := 0
-		err = retry(wctx, each, r.Log, string(writeFinishTx), func(ctx context.Context) error {
-			r.hooks.before(ctx, writeFinishTx)
-			if attempts++; attempts > 1 {
-				// The attempt before may have committed without our hearing it, and probe_finish
-				// answers a repeated job with a no-op that would read as a late finish.
-				if stored, err := queries.RunStored(ctx, r.DB, p.JobID); err != nil || stored {
-					return cmp.Or(err, errRunStored)
-				}
-			}
-			var err error
-			fr, err = queries.FinishTx(ctx, r.DB, p)
-			return err
-		})
+		if st.completer != nil {
+			// Committed with the other finishes queued meanwhile; if the batch fails, this job is
+			// finished alone below, as a second attempt (which asks first whether it is stored).
+			r.hooks.before(wctx, writeFinishTx)
+			bctx, bcancel := context.WithTimeout(wctx, each)
+			fr, err = st.completer.finish(bctx, p)
+			bcancel()
+			attempts = 1
+		}
+		if st.completer == nil || err != nil {
+			err = r.finishAlone(wctx, each, &attempts, p, &fr)
+		}
 	}
 	if queries.RunAlreadyStored(err) || errors.Is(err, errRunStored) {
 		// An attempt committed but its answer was lost with the connection: stored once.
@@ -96,6 +97,25 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	}
 	r.reportGuards(st, job, fr)
 	return
+}
+
+// finishAlone finishes one job in one transaction (probe_finish), retried inside the budget;
+// attempts counts the attempts made before, the batch's among them.
+func (r *Round) finishAlone(ctx context.Context, each time.Duration, attempts *int, p queries.FinishParams,
+	fr *queries.FinishResult) error {
+	return retry(ctx, each, r.Log, string(writeFinishTx), func(ctx context.Context) error {
+		r.hooks.before(ctx, writeFinishTx)
+		if *attempts++; *attempts > 1 {
+			// The attempt before may have committed without our hearing it, and probe_finish
+			// answers a repeated job with a no-op that would read as a late finish.
+			if stored, err := queries.RunStored(ctx, r.DB, p.JobID); err != nil || stored {
+				return cmp.Or(err, errRunStored)
+			}
+		}
+		var err error
+		*fr, err = queries.FinishTx(ctx, r.DB, p)
+		return err
+	})
 }
 
 // errRunStored: a retried finish found its job's run stored by an earlier attempt.

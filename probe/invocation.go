@@ -14,25 +14,58 @@ import (
 // claim is one short transaction; it waits only for other claims' locks.
 const claimTimeout = 30 * time.Second
 
-// invoke is one invocation's loop: claim whenever a slot is free, up to ClaimLimit over its life,
+// claimCooldown is how long an invocation with checks in flight waits after a claim before it
+// claims for fewer than half its slots: one claim then takes the servers of every slot freed
+// meanwhile, instead of one server per freed slot, as River's fetch does after its cool-down.
+// Every claim queues on one lock, so claims of one server each made the lock the round's ceiling
+// (docs/scale.md). Half the slots free, or none in flight, claims at once.
+const claimCooldown = 25 * time.Millisecond
+
+// invoke is one invocation's loop: claim for its free slots, up to ClaimLimit over its life,
 // until a claim comes back empty, the budget is spent or the round stops claiming; then wait for
 // the checks it holds. It returns its final counts.
 func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 	s := r.Settings
 	p := Progress{Invocation: inv, Claiming: true}
-	done := make(chan string, s.Concurrency) // each check's outcome
+	// With a completer, a check's slot is free as soon as the check ends, and its finish is
+	// committed behind it (River frees a worker before its completion too); the invocation still
+	// waits for every finish before it returns. Without one (advance-first), a slot is held until
+	// the finish, whose failure stops the round's claims.
+	early := st.completer != nil
+	checked := make(chan struct{}, s.ClaimLimit) // a check ended: its slot is free
+	done := make(chan string, s.ClaimLimit)      // a job was finished: its check's outcome
 	report := func() {
 		if r.Progress != nil {
 			r.Progress(p)
 		}
 	}
+	// wait takes one event, or none if timeout or cancelled come first.
+	wait := func(timeout <-chan time.Time, cancelled <-chan struct{}) {
+		select {
+		case <-checked:
+			p.InFlight--
+		case o := <-done:
+			p.finished(o)
+		case <-timeout:
+			return
+		case <-cancelled:
+			return
+		}
+		report()
+	}
+	var lastClaim time.Time // on the monotonic clock
 	for {
 		if st.stop.Load() || ctx.Err() != nil || p.Claimed >= s.ClaimLimit || !r.clock().Before(st.deadline) {
 			break
 		}
 		if p.InFlight == s.Concurrency {
-			p.finished(<-done)
-			report()
+			wait(nil, nil)
+			continue
+		}
+		if cool := r.cooldown() - time.Since(lastClaim); p.InFlight > 0 && 2*(s.Concurrency-p.InFlight) < s.Concurrency && cool > 0 {
+			t := time.NewTimer(cool)
+			wait(t.C, ctx.Done())
+			t.Stop()
 			continue
 		}
 		n := min(s.Concurrency-p.InFlight, s.ClaimLimit-p.Claimed)
@@ -52,6 +85,9 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
 		})
 		cancel()
+		// The cool-down runs from the claim's answer: a claim that waited long for the lock must
+		// not make the next one go out at once for a single slot.
+		lastClaim = time.Now()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w (after %s; if it committed after all, its jobs stay open until the in-flight window closes them)",
@@ -69,22 +105,36 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 		report()
 		for _, job := range jobs {
 			go func() {
-				done <- r.work(ctx, st, inv, job, l)
+				free := func() {}
+				if early {
+					free = func() { checked <- struct{}{} }
+				}
+				o := r.work(ctx, st, inv, job, l, free)
+				if !early {
+					checked <- struct{}{}
+				}
+				done <- o
 			}()
 		}
 	}
 	p.Claiming = false
 	report()
-	for p.InFlight > 0 {
-		p.finished(<-done)
-		report()
+	for p.InFlight > 0 || p.Done < p.Claimed {
+		wait(nil, nil)
 	}
 	return p
 }
 
-// finished counts one check that ended with outcome.
+// cooldown is claimCooldown, unless a test set its own.
+func (r *Round) cooldown() time.Duration {
+	if r.claimCooldown > 0 {
+		return r.claimCooldown
+	}
+	return claimCooldown
+}
+
+// finished counts one job finished, whose check ended with outcome.
 func (p *Progress) finished(outcome string) {
-	p.InFlight--
 	p.Done++
 	if outcome != check.OutcomeOK {
 		p.NotOK++

@@ -3,21 +3,26 @@ package probe
 // The claim's lock, and each of the four layers of the invariant (docs/invariant.md) holding on
 // its own with the others switched off. Two races are forced, both without sleeps:
 //
-//   - concurrent claims: two claims read the same due servers at once. The test holds the server
+//   - concurrent claims: two claims read the same due servers at once. The test holds the round
 //     rows, so each claim, once it has read and inserted, blocks in its foreign-key check; when
-//     both are blocked in the database the test lets go.
+//     both are blocked in the database (or one is, and the other, skipping the rows the first
+//     locked, came back) the test lets go.
 //   - a claim in the finish gap: a finish is parked between its two writes (a hook) and a second
 //     round claims meanwhile.
 //
-// The switches: the lock (a lock-less probe_claim installed in the test database), the write
+// The switches: the lock (a lock-less claim installed in the test database), the write
 // order (Round.WriteOrder puts the incident's order back), the spacing guard (minimum spacing 0)
-// and the unique index (dropped in the test database).
+// and the unique index (dropped in the test database). The claim's lease (migration 00009: a
+// claimed server is not due until its job's window ends) is a fifth guard, on top of the four, and
+// switched off like them (the claim of the incident's time installed in the test database,
+// incident.UnleasedClaim); the four are each proven with it off.
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,11 +32,12 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/incident"
 	"github.com/probectl/probectl/queries"
 )
 
 // layers says which layers of the invariant are on.
-type layers struct{ lock, order, spacing, index bool }
+type layers struct{ lock, order, spacing, index, lease bool }
 
 func (l layers) spacingSetting() time.Duration {
 	if l.spacing {
@@ -45,6 +51,10 @@ func (l layers) prepare(t *testing.T, db queries.DBTX) {
 	t.Helper()
 	if !l.index {
 		dropUniqueIndex(t, db)
+	}
+	if !l.lease {
+		_, err := incident.UnleasedClaim(t.Context(), db)
+		require.NoError(t, err)
 	}
 	if !l.lock {
 		installLocklessClaim(t, db)
@@ -91,15 +101,19 @@ func raceTwoClaims(t *testing.T, db *pgxpool.Pool, claim claimFunc) int {
 
 	holder, err := db.Begin(ctx)
 	require.NoError(t, err)
-	_, err = holder.Exec(ctx, testSQL(t, "hold_server_rows.sql"))
+	_, err = holder.Exec(ctx, testSQL(t, "hold_round_rows.sql"))
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
+	var returned atomic.Int32
 	errs := make([]error, 2)
 	for i, round := range rounds {
-		wg.Go(func() { _, errs[i] = claim(ctx, db, round) })
+		wg.Go(func() {
+			_, errs[i] = claim(ctx, db, round)
+			returned.Add(1)
+		})
 	}
-	waitForLockWaiters(t, db, 2)
+	waitForLockWaitersOr(t, db, 2, &returned)
 	require.NoError(t, holder.Commit(ctx))
 	wg.Wait()
 	require.NoError(t, errs[0])
@@ -187,7 +201,7 @@ func TestTheLockTakenInsideTheReadingStatementDoubleClaims(t *testing.T) {
 
 func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 	t.Parallel()
-	all := layers{lock: true, order: true, spacing: true, index: true}
+	all := layers{lock: true, order: true, spacing: true, index: true, lease: true}
 	cases := []struct {
 		name   string
 		race   string // concurrent | gap
@@ -199,6 +213,8 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 		{"the unique index alone keeps concurrent claims apart", "concurrent", layers{index: true}, false},
 		{"the spacing guard alone cannot see a claim that is not committed yet", "concurrent", layers{spacing: true}, true},
 		{"the write order alone has nothing to say about concurrent claims", "concurrent", layers{order: true}, true},
+		{"the lease alone cannot see a claim that is not committed yet", "concurrent", layers{lease: true}, true},
+		{"the row locks with the lease keep concurrent claims apart", "concurrent", layers{lock: true, lease: true}, false},
 		{"with every layer on concurrent claims take each server once", "concurrent", all, false},
 
 		{"with every layer off a claim in the finish gap takes the server again", "gap", layers{}, true},
@@ -206,6 +222,7 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 		{"the spacing guard alone refuses the server in the gap", "gap", layers{spacing: true}, false},
 		{"the lock alone does not close the gap, as in the incident", "gap", layers{lock: true}, true},
 		{"the unique index alone does not close the gap, since the job is finished", "gap", layers{index: true}, true},
+		{"the lease alone keeps the server out of the due range in the gap", "gap", layers{lease: true}, false},
 		{"with every layer on nothing is claimed in the gap", "gap", all, false},
 	}
 	for _, tc := range cases {
@@ -228,7 +245,7 @@ func TestEachLayerAloneHoldsTheInvariantAgainstTheRaceItCovers(t *testing.T) {
 
 func describe(l layers) string {
 	var on []string
-	for name, v := range map[string]bool{"lock": l.lock, "order": l.order, "spacing": l.spacing, "index": l.index} {
+	for name, v := range map[string]bool{"lock": l.lock, "order": l.order, "spacing": l.spacing, "index": l.index, "lease": l.lease} {
 		if v {
 			on = append(on, name)
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,17 +41,28 @@ func testDB(t testing.TB) *pgxpool.Pool {
 	return migrated.Pool(t, dbtest.MaxConns(8))
 }
 
-// installLocklessClaim switches layer 1 off in a test database: it replaces probe_claim there by
-// the shipped claim without its advisory lock. The shipped claim has no switch for it.
+// installLocklessClaim switches layer 1 off in a test database: it replaces the claims there by
+// the same claims without their lock: probe_claim (which the claim of the incident's time calls)
+// without its advisory lock, the leasing claim without its row locks. The shipped claims have no
+// switch for it.
 func installLocklessClaim(t testing.TB, db queries.DBTX) {
 	t.Helper()
 	ctx := context.Background()
-	var def string
-	require.NoError(t, db.QueryRow(ctx, testSQL(t, "claim_definition.sql")).Scan(&def))
-	lock := "PERFORM pg_advisory_xact_lock(" + strconv.FormatInt(queries.ClaimLockKey, 10) + ");"
-	require.Contains(t, def, lock)
-	_, err := db.Exec(ctx, strings.Replace(def, lock, "", 1))
-	require.NoError(t, err)
+	locks := map[string]string{
+		"probe_claim":       "PERFORM pg_advisory_xact_lock(" + strconv.FormatInt(queries.ClaimLockKey, 10) + ");",
+		"probe_claim_lease": "FOR UPDATE OF s SKIP LOCKED",
+	}
+	for name, lock := range locks {
+		var def string
+		require.NoError(t, db.QueryRow(ctx, testSQL(t, "claim_definition.sql"), name).Scan(&def))
+		if !strings.Contains(def, lock) {
+			// The leasing claim replaced by the claim of the incident's time: it calls probe_claim.
+			require.NotContains(t, def, "pg_advisory_xact_lock_shared", "%s takes no %q", name, lock)
+			continue
+		}
+		_, err := db.Exec(ctx, strings.Replace(def, lock, "", 1))
+		require.NoError(t, err)
+	}
 }
 
 // dropUniqueIndex switches layer 4 off in a test database: the unique index on open jobs.
@@ -94,11 +106,20 @@ func settings(finish string) Settings {
 // database's own view of who waits: the synchronisation is the lock, this only observes it.
 func waitForLockWaiters(t testing.TB, db queries.DBTX, n int) {
 	t.Helper()
+	waitForLockWaitersOr(t, db, n, nil)
+}
+
+// waitForLockWaitersOr waits until n sessions wait for a lock or, counted with them, returned has.
+func waitForLockWaitersOr(t testing.TB, db queries.DBTX, n int, returned *atomic.Int32) {
+	t.Helper()
 	q := testSQL(t, "lock_waiters.sql")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var got int
 		require.NoError(t, db.QueryRow(context.Background(), q).Scan(&got))
+		if returned != nil {
+			got += int(returned.Load())
+		}
 		if got >= n {
 			return
 		}

@@ -92,8 +92,8 @@ func TestTheOrderTestFailsWithTheIncidentsOrder(t *testing.T) {
 	require.ErrorContains(t, advanceComesFirst(calls), "finished (call 1) before the next check time was advanced (call 2)")
 }
 
-// allButSpacing are the layers as a round runs them, less the spacing guard: it would hide the gap
-// between the two writes (and is proven on its own in the layer tests).
+// allButSpacing are the layers as a round runs them, less the spacing guard and the lease: either
+// would hide the gap between the two writes (each is proven on its own in the layer tests).
 var allButSpacing = layers{lock: true, order: true, index: true}
 
 func TestASecondClaimerBetweenTheTwoWritesOfAFinishGetsNothing(t *testing.T) {

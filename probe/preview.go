@@ -24,6 +24,11 @@ type Plan struct {
 	// NotDue counts active servers whose next check time is still ahead; NextDueAt is the soonest.
 	NotDue    int
 	NextDueAt *time.Time
+	// Leased counts, among those, the servers in flight under a lease: a claim takes the due
+	// servers in (next check time, id) order, locks their rows, skipping those another claim
+	// holds, and moves each one's next check time to its job's lease end (claim + the in-flight
+	// window); its finish sets the real next time, and if its prober dies it is due again then.
+	Leased int
 	// Refused counts the claimable servers the SSRF guard will refuse (PreviewGuarded).
 	Refused int
 }
@@ -63,8 +68,12 @@ func Preview(ctx context.Context, db queries.DBTX, s Settings, now *time.Time) (
 	if err != nil {
 		return nil, err
 	}
+	leased, err := queries.CountLeased(ctx, db, queries.InFlightWindow, &at)
+	if err != nil {
+		return nil, err
+	}
 	plan := &Plan{Now: at.UTC(), Settings: s, Capacity: s.Capacity(), Skipped: map[string]int{},
-		NotDue: notDue, NextDueAt: next}
+		NotDue: notDue, NextDueAt: next, Leased: leased}
 	for _, ps := range servers {
 		p := PlannedServer{PreviewServer: ps, Why: why(ps, s)}
 		if ps.State == "claimable" {
@@ -91,6 +100,8 @@ func why(ps queries.PreviewServer, s Settings) string {
 		}
 		return "due"
 	case "open_job":
+		// A leasing claim moves its server out of the due range; a server due with an open job was
+		// claimed without a lease (a previous probectl during a rolling deploy).
 		return fmt.Sprintf("an open job (in flight for at most %s); if it never finishes it is closed as abandoned then", queries.InFlightWindow)
 	case "spacing":
 		return fmt.Sprintf("spacing guard: its last job was requested less than %s ago", s.MinSpacing)

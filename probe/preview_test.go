@@ -69,3 +69,21 @@ func TestADryRunReadsTheDatabasesClockOnceForTheWholePlan(t *testing.T) {
 	require.Equal(t, dbNow.UTC(), plan.Now)
 	require.Equal(t, 1, plan.WouldClaim)
 }
+
+// The dry run counts the servers a claim leased: not due, in flight until their lease's end.
+func TestADryRunCountsTheServersInFlightUnderALease(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := testDB(t)
+	dueServers(t, pool, 3)
+	round := testfactory.Round(ctx, t, pool, nil)
+	jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+
+	plan, err := Preview(ctx, pool, settings(FinishTx), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, plan.Claimable, "the leased servers are not due")
+	require.Equal(t, 2, plan.NotDue)
+	require.Equal(t, 2, plan.Leased)
+}

@@ -25,6 +25,8 @@ func TestUnderTheIncidentReplayAClaimInTheGapTakesTheServerAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := testDB(t)
+	_, err := incident.UnleasedClaim(ctx, pool)
+	require.NoError(t, err)
 	dueServers(t, pool, 1)
 	s := settings(FinishAdvanceFirst)
 	s.MinSpacing, s.ClaimLimit = 0, 1

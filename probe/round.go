@@ -69,6 +69,8 @@ type Round struct {
 	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
 	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).
 	heartbeatEvery time.Duration
+	// claimCooldown replaces the constant claimCooldown (0: it).
+	claimCooldown time.Duration
 }
 
 // Summary is what a round did, counted from the database when it ended.
@@ -184,6 +186,8 @@ type state struct {
 	spooled        int // results written to the spool
 
 	spool *spool // nil: no spool
+	// completer batches the finishes of the one-transaction mode; nil finishes one at a time.
+	completer *completer
 }
 
 func (st *state) problem(format string, args ...any) {
@@ -238,6 +242,10 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 
+	if s.Finish == FinishTx {
+		_, each := r.finishBudgets()
+		st.completer = newCompleter(r.DB, each, r.Log)
+	}
 	stopBeating := r.beat(ctx, roundID)
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
@@ -245,6 +253,9 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
 	}
 	wg.Wait()
+	if st.completer != nil {
+		st.completer.close() // every check has its finish answered by now
+	}
 	stopBeating()
 	interrupted := ctx.Err() != nil
 	if interrupted {

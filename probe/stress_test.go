@@ -25,6 +25,7 @@ import (
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/incident"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -161,6 +162,10 @@ func TestTheStressChecksFindTheIncidentsDuplicates(t *testing.T) {
 	violations := stress(t, func(r *Round) {
 		r.Settings.Finish, r.Settings.MinSpacing = FinishAdvanceFirst, 0
 		r.WriteOrder = incidentOrder()
+		// And the claim of the incident's time, whose claimed servers stay due: the lease would
+		// keep them out of the gap.
+		_, err := incident.UnleasedClaim(t.Context(), r.DB)
+		require.NoError(t, err)
 		r.hooks.betweenFinishWrites = func(context.Context, queries.ClaimedJob) { time.Sleep(10 * time.Millisecond) }
 	})
 	require.NotEmpty(t, violations)

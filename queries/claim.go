@@ -35,17 +35,22 @@ type ClaimedJob struct {
 	Slug     string `db:"slug"`
 	URL      string `db:"endpoint_url"`
 	Kind     string `db:"kind"`
-	// ClaimedNextCheckAt is the server's next_check_at when it was claimed: the finish advances it
-	// only if it still has this value (a compare-and-set).
+	// DueAt is the server's next_check_at when it was claimed.
+	DueAt time.Time `db:"due_at"`
+	// ClaimedNextCheckAt is the server's next_check_at as the claim left it, its lease's end: the
+	// finish advances it only if it still has this value (a compare-and-set).
 	ClaimedNextCheckAt time.Time `db:"claimed_next_check_at"`
 	Reason             string    `db:"reason"` // scheduled | maintainer_claim
 	RequestedAt        time.Time `db:"requested_at"`
-	Transport          string    `db:"transport"` // an mcp server's transport (see Transport); "" for http
+	// StoredTransport is the server's transport column as stored (NULL for http servers and for
+	// mcp servers stored before the column); Transport is what the check uses.
+	StoredTransport *string `db:"transport"`
+	Transport       string  `db:"-"` // an mcp server's transport (see Transport); "" for http
 }
 
-// Claim calls probe_claim: it closes jobs past the in-flight window and claims up to p.Limit due
-// servers, one new job each. Call it on a pool, not in a transaction of your own: the lock is held
-// until the transaction ends.
+// Claim calls probe_claim_lease: it closes jobs past the in-flight window and claims up to
+// p.Limit due servers, one new job each, each server leased until its job's window ends. Call it
+// on a pool, not in a transaction of your own: the lock is held until the transaction ends.
 func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	inFlight := p.InFlight
 	if inFlight <= 0 {
@@ -55,9 +60,8 @@ func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
 	}
-	for i, j := range jobs {
-		jobs[i].Transport = ""
-		if t := Transport(j.Kind, nullIfEmpty(j.Transport)); t != nil {
+	for i := range jobs {
+		if t := Transport(jobs[i].Kind, jobs[i].StoredTransport); t != nil {
 			jobs[i].Transport = *t
 		}
 	}
@@ -102,4 +106,22 @@ func CountNotDue(ctx context.Context, db DBTX, now *time.Time) (int, *time.Time,
 		return 0, nil, fmt.Errorf("count servers not due: %w", err)
 	}
 	return c.Servers, c.Soonest, nil
+}
+
+// leasedCount is CountLeased's row.
+type leasedCount struct {
+	Leased int `db:"leased"`
+}
+
+// CountLeased counts the active servers in flight under a lease: a claim moved their next check
+// time to their open job's lease end, so they are not due until it, nor claimable.
+func CountLeased(ctx context.Context, db DBTX, inFlight time.Duration, now *time.Time) (int, error) {
+	if inFlight <= 0 {
+		inFlight = InFlightWindow
+	}
+	c, err := rowOf[leasedCount](ctx, db, "CountLeased", now, inFlight)
+	if err != nil {
+		return 0, fmt.Errorf("count leased servers: %w", err)
+	}
+	return c.Leased, nil
 }

@@ -1,17 +1,15 @@
 -- name: Claim
--- One claim: see probe_claim in migrations/00004_fencing.sql. Run it outside any transaction of the
--- caller's, so the advisory lock is released as soon as the claim commits.
--- The server's transport is read beside the claim, in the same statement (probe_claim returns
--- what its first version did, so the previous binary keeps working).
-SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.claimed_next_check_at, c.reason, c.requested_at,
-       coalesce(s.transport, '') AS transport
-  FROM probe_claim(p_round_id    => $1,
-                   p_invocation  => $2,
-                   p_limit       => $3,
-                   p_min_spacing => $4::interval,
-                   p_in_flight   => $5::interval,
-                   p_now         => $6::timestamptz) AS c
-  LEFT JOIN servers AS s ON s.id = c.server_id;
+-- One claim: probe_claim_lease (migrations/00009_claim_lease.sql), which leases each claimed server
+-- until its job's in-flight window ends. Run it outside any transaction of the caller's, so the
+-- advisory lock is released as soon as the claim commits.
+SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.transport, c.due_at,
+       c.claimed_next_check_at, c.reason, c.requested_at
+  FROM probe_claim_lease(p_round_id    => $1,
+                         p_invocation  => $2,
+                         p_limit       => $3,
+                         p_min_spacing => $4::interval,
+                         p_in_flight   => $5::interval,
+                         p_now         => $6::timestamptz) AS c;
 
 -- name: ClaimPreview
 -- What probe_claim would decide for each server whose next check time has passed, read-only and
@@ -55,3 +53,15 @@ SELECT v.id AS server_id, v.slug, v.status, v.next_check_at, v.reason, v.last_re
 SELECT count(*) AS servers, min(s.next_check_at) AS soonest
   FROM servers AS s
  WHERE s.status = 'active' AND s.next_check_at > coalesce($1::timestamptz, now());
+
+-- name: CountLeased
+-- Active servers in flight under a lease (probe_claim_lease, migrations/00009_claim_lease.sql): not
+-- due, their next check time the lease's end of their open job ($2 is the in-flight window).
+SELECT count(*) AS leased
+  FROM servers AS s
+ WHERE s.status = 'active'
+   AND s.next_check_at > coalesce($1::timestamptz, now())
+   AND EXISTS (SELECT 1 FROM probe_jobs AS o
+                WHERE o.server_id = s.id
+                  AND o.finished_at IS NULL
+                  AND s.next_check_at = o.requested_at + $2::interval);

@@ -111,7 +111,8 @@ func TestClaimDecidesEachServerAsThePreviewSays(t *testing.T) {
 			got := jobs[0]
 			require.Equal(t, id, got.ServerID)
 			require.Equal(t, tc.wantReason, got.Reason)
-			require.Equal(t, tc.server.NextCheckAt.UTC(), got.ClaimedNextCheckAt.UTC())
+			require.Equal(t, tc.server.NextCheckAt.UTC(), got.DueAt.UTC())
+			require.Equal(t, now.Add(queries.InFlightWindow), got.ClaimedNextCheckAt.UTC(), "the claim leases the server until its job's window ends")
 			require.Equal(t, now, got.RequestedAt.UTC())
 		})
 	}

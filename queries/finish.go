@@ -26,6 +26,8 @@ type FinishParams struct {
 	Envelope json.RawMessage
 	// Now, when set, stands in for the time of the finish.
 	Now *time.Time
+	// Kind is the server's check kind (mcp | http); FinishTxBatch orders a batch by it (see there).
+	Kind string
 }
 
 // FinishResult says what a finish changed. A false Advanced or JobFinished is not an error but

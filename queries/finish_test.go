@@ -109,8 +109,10 @@ func TestAFinishOfAJobClosedAsAbandonedKeepsTheRunAndSaysSo(t *testing.T) {
 			j, round := claimOne(t, pool)
 			// A later claim, past the in-flight window, closes the job as abandoned.
 			later := now.Add(16 * time.Minute)
-			_, err := queries.Claim(ctx, pool, queries.ClaimParams{Limit: 1, MinSpacing: 10 * time.Minute, Now: &later, RoundID: round})
+			// The job's lease ended with the window, so the same claim takes the server again.
+			again, err := queries.Claim(ctx, pool, queries.ClaimParams{Limit: 1, MinSpacing: 10 * time.Minute, Now: &later, RoundID: round})
 			require.NoError(t, err)
+			require.Len(t, again, 1, "the server is due again when its abandoned job's lease ends")
 
 			r := f.finish(t, pool, finishParams(j, later.Add(time.Second)))
 			require.False(t, r.JobFinished, "the open-job guard must miss")
@@ -126,7 +128,7 @@ func TestAFinishOfAJobClosedAsAbandonedKeepsTheRunAndSaysSo(t *testing.T) {
 			var late bool
 			require.NoError(t, pool.QueryRow(ctx, `SELECT s.next_check_at, r.late FROM servers AS s
 				JOIN probe_runs AS r ON r.server_id = s.id WHERE r.id = $1`, r.RunID).Scan(&next, &late))
-			require.True(t, next.Equal(j.ClaimedNextCheckAt), "next_check_at moved to %s", next)
+			require.True(t, next.Equal(again[0].ClaimedNextCheckAt), "next_check_at moved to %s", next)
 			require.True(t, late, "the run must be marked late")
 		})
 	}

@@ -174,6 +174,7 @@ type planJSON struct {
 	Skipped     map[string]int    `json:"skipped"`
 	NotDue      int               `json:"not_due"`
 	NextDueAt   *time.Time        `json:"next_due_at"`
+	Leased      int               `json:"leased"`
 	SSRFRefused int               `json:"ssrf_refused"`
 	Settings    roundSettingsJSON `json:"settings"`
 	Servers     []planServerJSON  `json:"servers"`
@@ -183,7 +184,7 @@ func renderPlan(f *factory, format string, p *probe.Plan) error {
 	if format == "json" {
 		out := planJSON{DryRun: true, Now: p.Now.UTC(), Capacity: p.Capacity, Due: len(p.Servers),
 			Claimable: p.Claimable, WouldClaim: p.WouldClaim, Skipped: p.Skipped, NotDue: p.NotDue,
-			NextDueAt: p.NextDueAt, SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
+			NextDueAt: p.NextDueAt, Leased: p.Leased, SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
 			Servers: make([]planServerJSON, 0, len(p.Servers))}
 		for _, s := range p.Servers {
 			out.Servers = append(out.Servers, planServerJSON{ServerID: s.ServerID, Slug: s.Slug, Status: s.Status,
@@ -212,6 +213,9 @@ func renderPlan(f *factory, format string, p *probe.Plan) error {
 		next = "next at " + f.IO.Time(*p.NextDueAt)
 	}
 	fmt.Fprintf(w, "%d active server(s) not due yet (%s)\n", p.NotDue, next)
+	fmt.Fprintf(w, "%d of them in flight under a lease: a claim takes due servers in (next check, id) order, skips those "+
+		"another claim holds, and moves each to its lease's end (claim + %s), due again then if its prober dies\n",
+		p.Leased, render.Duration(queries.InFlightWindow))
 	if len(p.Servers) == 0 {
 		return nil
 	}

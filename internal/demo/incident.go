@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,18 @@ func (e *env) oldOrder(r *probe.Round) {
 	})
 }
 
+// oldRounds runs n rounds with the code of the incident's time: its order of writes and its claim,
+// which did not lease the server (incident.UnleasedClaim), put back in the demo's own database for
+// these rounds only, so that deploy verify's drift check reads the shipped claim again after them.
+func (e *env) oldRounds(ctx context.Context, n int) error {
+	restore, err := incident.UnleasedClaim(ctx, e.pool)
+	if err != nil {
+		return err
+	}
+	_, err = e.rounds(ctx, n, e.oldOrder)
+	return errors.Join(err, restore(context.WithoutCancel(ctx)))
+}
+
 // incident replays the incident on the demo's own database.
 func (e *env) incident(ctx context.Context) error {
 	if err := e.startDatabase(ctx, incidentSteps); err != nil {
@@ -86,7 +99,8 @@ func (e *env) incident(ctx context.Context) error {
 	e.rep.Say("and widens the gap between the two writes for the first %d finishes of every round, as a slow network",
 		widenedPerRound)
 	e.rep.Say("round trip would, until the server is being checked again or %s pass", widenAtMost)
-	if _, err := e.rounds(ctx, sequentialRounds, e.oldOrder); err != nil {
+	e.rep.Say("and the claim of that time, which left a claimed server due while its job was open (no lease)")
+	if err := e.oldRounds(ctx, sequentialRounds); err != nil {
 		return err
 	}
 
@@ -95,7 +109,7 @@ func (e *env) incident(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.rounds(ctx, fanoutRounds, e.oldOrder); err != nil {
+	if err := e.oldRounds(ctx, fanoutRounds); err != nil {
 		return err
 	}
 
@@ -122,7 +136,7 @@ func (e *env) incident(ctx context.Context) error {
 	e.rep.RolledBack(e.res.Rollback)
 
 	e.rep.Step(8, incidentSteps, "the next rounds, fan-out off: same code, same order, one claimer again")
-	if _, err := e.rounds(ctx, afterRounds, e.oldOrder); err != nil {
+	if err := e.oldRounds(ctx, afterRounds); err != nil {
 		return err
 	}
 	e.rep.Say("$ probectl deploy verify --rounds %d", afterRounds)

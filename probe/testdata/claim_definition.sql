@@ -1,7 +1,8 @@
--- The definition (CREATE OR REPLACE FUNCTION ...) of the claim: probe_claim's 6-argument form.
+-- The definition (CREATE OR REPLACE FUNCTION ...) of the 6-argument form of the claim named $1
+-- (probe_claim or probe_claim_lease).
 SELECT pg_get_functiondef(p.oid)
   FROM pg_proc AS p
   JOIN pg_namespace AS n ON n.oid = p.pronamespace
  WHERE n.nspname = current_schema()
-   AND p.proname = 'probe_claim'
+   AND p.proname = $1
    AND p.pronargs = 6;

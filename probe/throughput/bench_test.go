@@ -2,9 +2,11 @@ package throughput
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -72,6 +74,9 @@ func BenchmarkThroughput(b *testing.B) {
 	b.Run("probectl claim+check+finish", func(b *testing.B) {
 		probectlGET = probectlRounds(b, pool, tracer, s, realCheck, servers, fleet.URL)
 	})
+	// Read before River runs in this process: the high-water mark of probectl's rounds alone (the
+	// benchmark's own PostgreSQL runs in other processes).
+	rss := peakRSS()
 	b.Run("river fetch+GET+complete", func(b *testing.B) {
 		riverGET = riverJobs(b, pool, slots, servers, fleet.URL, getFresh)
 	})
@@ -81,8 +86,10 @@ func BenchmarkThroughput(b *testing.B) {
 	b.Run("river no-op job", func(b *testing.B) {
 		riverNoop = riverJobs(b, pool, slots, servers, fleet.URL, func(context.Context, string) error { return nil })
 	})
-	b.Logf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f)",
-		probectlGET, riverGET, probectlGET/riverGET, probectlNoop, riverNoop, probectlNoop/riverNoop)
+	fmt.Printf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f); "+
+		"peak RSS of the rounds %.0f MiB",
+		probectlGET, riverGET, probectlGET/riverGET, probectlNoop, riverNoop, probectlNoop/riverNoop, float64(rss)/(1<<20))
+	fmt.Println()
 }
 
 // probectlRounds runs one round per iteration over servers freshly due, and reports servers/s
@@ -98,7 +105,8 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 		tracer.reset()
 		b.StartTimer()
 		start := time.Now()
-		round := &probe.Round{DB: pool, Settings: s, Checker: c}
+		round := &probe.Round{DB: pool, Settings: s, Checker: c,
+			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		sum, err := round.Run(ctx)
 		elapsed += time.Since(start)
 		require.NoError(b, err)
@@ -115,7 +123,9 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 	b.ReportMetric(float64(claims)/float64(b.N), "claims/round")
 	b.ReportMetric(ms(claimMean), "ms/claim")
 	b.ReportMetric(ms(finishMean), "ms/finish")
-	b.Logf("%d finishes per round", finishes/b.N)
+	b.Logf("%d claims (%.1f servers each), %d finishes (%d batches) per round; mean claim %.2f ms, mean finish %.2f ms "+
+		"(from the client, waits included; a batch's time shared among its finishes)",
+		claims/b.N, float64(tracer.claim.rows.Load())/float64(max(claims, 1)), finishes/b.N, int(tracer.batches.Load())/b.N, ms(claimMean), ms(finishMean))
 	return perSecond
 }
 
@@ -210,11 +220,15 @@ func reset(b *testing.B, pool *pgxpool.Pool, servers int, fleetURL string) {
 
 // costTracer sums the time of the statements that call probe_claim and probe_finish, from the
 // client's side (a claim's wait for the lock included).
-type costTracer struct{ claim, finish cost }
+type costTracer struct {
+	claim, finish cost
+	batches       atomic.Int64 // batches of finishes
+}
 
 type cost struct {
 	n     atomic.Int64
 	total atomic.Int64 // nanoseconds
+	rows  atomic.Int64 // rows returned: servers claimed, for claims
 }
 
 func (c *cost) mean() (int, time.Duration) {
@@ -236,13 +250,15 @@ func (t *costTracer) reset() {
 	for _, c := range []*cost{&t.claim, &t.finish} {
 		c.n.Store(0)
 		c.total.Store(0)
+		c.rows.Store(0)
 	}
+	t.batches.Store(0)
 }
 
 func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	var c *cost
 	switch {
-	case strings.Contains(data.SQL, "probe_claim("):
+	case strings.Contains(data.SQL, "probe_claim_lease("), strings.Contains(data.SQL, "probe_claim("):
 		c = &t.claim
 	case strings.Contains(data.SQL, "probe_finish("):
 		c = &t.finish
@@ -252,13 +268,49 @@ func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 	return context.WithValue(ctx, traceKey{}, traceStart{c: c, start: time.Now()})
 }
 
-func (t *costTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+func (t *costTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
 	if s, ok := ctx.Value(traceKey{}).(traceStart); ok {
 		s.c.n.Add(1)
 		s.c.total.Add(int64(time.Since(s.start)))
+		s.c.rows.Add(data.CommandTag.RowsAffected())
 	}
 }
 
-var _ pgx.QueryTracer = (*costTracer)(nil)
+// A batch of finishes (the completer's) counts as many finishes as it holds, its time shared
+// among them.
+type batchKey struct{}
+
+func (t *costTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	n := 0
+	for _, q := range data.Batch.QueuedQueries {
+		if strings.Contains(q.SQL, "probe_finish(") {
+			n++
+		}
+	}
+	if n == 0 {
+		return ctx
+	}
+	t.batches.Add(1)
+	return context.WithValue(ctx, batchKey{}, batchStart{n: n, start: time.Now()})
+}
+
+func (t *costTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (t *costTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	if s, ok := ctx.Value(batchKey{}).(batchStart); ok {
+		t.finish.n.Add(int64(s.n))
+		t.finish.total.Add(int64(time.Since(s.start)))
+	}
+}
+
+type batchStart struct {
+	n     int
+	start time.Time
+}
+
+var (
+	_ pgx.QueryTracer = (*costTracer)(nil)
+	_ pgx.BatchTracer = (*costTracer)(nil)
+)
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,107 @@
+package probe
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+// batchSizes is a pgx tracer that records how many statements each batch sent.
+type batchSizes struct {
+	mu    sync.Mutex
+	sizes []int
+	n     atomic.Int64
+}
+
+func (b *batchSizes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (b *batchSizes) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (b *batchSizes) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, data.Batch.Len())
+	b.mu.Unlock()
+	return ctx
+}
+func (b *batchSizes) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (b *batchSizes) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// barrierChecker holds every check until n checks have started, then lets them all end at once,
+// so that their finishes queue together.
+type barrierChecker struct {
+	n       int
+	mu      sync.Mutex
+	started int
+	all     chan struct{}
+}
+
+func (c *barrierChecker) Check(ctx context.Context, t check.Target) check.Result {
+	c.mu.Lock()
+	c.started++
+	if c.started == c.n {
+		close(c.all)
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.all:
+	case <-ctx.Done():
+	}
+	return (&okChecker{}).Check(ctx, t)
+}
+
+// Finishes are committed many per transaction, and a batch that fails (here one job's run is
+// refused by the database) is finished again one job at a time: every other job of the batch
+// ends with exactly one run, and only the refused one stays open, visibly.
+func TestABatchOfFinishesThatFailsIsFinishedOneJobAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	sizes := &batchSizes{}
+	pool := migrated.Pool(t, dbtest.MaxConns(8), dbtest.Tracer(sizes))
+	const servers = 10
+	ids := dueServers(t, pool, servers)
+	refused := ids[3]
+	_, err := pool.Exec(ctx, strings.Replace(testSQL(t, "refuse_runs_of_server.sql"), "NEW.server_id = 0",
+		"NEW.server_id = "+strconv.FormatInt(refused, 10), 1))
+	require.NoError(t, err)
+
+	s := settings(FinishTx)
+	s.Concurrency, s.ClaimLimit = servers, servers
+	r := &Round{DB: pool, Settings: s, Checker: &barrierChecker{n: servers, all: make(chan struct{})}}
+	sum, err := r.Run(ctx)
+	var incomplete *IncompleteError
+	require.ErrorAs(t, err, &incomplete, "the refused job's finish is a problem of the round")
+	require.Len(t, incomplete.Problems, 1)
+	require.Contains(t, incomplete.Problems[0], "refuses the runs of server")
+
+	sizes.mu.Lock()
+	biggest := 0
+	for _, n := range sizes.sizes {
+		biggest = max(biggest, n)
+	}
+	sizes.mu.Unlock()
+	require.Greater(t, biggest, 1, "no batch held more than one finish: %v", sizes.sizes)
+
+	jobs, err := queries.ListRoundJobs(ctx, pool, sum.RoundID)
+	require.NoError(t, err)
+	require.Len(t, jobs, servers)
+	for _, j := range jobs {
+		if j.ServerID == refused {
+			require.Nil(t, j.FinishedAt, "the refused job stays open")
+			require.Nil(t, j.RunID)
+			continue
+		}
+		require.NotNil(t, j.FinishedAt, "job %d of server %d left open", j.JobID, j.ServerID)
+		require.NotNil(t, j.RunID, "job %d of server %d has no run", j.JobID, j.ServerID)
+	}
+	require.Equal(t, servers-1, sum.Runs)
+}
