@@ -85,7 +85,6 @@ type WorkerRow struct {
 	SpoolFiles         int        `db:"spool_files"`
 	SpoolResults       int        `db:"spool_results"`
 	Alive              bool       `db:"alive"`
-	Leader             bool       `db:"leader"`
 }
 
 // QueueCounts are probectl's invocations in River's queue.
@@ -100,17 +99,38 @@ type QueueCounts struct {
 // WorkersShown bounds the workers status lists.
 const WorkersShown = 100
 
-// WorkerTablesExist says whether the workers' and River's tables are there.
-func WorkerTablesExist(ctx context.Context, db DBTX) (bool, error) {
-	rows, err := db.Query(ctx, SQL("WorkerTablesExist"))
+// WorkerTableState says whether the workers' and River's tables are there, and whether the
+// database is a standby (which cannot read River's UNLOGGED leader table).
+type WorkerTableState struct {
+	Exist   bool `db:"exist"`
+	Standby bool `db:"standby"`
+}
+
+// WorkerTables reads the WorkerTableState.
+func WorkerTables(ctx context.Context, db DBTX) (WorkerTableState, error) {
+	rows, err := db.Query(ctx, SQL("WorkerTables"))
 	if err != nil {
-		return false, fmt.Errorf("look for the workers' tables: %w", err)
+		return WorkerTableState{}, fmt.Errorf("look for the workers' tables: %w", err)
 	}
-	ok, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
+	st, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WorkerTableState])
 	if err != nil {
-		return false, fmt.Errorf("look for the workers' tables: %w", err)
+		return WorkerTableState{}, fmt.Errorf("look for the workers' tables: %w", err)
 	}
-	return ok, nil
+	return st, nil
+}
+
+// StatusLeader is the id of the worker River elected leader as of now; "" when none holds an
+// unexpired term.
+func StatusLeader(ctx context.Context, db DBTX, now time.Time) (string, error) {
+	rows, err := db.Query(ctx, SQL("StatusLeader"), now)
+	if err != nil {
+		return "", fmt.Errorf("read river's leader: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
 }
 
 // StatusWorkers lists the workers heard from within window of now: alive when their heartbeat is

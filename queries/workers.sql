@@ -70,24 +70,29 @@ SELECT EXISTS (SELECT 1
                                               AND attempted_at + make_interval(secs => (args ->> 'timeout_seconds')::float8) > now()))))
        AS due;
 
--- name: WorkerTablesExist
+-- name: WorkerTables
 -- Whether the workers' tables are there (a database migrated by a binary from before 00010, or
--- never migrated for River, has no workers to show).
+-- never migrated for River, has no workers to show), and whether this is a standby: River's
+-- river_leader is UNLOGGED, which a standby cannot read.
 SELECT to_regclass('probectl_workers') IS NOT NULL AND to_regclass('river_job') IS NOT NULL
-       AND to_regclass('river_leader') IS NOT NULL AS exist;
+       AND to_regclass('river_leader') IS NOT NULL AS exist,
+       pg_is_in_recovery()                         AS standby;
 
 -- name: StatusWorkers
 -- The workers heard from within $3 of $1, alive ones first: alive when not stopped and their last
--- heartbeat is within $2 of $1; leader when River's unexpired leader is this worker.
+-- heartbeat is within $2 of $1.
 SELECT w.id, w.host, w.pid, w.version, w.max_workers, w.started_at, w.heartbeat_at, w.stopped_at,
        w.invocations_running, w.spool_files, w.spool_results,
-       (w.stopped_at IS NULL AND w.heartbeat_at > $1::timestamptz - $2::interval) AS alive,
-       (l.leader_id IS NOT NULL)                                                  AS leader
+       (w.stopped_at IS NULL AND w.heartbeat_at > $1::timestamptz - $2::interval) AS alive
   FROM probectl_workers w
-  LEFT JOIN river_leader l ON l.leader_id = w.id AND l.expires_at > $1::timestamptz
  WHERE w.heartbeat_at > $1::timestamptz - $3::interval
  ORDER BY alive DESC, w.started_at, w.id
  LIMIT $4;
+
+-- name: StatusLeader
+-- The worker River elected leader, if its term has not expired at $1 (none: no row). Not on a
+-- standby: river_leader is UNLOGGED.
+SELECT leader_id FROM river_leader WHERE expires_at > $1::timestamptz;
 
 -- name: StatusQueue
 -- probectl's invocations in River's queue: waiting to run, running, waiting for a retry, and over
