@@ -50,9 +50,9 @@ func buildBinary(t *testing.T) string {
 type proc struct {
 	cmd   *exec.Cmd
 	spool string // its --spool-dir
-	done chan error
-	mu   sync.Mutex
-	log  strings.Builder
+	done  chan error
+	mu    sync.Mutex
+	log   strings.Builder
 }
 
 func startWorker(t *testing.T, bin, url string, args ...string) *proc {
