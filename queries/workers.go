@@ -58,19 +58,6 @@ func BeatWorkerRounds(ctx context.Context, db DBTX, ids []int64) (int64, error) 
 	return tag.RowsAffected(), nil
 }
 
-// TickDue says whether a tick has work: a queued round to close or a scheduled round due.
-func TickDue(ctx context.Context, db DBTX) (bool, error) {
-	rows, err := db.Query(ctx, SQL("TickDue"))
-	if err != nil {
-		return false, fmt.Errorf("is a round due: %w", err)
-	}
-	due, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
-	if err != nil {
-		return false, fmt.Errorf("is a round due: %w", err)
-	}
-	return due, nil
-}
-
 // WorkerRow is one worker as status shows it.
 type WorkerRow struct {
 	ID                 string     `db:"id"`

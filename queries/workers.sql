@@ -39,37 +39,6 @@ UPDATE probe_rounds
                    WHERE j.kind = 'probectl_invocation'
                      AND j.state IN ('available', 'pending', 'retryable', 'scheduled')));
 
--- name: TickDue
--- Is there work for a tick (probe/worker's Tick): a queued round whose invocations are all over
--- (to close), or a round due by the active release's schedule with no invocation still live? One
--- read, so that an idle leader inserts no tick job. The tick itself decides again, under its lock.
-WITH sched AS (
-    SELECT coalesce(r.round_every, d.round_every) AS every
-      FROM releases r
-      LEFT JOIN releases d ON d.id = r.derived_from
-     WHERE r.active
-)
-SELECT EXISTS (SELECT 1
-                 FROM probe_rounds r
-                WHERE r.finished_at IS NULL
-                  AND EXISTS (SELECT 1 FROM river_job j
-                               WHERE j.kind = 'probectl_invocation' AND (j.args ->> 'round_id')::bigint = r.id)
-                  AND NOT EXISTS (SELECT 1 FROM river_job j
-                                   WHERE j.kind = 'probectl_invocation' AND (j.args ->> 'round_id')::bigint = r.id
-                                     AND j.state NOT IN ('completed', 'discarded', 'cancelled')))
-    OR EXISTS (SELECT 1
-                 FROM sched
-                WHERE sched.every IS NOT NULL
-                  AND coalesce((SELECT max(started_at) FROM probe_rounds WHERE trigger = 'cron') + sched.every <= now(),
-                               true)
-                  AND NOT EXISTS (SELECT 1
-                                    FROM river_job
-                                   WHERE kind = 'probectl_invocation'
-                                     AND (state IN ('available', 'pending', 'retryable', 'scheduled')
-                                          OR (state = 'running'
-                                              AND attempted_at + make_interval(secs => (args ->> 'timeout_seconds')::float8) > now()))))
-       AS due;
-
 -- name: WorkerTables
 -- Whether the workers' tables are there (a database migrated by a binary from before 00010, or
 -- never migrated for River, has no workers to show), and whether this is a standby: River's

@@ -137,7 +137,7 @@ func (p *process) stopped() {
 func (p *process) tickJob() (river.JobArgs, *river.InsertOpts) {
 	ctx, cancel := context.WithTimeout(context.Background(), tickCheckTimeout)
 	defer cancel()
-	due, err := queries.TickDue(ctx, p.cfg.Pool)
+	due, err := tickHasWork(ctx, p.cfg.Pool)
 	if err == nil && !due {
 		return nil, nil
 	}

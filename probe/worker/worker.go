@@ -284,18 +284,7 @@ func Tick(ctx context.Context, pool *pgxpool.Pool, version, keyID string, client
 				return err
 			}
 		}
-		sched, err := queries.ActiveSchedule(ctx, tx)
-		if errors.Is(err, queries.ErrNoRelease) || (err == nil && sched.Every == 0) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if live, err := queries.LiveInvocations(ctx, tx); err != nil || live > 0 {
-			return err
-		}
-		since, err := queries.SinceScheduledRound(ctx, tx)
-		if err != nil || (since != nil && *since < sched.Every) {
+		if due, err := roundDue(ctx, tx); err != nil || !due {
 			return err
 		}
 		s, err := Settings(ctx, tx, version, probe.TriggerCron)
@@ -309,6 +298,37 @@ func Tick(ctx context.Context, pool *pgxpool.Pool, version, keyID string, client
 		return 0, fmt.Errorf("tick: %w", err)
 	}
 	return started, nil
+}
+
+// roundDue says whether the active release's schedule wants a round now: it has one, no
+// invocation is still queued or running (LiveInvocations), and the last scheduled round started at
+// least its interval ago.
+func roundDue(ctx context.Context, db queries.DBTX) (bool, error) {
+	sched, err := queries.ActiveSchedule(ctx, db)
+	if errors.Is(err, queries.ErrNoRelease) || (err == nil && sched.Every == 0) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if live, err := queries.LiveInvocations(ctx, db); err != nil || live > 0 {
+		return false, err
+	}
+	since, err := queries.SinceScheduledRound(ctx, db)
+	if err != nil || (since != nil && *since < sched.Every) {
+		return false, err
+	}
+	return true, nil
+}
+
+// tickHasWork says whether a tick would do anything: close a queued round whose invocations are
+// all over, or start a round. The tick decides again under its lock.
+func tickHasWork(ctx context.Context, db queries.DBTX) (bool, error) {
+	done, err := queries.RoundsDone(ctx, db)
+	if err != nil || len(done) > 0 {
+		return len(done) > 0, err
+	}
+	return roundDue(ctx, db)
 }
 
 // warnings passes on River's warnings and errors only: its routine counts every few seconds
