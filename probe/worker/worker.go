@@ -116,8 +116,8 @@ func Invocations(id int64, startedAt time.Time, s probe.Settings) []river.Insert
 }
 
 // Run runs the worker until ctx ends, then shuts down: it stops fetching, gives the checks in
-// flight Grace to end, cancels the rest (stored as interrupted; River retries their invocations)
-// and returns nil once River has stopped.
+// flight Grace to end, cancels the rest (stored as interrupted; River queues their invocations
+// again) and returns nil once River has stopped.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
