@@ -89,21 +89,17 @@ func (p *process) beat(ctx context.Context) (stop func()) {
 	}
 }
 
-// beatOnce is one heartbeat: the worker's row (with its spool's depth, replaying the spool first
-// when results wait there), the heartbeat of the queued rounds it runs or that wait for a worker,
-// and the removal of workers a day silent. A failed write is logged; the next beat tries again.
+// beatOnce is one heartbeat: the worker's row (with its spool's depth), the heartbeat of the
+// queued rounds it runs or that wait for a worker, and the removal of workers a day silent; then,
+// when results wait in the spool, a replay with what is left of the beat's time (the database may
+// be back; a file a live invocation writes is skipped). The writes come first, so that a long
+// replay never costs the heartbeat. A failed write is logged; the next beat tries again.
 func (p *process) beatOnce(ctx context.Context) {
 	log := p.cfg.Log
 	b := queries.WorkerBeat{ID: p.id, Host: p.host, PID: os.Getpid(), Version: p.cfg.Version, MaxWorkers: p.cfg.MaxWorkers}
-	if dir := p.cfg.SpoolDir; dir != "" {
+	dir := p.cfg.SpoolDir
+	if dir != "" {
 		sp, err := probe.InspectSpool(dir)
-		if err == nil && sp.Results > 0 {
-			// Results wait: the database may be back; a file a live invocation writes is skipped.
-			if rec, rerr := probe.Recover(ctx, p.cfg.Pool, dir, log); rerr == nil && rec.Stored+rec.AlreadyStored > 0 {
-				log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
-				sp, err = probe.InspectSpool(dir)
-			}
-		}
 		if err != nil {
 			log.Warn("read the spool for the heartbeat", "dir", dir, "err", err)
 		}
@@ -119,6 +115,12 @@ func (p *process) beatOnce(ctx context.Context) {
 	}
 	if err := queries.ForgetStaleWorkers(ctx, p.cfg.Pool); err != nil && ctx.Err() == nil {
 		log.Warn("remove stale workers", "err", err)
+	}
+	if b.SpoolResults > 0 {
+		rec, err := probe.Recover(ctx, p.cfg.Pool, dir, log)
+		if err == nil && rec.Stored+rec.AlreadyStored > 0 {
+			log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
+		}
 	}
 }
 

@@ -164,23 +164,37 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	writeSpooled(t, pool, dir, round, srv, job+1000, "orphan.jsonl") // no such job: it stays
 
 	cfg := Config{Pool: pool, Log: testLog(t), MaxWorkers: 1, Version: "dev", SpoolDir: dir,
-		heartbeatEvery: time.Hour} // one beat, at start
+		heartbeatEvery: 50 * time.Millisecond}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(wctx, cfg) }()
+	depth := func() [2]int {
+		var files, results int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT spool_files, spool_results FROM probectl_workers").Scan(&files, &results))
+		return [2]int{files, results}
+	}
+	runsOf := func(job int64) int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_runs WHERE job_id = $1", job).Scan(&n))
+		return n
+	}
 	waitFor(t, "the worker's first heartbeat", func() bool {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probectl_workers").Scan(&n))
 		return n == 1
 	})
+	require.Equal(t, 1, runsOf(job), "the spooled result was stored at start, before the first heartbeat")
+	require.Equal(t, [2]int{1, 1}, depth(), "the heartbeat reports what is left in the spool")
+
+	// A result spooled while the worker runs is stored by a later heartbeat.
+	later := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: testfactory.Server(ctx, t, pool, nil), RoundID: &round})
+	var srv2 int64
+	require.NoError(t, pool.QueryRow(ctx, "SELECT server_id FROM probe_jobs WHERE id = $1", later).Scan(&srv2))
+	writeSpooled(t, pool, dir, round, srv2, later, "later.jsonl")
+	waitFor(t, "a heartbeat to store the result spooled later", func() bool { return runsOf(later) == 1 })
+	waitFor(t, "the heartbeat to report the spool back to its one orphan", func() bool { return depth() == [2]int{1, 1} })
 	stop()
 	require.NoError(t, <-done)
-
-	var runs, files, results int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_runs WHERE job_id = $1", job).Scan(&runs))
-	require.Equal(t, 1, runs, "the spooled result was stored at start")
-	require.NoError(t, pool.QueryRow(ctx, "SELECT spool_files, spool_results FROM probectl_workers").Scan(&files, &results))
-	require.Equal(t, [2]int{1, 1}, [2]int{files, results}, "the heartbeat reports what is left in the spool")
 }
 
 // writeSpooled writes a spool file holding one result of job, as a round that could not store it
