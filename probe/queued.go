@@ -46,6 +46,10 @@ type Invocation struct {
 	Index   int // 0 is the cron invocation, 1.. the fan-out
 	// Deadline is the round's start plus its time budget: no claim starts after it.
 	Deadline time.Time
+	// SpoolDir, if set, is where this invocation spools the results it cannot store (one file of
+	// its own, as a round's), for the worker's next replay or `runs recover`; "" keeps such jobs
+	// open. The caller replays the spool (Recover), not the invocation.
+	SpoolDir string
 }
 
 // Run runs the invocation and returns its counts. The error is an *InterruptedError when ctx was
@@ -61,7 +65,15 @@ func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
 	}
 	r := &Round{DB: inv.DB, Settings: inv.Settings, Checker: inv.Checker, Signer: inv.Signer, Log: log}
 	st := &state{roundID: inv.RoundID, deadline: inv.Deadline}
+	if inv.SpoolDir != "" {
+		st.spool = &spool{dir: inv.SpoolDir, roundID: inv.RoundID}
+	}
 	p := r.invoke(ctx, st, inv.Index)
+	if st.spool != nil {
+		if err := st.spool.close(); err != nil {
+			st.problem("close spool file %s: %v", st.spool.path(), err)
+		}
+	}
 	st.mu.Lock()
 	problems := slices.Clone(st.problems)
 	st.mu.Unlock()

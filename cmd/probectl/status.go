@@ -191,6 +191,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 		}
 		p.table(tbl)
 	}
+	writeWorkers(p, io, st, r)
 	if sp := r.Spool; sp != nil {
 		p.title(st, "SPOOL")
 		p.linef("%s", st.Fail.Render(fmt.Sprintf("%d result(s) in %d file(s) in %s could not be stored: "+

@@ -27,8 +27,8 @@ func newWorkerCmd(f *factory) *cobra.Command {
 		Long: `Run a worker: a long-lived process that runs the invocations of rounds, as River jobs in the
 same PostgreSQL ('probectl migrate' creates River's tables). Start one or more on any machines.
 
-One worker among all of them is elected leader; every second it asks whether a round is due: the
-active release's schedule ('probectl deploy record --every 5m') says how often, and no round
+One worker among all of them is elected leader; every second it reads whether a round is due (and
+queues a job for it only then, so an idle leader writes nothing): the active release's schedule ('probectl deploy record --every 5m') says how often, and no round
 starts while an invocation of the previous one is still queued or running. A due round is
 recorded and its 1 + fan-out invocations queued in one transaction; any worker runs them (claim,
 check, sign, finish, exactly as 'run round' does), at most --max-workers at once per process.
@@ -39,9 +39,15 @@ round's budget and the finish's), is tried at most 3 times, and a job whose work
 rescued after the in-flight window plus a minute; its claims stay open until the window ends, so
 no other worker checks those servers meanwhile.
 
+Results an invocation checked but could not store (the database down longer than the finish's
+30-second budget) go to this machine's spool (--spool-dir); the worker stores what waits there
+when it starts and whenever its heartbeat finds results waiting. Every 10 seconds it writes its
+heartbeat (alive, invocations running, spool depth, version, host), which 'probectl status'
+shows on any machine, and keeps the rounds it runs alive.
+
 On SIGTERM or Ctrl-C the worker stops fetching jobs, gives the checks in flight 10 seconds, then
-cancels the rest (stored as interrupted, at probectl's fault; River retries their invocations)
-and exits 0.`,
+cancels the rest (stored as interrupted, at probectl's fault; River queues their invocations
+again, not counted as an attempt) and exits 0.`,
 		Example: `  probectl deploy record --fanout 19 --claim-limit 5 --concurrency 3 --every 5m
   probectl worker --signing-key /etc/probectl/probe.key --max-workers 20
   PROBECTL_SIGNING_KEY=probe.key probectl worker --spool-dir /var/lib/probectl/spool`,
@@ -52,7 +58,7 @@ and exits 0.`,
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
 	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback, private and link-local addresses")
-	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "directory of the local spool for runs that could not be stored")
+	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "where results that could not be stored wait, replayed at start (default $XDG_STATE_HOME/probectl)")
 	fl.IntVar(&opts.MaxWorkers, "max-workers", 10, "most invocations this process runs at once (1 to 1000)")
 	return cmd
 }
@@ -69,6 +75,9 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 		return err
 	}
 	cfg.Signer = signer
+	if cfg.SpoolDir, err = spoolDir(f, opts.SpoolDir); err != nil {
+		return err
+	}
 	if cfg.Pool, err = f.Pool(ctx); err != nil {
 		return err
 	}

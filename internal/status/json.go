@@ -23,6 +23,8 @@ type reportJSON struct {
 	RecentRounds          []roundJSON    `json:"recent_rounds"`
 	Duplicates24h         duplicatesJSON `json:"duplicates_24h"`
 	Spool                 *spoolJSON     `json:"spool"`
+	Workers               []workerJSON   `json:"workers"`
+	Queue                 *queueJSON     `json:"queue"`
 }
 
 // spoolJSON is what waits in the local spool: null when nothing waits (or, on serve's pages, when
@@ -129,6 +131,8 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Duplicates24h: duplicatesJSON{Since: r.Duplicates.Since.UTC(), Until: r.Duplicates.Until.UTC(),
 			WindowSeconds: audit.Seconds(r.Duplicates.Window), PairCount: r.Duplicates.Pairs(),
 			UnexplainedCount: r.Duplicates.Unexplained(), Pairs: []duplicatePairJSON{}},
+		Workers: workersJSON(r.Workers),
+		Queue:   queueToJSON(r.Queue),
 	}
 	if rel := r.ActiveRelease; rel != nil {
 		out.ActiveRelease = &releaseJSON{ID: rel.ID, Version: rel.Version, Kind: rel.Kind,

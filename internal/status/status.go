@@ -49,6 +49,11 @@ type Report struct {
 	RecentRounds []Round
 	RoundsTotal  int64
 	Duplicates   Duplicates
+	// Workers are the `probectl worker` processes heard from in the last WorkersWindow, alive ones
+	// first; Queue is their invocations in River's queue, nil when the database has no River
+	// tables.
+	Workers []Worker
+	Queue   *Queue
 	// Spool is what waits in this machine's spool (results a round could not store); nil when
 	// nothing waits, or it was not looked at (serve: the page is about the database).
 	Spool *Spool
@@ -186,6 +191,9 @@ func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
 		return nil, err
 	}
 	if r.Duplicates, err = duplicates(ctx, tx, now); err != nil {
+		return nil, err
+	}
+	if r.Workers, r.Queue, err = workers(ctx, tx, now); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -32,6 +32,7 @@ type view struct {
 	Rounds                      []roundView
 	Pairs                       []pairView
 	MorePairs                   string
+	Workers                     *workersView
 }
 
 type card struct {
@@ -112,6 +113,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		rv.Short = rd.Servers < rd.Jobs
 		v.Rounds = append(v.Rounds, rv)
 	}
+	v.Workers = newWorkersView(l, r)
 	if rep := r.Duplicates.Report; rep != nil {
 		for i, p := range rep.Pairs {
 			if i == maxPairs {

@@ -37,6 +37,9 @@ const (
 	// tickEvery is how often the leader asks whether a round is due; a round starts at most this
 	// late after its schedule says so.
 	tickEvery = time.Second
+	// tickCheckTimeout bounds the read that decides whether a tick job is inserted at all: River
+	// asks for it every tickEvery, and it must not block River's periodic enqueuer.
+	tickCheckTimeout = 2 * time.Second
 	// tickTimeout bounds a tick: a few short statements in one transaction.
 	tickTimeout = 30 * time.Second
 	// Grace is how long checks in flight get to end after SIGTERM; then they are cancelled and
@@ -65,6 +68,12 @@ type Config struct {
 	Version string
 	// NewChecker makes the checker of an invocation (nil: probe/check's real one).
 	NewChecker func(probe.Settings) probe.Checker
+	// SpoolDir, if set, is this machine's spool: replayed when the worker starts and whenever its
+	// heartbeat finds results waiting, and where invocations spool what they cannot store.
+	SpoolDir string
+
+	// heartbeatEvery replaces queries.RoundHeartbeatEvery (tests; 0: it).
+	heartbeatEvery time.Duration
 }
 
 // Validate checks the configuration: bad input is a *probe.SettingsError naming the setting.
@@ -110,8 +119,8 @@ func Invocations(id int64, startedAt time.Time, s probe.Settings) []river.Insert
 }
 
 // Run runs the worker until ctx ends, then shuts down: it stops fetching, gives the checks in
-// flight Grace to end, cancels the rest (stored as interrupted; River retries their invocations)
-// and returns nil once River has stopped.
+// flight Grace to end, cancels the rest (stored as interrupted; River queues their invocations
+// again) and returns nil once River has stopped.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -121,16 +130,40 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	client, err := NewClient(cfg)
+	if cfg.SpoolDir != "" {
+		// What this machine could not store before is stored before it runs anything new; a
+		// spool that cannot be used stops the worker before it fetches a job.
+		rec, err := probe.Recover(ctx, cfg.Pool, cfg.SpoolDir, cfg.Log)
+		if err != nil {
+			return err
+		}
+		cfg.Log.Info("spool replayed", "dir", rec.Dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored,
+			"left", rec.Left, "busy_files", rec.Busy)
+	}
+	p := newProcess(cfg)
+	client, err := p.client()
 	if err != nil {
 		return err
 	}
+	stopBeating := p.beat(ctx)
+	defer stopBeating()
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start river: %w", err)
 	}
-	cfg.Log.Info("worker started", "max_workers", cfg.MaxWorkers, "version", cfg.Version)
+	cfg.Log.Info("worker started", "id", p.id, "max_workers", cfg.MaxWorkers, "version", cfg.Version)
 	<-ctx.Done()
 	cfg.Log.Info("stopping: no more jobs fetched; checks in flight get " + Grace.String())
+	if err := stop(client); err != nil {
+		return err
+	}
+	stopBeating()
+	p.stopped()
+	return nil
+}
+
+// stop stops River: no more jobs fetched, Grace for the jobs in flight, then their contexts are
+// cancelled (their checks end at once and are stored as interrupted) and River waits for them.
+func stop(client *river.Client[pgx.Tx]) error {
 	soft, cancel := context.WithTimeout(context.Background(), Grace)
 	defer cancel()
 	if err := client.Stop(soft); err == nil {
@@ -144,14 +177,14 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// NewClient is the River client of a worker (Run starts it); a client that only inserts (run
-// round --via-queue) needs no workers, so it can be made with a nil-queue config as well.
-func NewClient(cfg Config) (*river.Client[pgx.Tx], error) {
+// client is the River client of the worker process p (Run starts it).
+func (p *process) client() (*river.Client[pgx.Tx], error) {
+	cfg := p.cfg
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &tickWorker{cfg: cfg})
-	river.AddWorker(workers, &invocationWorker{cfg: cfg})
+	river.AddWorker(workers, &invocationWorker{p: p})
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
-		ID:                   ClientID(),
+		ID:                   p.id,
 		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
 		Workers:              workers,
 		MaxAttempts:          MaxAttempts,
@@ -159,9 +192,7 @@ func NewClient(cfg Config) (*river.Client[pgx.Tx], error) {
 		JobTimeout:           tickTimeout,
 		Logger:               slog.New(warnings{cfg.Log.Handler()}),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
-			func() (river.JobArgs, *river.InsertOpts) {
-				return tickArgs{}, &river.InsertOpts{Queue: Queue, MaxAttempts: 1}
-			}, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true})},
+			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure river: %w", err)
@@ -182,7 +213,7 @@ func ClientID() string {
 // invocationWorker runs one invocation.
 type invocationWorker struct {
 	river.WorkerDefaults[InvocationArgs]
-	cfg Config
+	p *process
 }
 
 // Timeout is the invocation's worst case (probe.Settings.JobWorstCase): past it, its jobs could
@@ -192,18 +223,21 @@ func (w *invocationWorker) Timeout(j *river.Job[InvocationArgs]) time.Duration {
 }
 
 func (w *invocationWorker) Work(ctx context.Context, j *river.Job[InvocationArgs]) error {
+	cfg := w.p.cfg
 	s := j.Args.Settings
-	s.AllowPrivateTargets = w.cfg.AllowPrivateTargets
+	s.AllowPrivateTargets = cfg.AllowPrivateTargets
 	var c probe.Checker
-	if w.cfg.NewChecker != nil {
-		c = w.cfg.NewChecker(s)
+	if cfg.NewChecker != nil {
+		c = cfg.NewChecker(s)
 	} else {
 		c = check.New(s.CheckConfig())
 	}
-	inv := &probe.Invocation{DB: w.cfg.Pool, Settings: s, Checker: c, Signer: w.cfg.Signer, Log: w.cfg.Log,
-		RoundID: j.Args.RoundID, Index: j.Args.Invocation, Deadline: j.Args.StartedAt.Add(s.MaxDuration)}
+	inv := &probe.Invocation{DB: cfg.Pool, Settings: s, Checker: c, Signer: cfg.Signer, Log: cfg.Log,
+		RoundID: j.Args.RoundID, Index: j.Args.Invocation, Deadline: j.Args.StartedAt.Add(s.MaxDuration),
+		SpoolDir: cfg.SpoolDir}
+	defer w.p.running(j.Args.RoundID)()
 	p, err := inv.Run(ctx)
-	w.cfg.Log.Info("invocation done", "round", j.Args.RoundID, "invocation", j.Args.Invocation,
+	cfg.Log.Info("invocation done", "round", j.Args.RoundID, "invocation", j.Args.Invocation,
 		"attempt", j.Attempt, "claimed", p.Claimed, "done", p.Done, "err", err)
 	return err
 }
@@ -253,18 +287,7 @@ func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *r
 				return err
 			}
 		}
-		sched, err := queries.ActiveSchedule(ctx, tx)
-		if errors.Is(err, queries.ErrNoRelease) || (err == nil && sched.Every == 0) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if live, err := queries.LiveInvocations(ctx, tx); err != nil || live > 0 {
-			return err
-		}
-		since, err := queries.SinceScheduledRound(ctx, tx)
-		if err != nil || (since != nil && *since < sched.Every) {
+		if due, err := roundDue(ctx, tx); err != nil || !due {
 			return err
 		}
 		s, err := Settings(ctx, tx, version, probe.TriggerCron)
@@ -278,6 +301,37 @@ func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *r
 		return 0, fmt.Errorf("tick: %w", err)
 	}
 	return started, nil
+}
+
+// roundDue says whether the active release's schedule wants a round now: it has one, no
+// invocation is still queued or running (LiveInvocations), and the last scheduled round started at
+// least its interval ago.
+func roundDue(ctx context.Context, db queries.DBTX) (bool, error) {
+	sched, err := queries.ActiveSchedule(ctx, db)
+	if errors.Is(err, queries.ErrNoRelease) || (err == nil && sched.Every == 0) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if live, err := queries.LiveInvocations(ctx, db); err != nil || live > 0 {
+		return false, err
+	}
+	since, err := queries.SinceScheduledRound(ctx, db)
+	if err != nil || (since != nil && *since < sched.Every) {
+		return false, err
+	}
+	return true, nil
+}
+
+// tickHasWork says whether a tick would do anything: close a queued round whose invocations are
+// all over, or start a round. The tick decides again under its lock.
+func tickHasWork(ctx context.Context, db queries.DBTX) (bool, error) {
+	done, err := queries.RoundsDone(ctx, db)
+	if err != nil || len(done) > 0 {
+		return len(done) > 0, err
+	}
+	return roundDue(ctx, db)
 }
 
 // warnings passes on River's warnings and errors only: its routine counts every few seconds

@@ -22,7 +22,9 @@ import (
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/fakefleet"
+	"github.com/probectl/probectl/internal/pglaunch"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/release"
 )
 
@@ -45,16 +47,19 @@ func buildBinary(t *testing.T) string {
 
 // proc is one worker process; its stderr (logs) is kept for the failure message.
 type proc struct {
-	cmd  *exec.Cmd
-	done chan error
-	mu   sync.Mutex
-	log  strings.Builder
+	cmd   *exec.Cmd
+	spool string // its --spool-dir
+	done  chan error
+	mu    sync.Mutex
+	log   strings.Builder
 }
 
-func startWorker(t *testing.T, bin, url string) *proc {
+func startWorker(t *testing.T, bin, url string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, "worker", "--unsigned", "--allow-private-targets", "--max-workers", "4"),
-		done: make(chan error, 1)}
+	spool := filepath.Join(t.TempDir(), "spool")
+	args = append([]string{"worker", "--unsigned", "--allow-private-targets", "--max-workers", "4",
+		"--spool-dir", spool}, args...)
+	p := &proc{cmd: exec.Command(bin, args...), done: make(chan error, 1), spool: spool}
 	p.cmd.Env = append(os.Environ(), "PROBECTL_DATABASE_URL="+url)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
@@ -121,17 +126,42 @@ SELECT count(*)::int
                       AND (j.args ->> 'invocation')::int = pj.invocation
                       AND j.attempted_by[array_length(j.attempted_by, 1)] = $1)`
 
-// TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled runs three worker processes on one
-// database with a round every 5 seconds, kills the leader with -9 while a round runs, and checks
-// that rounds keep coming, that every server is checked or held by the dead worker's open jobs,
-// that no server is checked twice, and that the survivors stop cleanly on SIGTERM.
-func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled(t *testing.T) {
+// midRoundAfter finds a round started after $1 with an invocation running that holds open jobs.
+const midRoundAfter = `
+SELECT count(*)::int
+  FROM river_job j
+  JOIN probe_rounds r ON r.id = (j.args ->> 'round_id')::bigint AND r.started_at > $1
+ WHERE j.state = 'running' AND j.kind = 'probectl_invocation'
+   AND EXISTS (SELECT 1 FROM probe_jobs pj
+                WHERE pj.finished_at IS NULL AND pj.round_id = r.id
+                  AND pj.invocation = (j.args ->> 'invocation')::int)`
+
+// ownCluster starts a PostgreSQL of the test's own, migrated: the test restarts it, which the
+// shared test cluster must never see.
+func ownCluster(t *testing.T) (*pglaunch.Cluster, string) {
+	t.Helper()
+	ctx := context.Background()
+	cl, err := pglaunch.Start(ctx, pglaunch.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cl.Stop() })
+	url := cl.URL("postgres")
+	require.NoError(t, testfactory.Migrate(ctx, url))
+	return cl, url
+}
+
+// TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilledAndPostgresRestarts runs three worker
+// processes on one database with a round every 5 seconds, kills the leader with -9 while a round
+// runs, then restarts PostgreSQL (every session cut) while a later round runs, and checks that
+// rounds keep coming, that every server is checked or held by the dead worker's open jobs, that no
+// server is checked twice, that every check made is stored, and that the survivors stop cleanly
+// on SIGTERM.
+func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilledAndPostgresRestarts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts three processes and runs for about a minute")
+		t.Skip("starts a PostgreSQL and three processes, and runs for about a minute")
 	}
 	ctx := context.Background()
 	bin := buildBinary(t)
-	url := migrated.NewDB(t)
+	cl, url := ownCluster(t)
 	pool := dbtest.Pool(t, url)
 
 	// The fleet answers after a second, so a round lasts long enough to be killed midway.
@@ -173,12 +203,22 @@ func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled(t *testing.T) {
 	roundsAtKill := queryInt(t, pool, "SELECT count(*)::int FROM probe_rounds")
 	t.Logf("killed leader %s with %d round(s) started", leaderID, roundsAtKill)
 
+	// A later round, run by the survivors, is cut mid-way by a restart of PostgreSQL.
+	eventually(t, "a round after the kill running an invocation with open jobs", 2*time.Minute, func() bool {
+		return queryInt(t, pool, midRoundAfter, killedAt) > 0
+	})
+	require.NoError(t, cl.Shutdown())
+	require.NoError(t, cl.Resume(ctx))
+	pool.Reset() // the test's own connections were cut too
+	restartedAt := time.Now()
+	t.Logf("restarted PostgreSQL mid-round")
+
 	// Rounds keep coming until no server is due any more, and the last of them finishes.
 	eventually(t, "every server checked or held by the dead worker", 3*time.Minute, func() bool {
 		return queryInt(t, pool, "SELECT count(*)::int FROM servers WHERE next_check_at <= now() AND NOT EXISTS "+
 			"(SELECT 1 FROM probe_jobs j WHERE j.server_id = servers.id)") == 0 &&
 			queryInt(t, pool, "SELECT count(*)::int FROM probe_rounds WHERE finished_at IS NULL AND started_at > $1", killedAt) == 0 &&
-			queryInt(t, pool, "SELECT count(*)::int FROM probe_rounds WHERE started_at > $1", killedAt) > 0
+			queryInt(t, pool, "SELECT count(*)::int FROM probe_rounds WHERE started_at > $1", restartedAt) > 0
 	})
 	rounds := queryInt(t, pool, "SELECT count(*)::int FROM probe_rounds")
 	require.Greater(t, rounds, roundsAtKill, "rounds kept coming after the leader died")
@@ -217,5 +257,8 @@ func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilled(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("worker %d still running 30 s after SIGTERM", pid)
 		}
+		sp, err := probe.InspectSpool(p.spool)
+		require.NoError(t, err)
+		require.Zero(t, sp.Results, "worker %d left results in its spool", pid)
 	}
 }

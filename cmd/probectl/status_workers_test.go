@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/golden"
+	"github.com/probectl/probectl/internal/status/statustest"
+)
+
+// status shows the workers (alive, dead, stopped, the leader, what each runs and what waits in
+// its spool) and probectl's invocations in River's queue, read from any machine.
+func TestStatusShowsTheWorkersAndTheirQueue(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	statustest.SeedWorkers(context.Background(), t, pool)
+	out, stderr, err := statusAt(t, url)
+	require.NoError(t, err)
+	require.Empty(t, stderr)
+	golden.Require(t, "testdata/status_workers.table", []byte(out))
+
+	out, _, err = statusAt(t, url, "-o", "json")
+	require.NoError(t, err)
+	var got struct {
+		Workers []map[string]any `json:"workers"`
+		Queue   map[string]any   `json:"queue"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Equal(t, map[string]any{"waiting": 2.0, "running": 1.0, "retrying": 1.0, "retried_24h": 3.0,
+		"discarded_24h": 1.0}, got.Queue)
+	require.Len(t, got.Workers, 4)
+	first := got.Workers[0]
+	require.Equal(t, map[string]any{"id": statustest.LeaderWorker, "host": "web-1", "pid": 101.0, "version": "v1.4.0",
+		"alive": true, "leader": true, "invocations_running": 3.0, "max_workers": 10.0, "spool_files": 0.0,
+		"spool_results": 0.0, "started_at": "2026-10-07T19:00:00Z", "heartbeat_at": "2026-10-07T20:59:55Z",
+		"stopped_at": nil}, first)
+	alive := map[string]bool{}
+	for _, w := range got.Workers {
+		alive[w["id"].(string)] = w["alive"].(bool)
+	}
+	require.Equal(t, map[string]bool{statustest.LeaderWorker: true, statustest.SpoolWorker: true,
+		statustest.DeadWorker: false, statustest.StoppedWorker: false}, alive)
+}

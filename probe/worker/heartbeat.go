@@ -1,0 +1,147 @@
+package worker
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/queries"
+)
+
+// process is one worker process: its id among all workers, and the invocations it runs now,
+// which its heartbeat reports (probectl_workers) and keeps alive (probe_rounds.heartbeat_at).
+type process struct {
+	cfg  Config
+	id   string
+	host string
+
+	mu     sync.Mutex
+	rounds map[int64]int // round id -> invocations of it running here
+}
+
+func newProcess(cfg Config) *process {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return &process{cfg: cfg, id: ClientID(), host: host, rounds: map[int64]int{}}
+}
+
+// running counts an invocation of round id as running here until the returned done is called.
+func (p *process) running(id int64) (done func()) {
+	p.mu.Lock()
+	p.rounds[id]++
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.rounds[id]--; p.rounds[id] == 0 {
+			delete(p.rounds, id)
+		}
+	}
+}
+
+// snapshot is the rounds whose invocations run here and how many invocations run.
+func (p *process) snapshot() (ids []int64, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, k := range p.rounds {
+		ids = append(ids, id)
+		n += k
+	}
+	return ids, n
+}
+
+// beat writes the heartbeat now and then every queries.RoundHeartbeatEvery until stop is called
+// (stop waits for a beat under way). It goes on after ctx ends, while River's grace runs: the
+// rounds whose checks are finishing are still alive.
+func (p *process) beat(ctx context.Context) (stop func()) {
+	every := queries.RoundHeartbeatEvery
+	if p.cfg.heartbeatEvery > 0 {
+		every = p.cfg.heartbeatEvery
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			bctx, bcancel := context.WithTimeout(ctx, every)
+			p.beatOnce(bctx)
+			bcancel()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+		})
+	}
+}
+
+// beatOnce is one heartbeat: the worker's row (with its spool's depth), the heartbeat of the
+// queued rounds it runs or that wait for a worker, and the removal of workers a day silent; then,
+// when results wait in the spool, a replay with what is left of the beat's time (the database may
+// be back; a file a live invocation writes is skipped). The writes come first, so that a long
+// replay never costs the heartbeat. A failed write is logged; the next beat tries again.
+func (p *process) beatOnce(ctx context.Context) {
+	log := p.cfg.Log
+	b := queries.WorkerBeat{ID: p.id, Host: p.host, PID: os.Getpid(), Version: p.cfg.Version, MaxWorkers: p.cfg.MaxWorkers}
+	dir := p.cfg.SpoolDir
+	if dir != "" {
+		sp, err := probe.InspectSpool(dir)
+		if err != nil {
+			log.Warn("read the spool for the heartbeat", "dir", dir, "err", err)
+		}
+		b.SpoolFiles, b.SpoolResults = sp.Files, sp.Results
+	}
+	ids, n := p.snapshot()
+	b.InvocationsRunning = n
+	if err := queries.UpsertWorker(ctx, p.cfg.Pool, b); err != nil && ctx.Err() == nil {
+		log.Warn("worker heartbeat failed; the next one tries again", "err", err)
+	}
+	if _, err := queries.BeatWorkerRounds(ctx, p.cfg.Pool, ids); err != nil && ctx.Err() == nil {
+		log.Warn("round heartbeat failed; the next one tries again", "rounds", ids, "err", err)
+	}
+	if err := queries.ForgetStaleWorkers(ctx, p.cfg.Pool); err != nil && ctx.Err() == nil {
+		log.Warn("remove stale workers", "err", err)
+	}
+	if b.SpoolResults > 0 {
+		rec, err := probe.Recover(ctx, p.cfg.Pool, dir, log)
+		if err == nil && rec.Stored+rec.AlreadyStored > 0 {
+			log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
+		}
+	}
+}
+
+// stopped records a clean stop, so status shows this worker stopped rather than dead.
+func (p *process) stopped() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := queries.StopWorker(ctx, p.cfg.Pool, p.id); err != nil {
+		p.cfg.Log.Warn("record the worker's stop", "err", err)
+	}
+}
+
+// tickJob is the periodic job's constructor: a tick job only when a tick has work (a queued
+// round to close, or a round due), so that an idle leader inserts nothing. If the check fails,
+// the tick is inserted anyway: the tick decides again under its lock, and says what failed.
+func (p *process) tickJob() (river.JobArgs, *river.InsertOpts) {
+	ctx, cancel := context.WithTimeout(context.Background(), tickCheckTimeout)
+	defer cancel()
+	due, err := tickHasWork(ctx, p.cfg.Pool)
+	if err == nil && !due {
+		return nil, nil
+	}
+	return tickArgs{}, &river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+}

@@ -1,0 +1,254 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+	"github.com/probectl/probectl/release"
+)
+
+var migratedInternal = dbtest.NewTemplate("worker_internal_tmpl", testfactory.Migrate)
+
+// parkedChecker holds every check until release is closed (or its context ends), and says on
+// entered when one starts.
+type parkedChecker struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *parkedChecker) Check(ctx context.Context, _ check.Target) check.Result {
+	c.entered <- struct{}{}
+	select {
+	case <-c.release:
+		return check.Result{Outcome: check.OutcomeOK}
+	case <-ctx.Done():
+		return check.Result{Outcome: check.OutcomeError, Error: "interrupted"}
+	}
+}
+
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// recordRelease records an active release of version dev, with a schedule of every (0: none).
+func recordRelease(t *testing.T, pool *pgxpool.Pool, every time.Duration) {
+	t.Helper()
+	rs := release.DefaultSettings()
+	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 0, 1, 1
+	_, err := release.Record(context.Background(), pool, release.RecordRequest{Version: "dev", Settings: rs, Every: every, Actor: "test"})
+	require.NoError(t, err)
+}
+
+func heartbeatAge(t *testing.T, pool *pgxpool.Pool, round int64) time.Duration {
+	t.Helper()
+	var age time.Duration
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT clock_timestamp() - heartbeat_at FROM probe_rounds WHERE id = $1", round).Scan(&age))
+	return age
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A round whose invocation a worker runs heartbeats while it runs, as a `run round` round does:
+// without it, status and deploy verify would judge a long worker round dead. The worker's own row
+// says it runs one invocation, then, after a clean stop, that it stopped.
+func TestAWorkerKeepsTheRoundItRunsAlive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
+	recordRelease(t, pool, 0)
+	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{URL: "http://127.0.0.1:1/"})
+	s, err := Settings(ctx, pool, "dev", probe.TriggerManual)
+	require.NoError(t, err)
+
+	c := &parkedChecker{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	cfg := Config{Pool: pool, Log: testLog(t), MaxWorkers: 2, Version: "dev", AllowPrivateTargets: true,
+		NewChecker: func(probe.Settings) probe.Checker { return c }, heartbeatEvery: 50 * time.Millisecond}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(wctx, cfg) }()
+
+	q, err := EnqueueRound(ctx, pool, s, "")
+	require.NoError(t, err)
+	<-c.entered // the invocation holds its check: the round is mid-way
+	// Make the round look as old as a dead one, then see a heartbeat bring it back.
+	_, err = pool.Exec(ctx, "UPDATE probe_rounds SET heartbeat_at = heartbeat_at - interval '1 hour' WHERE id = $1", q.RoundID)
+	require.NoError(t, err)
+	waitFor(t, "the worker's heartbeat of the round it runs", func() bool {
+		return heartbeatAge(t, pool, q.RoundID) < queries.RoundDeadAfter
+	})
+	var running int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT invocations_running FROM probectl_workers").Scan(&running))
+	require.Equal(t, 1, running, "the worker's heartbeat says it runs one invocation")
+
+	close(c.release)
+	sum, err := WaitRound(ctx, pool, q)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Runs)
+	stop()
+	require.NoError(t, <-done)
+	var stopped bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT stopped_at IS NOT NULL FROM probectl_workers").Scan(&stopped))
+	require.True(t, stopped, "a clean stop is recorded")
+}
+
+// A heartbeat keeps alive the rounds whose invocations wait in the queue (a live worker will run
+// them), but not a round whose invocation is running on another worker: if that worker is dead,
+// its round must be seen dead, as a killed `run round` is.
+func TestAHeartbeatKeepsQueuedRoundsAliveButNotAnotherWorkersRunningOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
+	recordRelease(t, pool, 0)
+	s, err := Settings(ctx, pool, "dev", probe.TriggerManual)
+	require.NoError(t, err)
+	waiting, err := EnqueueRound(ctx, pool, s, "")
+	require.NoError(t, err)
+	elsewhere, err := EnqueueRound(ctx, pool, s, "")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1,
+	                                              attempted_by = '{other-1}'
+	                          WHERE (args ->> 'round_id')::bigint = $1`, elsewhere.RoundID)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "UPDATE probe_rounds SET heartbeat_at = heartbeat_at - interval '1 hour'")
+	require.NoError(t, err)
+
+	newProcess(Config{Pool: pool, Log: testLog(t), MaxWorkers: 1, Version: "dev"}).beatOnce(ctx)
+	require.Less(t, heartbeatAge(t, pool, waiting.RoundID), queries.RoundDeadAfter, "a queued round is alive")
+	require.Greater(t, heartbeatAge(t, pool, elsewhere.RoundID), queries.RoundDeadAfter,
+		"another worker's running round is not kept alive here")
+}
+
+// A worker stores what waits in its spool before it runs anything, and its heartbeat reports
+// what is left there (a result whose job is gone cannot be stored), since status on another
+// machine cannot read this one's files.
+func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
+	srv := testfactory.Server(ctx, t, pool, nil)
+	round := testfactory.Round(ctx, t, pool, nil)
+	job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	writeSpooled(t, pool, dir, round, srv, job, "stored.jsonl")
+	writeSpooled(t, pool, dir, round, srv, job+1000, "orphan.jsonl") // no such job: it stays
+
+	cfg := Config{Pool: pool, Log: testLog(t), MaxWorkers: 1, Version: "dev", SpoolDir: dir,
+		heartbeatEvery: 50 * time.Millisecond}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(wctx, cfg) }()
+	depth := func() [2]int {
+		var files, results int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT spool_files, spool_results FROM probectl_workers").Scan(&files, &results))
+		return [2]int{files, results}
+	}
+	runsOf := func(job int64) int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_runs WHERE job_id = $1", job).Scan(&n))
+		return n
+	}
+	waitFor(t, "the worker's first heartbeat", func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probectl_workers").Scan(&n))
+		return n == 1
+	})
+	require.Equal(t, 1, runsOf(job), "the spooled result was stored at start, before the first heartbeat")
+	require.Equal(t, [2]int{1, 1}, depth(), "the heartbeat reports what is left in the spool")
+
+	// A result spooled while the worker runs is stored by a later heartbeat.
+	later := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: testfactory.Server(ctx, t, pool, nil), RoundID: &round})
+	var srv2 int64
+	require.NoError(t, pool.QueryRow(ctx, "SELECT server_id FROM probe_jobs WHERE id = $1", later).Scan(&srv2))
+	writeSpooled(t, pool, dir, round, srv2, later, "later.jsonl")
+	waitFor(t, "a heartbeat to store the result spooled later", func() bool { return runsOf(later) == 1 })
+	waitFor(t, "the heartbeat to report the spool back to its one orphan", func() bool { return depth() == [2]int{1, 1} })
+	stop()
+	require.NoError(t, <-done)
+}
+
+// writeSpooled writes a spool file holding one result of job, as a round that could not store it
+// would have.
+func writeSpooled(t *testing.T, pool *pgxpool.Pool, dir string, round, srv, job int64, name string) {
+	t.Helper()
+	var claimed time.Time
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
+	now := time.Now().UTC()
+	line, err := json.Marshal(map[string]any{"round_id": round, "slug": "s", "finish": "tx", "job_id": job,
+		"server_id": srv, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
+		"check_finished_at": now, "requests": 1, "result": map[string]any{"outcome": "ok"}, "spooled_at": now,
+		"cause": "finish job: connection refused"})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-%s", round, name)), append(line, '\n'), 0o600))
+}
+
+// The leader inserts a tick job only when a tick has work: an idle leader, whose schedule is not
+// due or whose round's invocations are still queued, inserts none (it used to insert one every
+// second, each kept by River for a day).
+func TestTheLeaderInsertsATickOnlyWhenATickHasWork(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
+	p := newProcess(Config{Pool: pool, Log: testLog(t), MaxWorkers: 1, Version: "dev"})
+	inserts := func() bool { args, _ := p.tickJob(); return args != nil }
+
+	require.False(t, inserts(), "no release: nothing to schedule")
+	recordRelease(t, pool, 0)
+	require.False(t, inserts(), "a release without a schedule")
+	recordRelease(t, pool, time.Hour)
+	require.True(t, inserts(), "a schedule and no round yet: a round is due")
+
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	id, err := Tick(ctx, pool, "dev", "", client)
+	require.NoError(t, err)
+	require.NotZero(t, id)
+	require.False(t, inserts(), "a round just started, its invocations queued: nothing to do")
+
+	_, err = pool.Exec(ctx, "UPDATE probe_rounds SET started_at = started_at - interval '2 hours'")
+	require.NoError(t, err)
+	require.False(t, inserts(), "due by the schedule, but the previous round's invocations are queued")
+
+	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now(), attempted_at = now(),
+	                                              attempted_by = '{w-1}', attempt = 1`)
+	require.NoError(t, err)
+	require.True(t, inserts(), "every invocation over: the round is to be closed, and the next is due")
+	_, err = Tick(ctx, pool, "dev", "", client)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now(), attempted_at = now(),
+	                                              attempted_by = '{w-1}', attempt = 1`)
+	require.NoError(t, err)
+	_, err = Tick(ctx, pool, "dev", "", client) // closes the second round; the next is an hour away
+	require.NoError(t, err)
+	require.False(t, inserts(), "rounds closed and none due: idle")
+}
