@@ -75,20 +75,6 @@ func DirectoryExpiring(ctx context.Context, db DBTX, limit int, before time.Time
 	return out, total, nil
 }
 
-// DirectoryPage returns one page of the directory sorted by slug, outcome or uptime, and how many
-// servers there are.
-func DirectoryPage(ctx context.Context, db DBTX, sort string, desc bool, limit, offset int) ([]DirectoryEntry, int64, error) {
-	rows, err := collect[DirectoryEntry](ctx, db, "DirectoryPage", sort, desc, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	var total int64
-	if err := db.QueryRow(ctx, SQL("DirectoryTotal")).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count servers: %w", err)
-	}
-	return rows, total, nil
-}
-
 // ServerRollup returns one server's directory entry (nil: no such slug).
 func ServerRollup(ctx context.Context, db DBTX, slug string) (*DirectoryEntry, error) {
 	return optionalRow[DirectoryEntry](ctx, db, "ServerRollup", slug)

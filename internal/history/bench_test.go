@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
@@ -22,11 +24,15 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// BenchmarkServerViews loads a directory with a month of runs, migrates it to 00007 (timing the
-// backfill of the rollup), and times what the history views do beside a primary-key lookup of a
-// run on the same data (the floor): servers show, the page /servers/SLUG, the page /servers and
-// runs list --server. It prints the median of PROBECTL_BENCH_REPS (default 5) reads of each, and
-// their ratios to the floor.
+// BenchmarkServerViews loads a directory with a month of runs (set-based INSERT ... SELECT
+// generate_series, before migration 00007, as a database that upgrades across it), migrates it to
+// 00007 and later (timing the migration: its backfill of the rollup is most of it), and times
+// what the history views do beside a primary-key lookup of a run on the same data (the floor):
+// servers show, the page /servers/SLUG, the page /servers (first and deep pages) and runs list
+// --server. It prints the median of PROBECTL_BENCH_REPS (default 5) reads of each, and their
+// ratios to the floor. Then it times probe_finish with the rollup trigger of 00007 and without it
+// (dropped: this is a benchmark's database) on the same data, side by side. Each phase's time goes
+// to stderr as it ends, so a slow phase names itself.
 //
 // The default size is small so `make bench` stays short:
 //
@@ -40,10 +46,12 @@ func BenchmarkServerViews(b *testing.B) {
 	servers := envInt(b, "PROBECTL_BENCH_SERVERS", 2_000)
 	runs := envInt(b, "PROBECTL_BENCH_RUNS", 100_000)
 	reps := envInt(b, "PROBECTL_BENCH_REPS", 5)
+	finishes := envInt(b, "PROBECTL_BENCH_FINISHES", 200)
 	perServer := max(runs/servers, 1)
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	now := start.Add(30 * 24 * time.Hour)
 	ctx := context.Background()
+	phase := phases()
 
 	url := dbtest.NewEmptyDB(b)
 	pool, err := queries.Connect(ctx, url, "bench", queries.ConnectOptions{StatementTimeout: 60 * time.Minute})
@@ -65,19 +73,25 @@ func BenchmarkServerViews(b *testing.B) {
 
 	load, err := os.ReadFile("testdata/bench_load.sql")
 	require.NoError(b, err)
-	t0 := time.Now()
 	args := [][]any{{servers, start}, {perServer, start}, {}}
+	names := []string{"load servers", "load jobs", "load runs"}
 	for i, stmt := range strings.Split(string(load), ";\n\n") {
 		_, err = pool.Exec(ctx, stmt, args[i]...)
 		require.NoError(b, err)
+		phase(names[i])
 	}
-	b.Logf("loaded %d servers x %d runs over 30 days in %s", servers, perServer, time.Since(t0).Round(time.Millisecond))
-	t0 = time.Now()
+	_, err = pool.Exec(ctx, "ANALYZE")
+	require.NoError(b, err)
+	phase("analyze")
+	_, err = p.UpTo(ctx, historyVersion)
+	require.NoError(b, err)
+	migration := phase("migration 00007 (its backfill of the rollup)")
 	_, err = p.Up(ctx)
 	require.NoError(b, err)
-	b.Logf("migration 00007 and later (backfilling the rollup) took %s", time.Since(t0).Round(time.Millisecond))
+	phase("later migrations")
 	_, err = pool.Exec(ctx, "VACUUM ANALYZE")
 	require.NoError(b, err)
+	phase("vacuum analyze")
 
 	slug := fmt.Sprintf("s-%07d", servers/2)
 	var runID int64
@@ -93,18 +107,21 @@ func BenchmarkServerViews(b *testing.B) {
 			return nil
 		}
 	}
+	deep := max(servers/history.DefaultPerPage-1, 1) // the last page but one
+	floor := func() error {
+		var n int64
+		return pool.QueryRow(ctx, `SELECT requests FROM probe_runs WHERE id = $1`, runID).Scan(&n)
+	}
 	cases := []struct {
 		name string
 		read func() error
 	}{
-		{"primary-key lookup of a run (floor)", func() error {
-			var n int64
-			return pool.QueryRow(ctx, `SELECT requests FROM probe_runs WHERE id = $1`, runID).Scan(&n)
-		}},
 		{"servers show SLUG", func() error { _, err := history.ShowServer(ctx, pool, slug, &now); return err }},
 		{"GET /servers/SLUG", page("/servers/" + slug)},
 		{"GET /servers", page("/servers")},
-		{"GET /servers?sort=uptime&page=100", page("/servers?sort=uptime&page=100")},
+		{"GET /servers?sort=uptime", page("/servers?sort=uptime")},
+		{fmt.Sprintf("GET /servers?sort=uptime&page=%d", deep), page(fmt.Sprintf("/servers?sort=uptime&page=%d", deep))},
+		{fmt.Sprintf("GET /servers.json?page=%d", deep), page(fmt.Sprintf("/servers.json?page=%d", deep))},
 		{"runs list --server SLUG", func() error {
 			_, err := history.ListRuns(ctx, pool, queries.RunFilter{Server: slug, Limit: 50})
 			return err
@@ -115,25 +132,83 @@ func BenchmarkServerViews(b *testing.B) {
 		}},
 	}
 	b.ResetTimer()
-	var floor time.Duration
-	out := fmt.Sprintf("\n%d servers, %d runs over 30 days; median of %d reads\n%-40s %12s %10s\n", servers, servers*perServer, reps, "read", "median", "x floor")
+	out := fmt.Sprintf("\n%d servers, %d runs over 30 days (migration 00007 took %s); median of %d reads\n%-44s %12s %10s\n",
+		servers, servers*perServer, migration.Round(time.Millisecond), reps, "read", "median", "x floor")
+	floorMed := median(b, reps, floor)
+	out += fmt.Sprintf("%-44s %12s %10.1f\n", "primary-key lookup of a run (floor)", floorMed.Round(time.Microsecond), 1.0)
 	for _, c := range cases {
-		require.NoError(b, c.read()) // warm the cache and the statement cache
-		times := make([]time.Duration, 0, reps)
-		for range reps {
-			t := time.Now()
-			require.NoError(b, c.read())
-			times = append(times, time.Since(t))
-		}
-		slices.Sort(times)
-		med := times[len(times)/2]
-		if floor == 0 {
-			floor = med
-		}
-		out += fmt.Sprintf("%-40s %12s %10.1f\n", c.name, med.Round(time.Microsecond), float64(med)/float64(floor))
+		med := median(b, reps, c.read)
+		out += fmt.Sprintf("%-44s %12s %10.1f\n", c.name, med.Round(time.Microsecond), float64(med)/float64(floorMed))
 	}
+	phase("reads")
+
+	// probe_finish with the rollup trigger, then without it, each over its own open jobs.
+	with := benchFinishes(b, pool, finishes, 0, now)
+	_, err = pool.Exec(ctx, `DROP TRIGGER probe_runs_rollup ON probe_runs`)
+	require.NoError(b, err)
+	without := benchFinishes(b, pool, finishes, finishes, now)
+	out += fmt.Sprintf("\nprobe_finish, median of %d, one server each\n%-44s %12s %10s\n", finishes, "finish", "median", "x without")
+	out += fmt.Sprintf("%-44s %12s %10.1f\n", "without the rollup trigger", without.Round(time.Microsecond), 1.0)
+	out += fmt.Sprintf("%-44s %12s %10.1f\n", "with the rollup trigger (00007)", with.Round(time.Microsecond), float64(with)/float64(without))
+	phase("finishes")
 	b.StopTimer()
 	fmt.Print(out)
+}
+
+// benchFinishes opens one job on each of n servers from the offset-th (servers that already have
+// a month of runs), then finishes them one by one through probe_finish, and returns the median.
+func benchFinishes(b *testing.B, pool *pgxpool.Pool, n, offset int, now time.Time) time.Duration {
+	ctx := context.Background()
+	type open struct {
+		Job  int64     `db:"job_id"`
+		Next time.Time `db:"next_check_at"`
+	}
+	rows, err := pool.Query(ctx, `
+		INSERT INTO probe_jobs (server_id, reason, requested_at)
+		SELECT s.id, 'manual', $3::timestamptz FROM servers AS s ORDER BY s.id LIMIT $1 OFFSET $2
+		RETURNING id AS job_id, (SELECT s.next_check_at FROM servers AS s WHERE s.id = server_id) AS next_check_at`,
+		n, offset, now)
+	require.NoError(b, err)
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[open])
+	require.NoError(b, err)
+	require.Len(b, jobs, n)
+	result := `{"outcome":"ok","summary":"HTTP 200","requests":[{"method":"GET","url":"https://s.example/","status":200,` +
+		`"tls":{"cert_not_after":"2027-01-01T00:00:00Z"}}]}`
+	times := make([]time.Duration, 0, n)
+	for _, j := range jobs {
+		t := time.Now()
+		_, err := pool.Exec(ctx, `SELECT * FROM probe_finish($1, $2, 'ok', NULL, $3, $4, 1, $5::jsonb, NULL, $4)`,
+			j.Job, j.Next, now, now.Add(100*time.Millisecond), result)
+		times = append(times, time.Since(t))
+		require.NoError(b, err)
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
+}
+
+// median warms a read once (the cache and the statement cache), then returns the median of reps.
+func median(b *testing.B, reps int, read func() error) time.Duration {
+	require.NoError(b, read())
+	times := make([]time.Duration, 0, reps)
+	for range reps {
+		t := time.Now()
+		require.NoError(b, read())
+		times = append(times, time.Since(t))
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
+}
+
+// phases returns a function that prints, to stderr, how long the phase it names took since the
+// previous call, and returns it.
+func phases() func(name string) time.Duration {
+	last := time.Now()
+	return func(name string) time.Duration {
+		d := time.Since(last)
+		last = time.Now()
+		fmt.Fprintf(os.Stderr, "bench: %-46s %s\n", name, d.Round(time.Millisecond))
+		return d
+	}
 }
 
 func envInt(b *testing.B, name string, def int) int {
