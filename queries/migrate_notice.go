@@ -28,14 +28,9 @@ const NoticeRuns = 10_000
 // today, that 00007 on a database with many runs makes finishes wait for about how long. None when
 // nothing pending is slow.
 func MigrationNotices(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-	p, err := provider(pool)
+	st, err := gooseStatus(ctx, pool)
 	if err != nil {
 		return nil, err
-	}
-	defer p.Close()
-	st, err := p.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read migration status: %w", err)
 	}
 	pending := false
 	for _, m := range st {
