@@ -18,7 +18,7 @@ const historyMigration = 7
 
 // HistoryBackfillPerMillionRuns is how long migration 00007 took per million stored runs in
 // BenchmarkServerViews at 5,000,000 runs (docs/history.md): a guide, not a promise.
-const HistoryBackfillPerMillionRuns = 60 * time.Second
+const HistoryBackfillPerMillionRuns = 3 * time.Minute
 
 // NoticeRuns is the number of stored runs from which `probectl migrate` warns before applying
 // 00007.
