@@ -220,7 +220,8 @@ func sampleStatements(b *testing.B, pool *pgxpool.Pool) (stop func()) {
 			rows, err := pool.Query(ctx, `
 				SELECT a.query_start, regexp_replace(left(a.query, 200), '\s+', ' ', 'g') AS query
 				  FROM pg_stat_activity AS a
-				 WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.state = 'active'`)
+				 WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.state = 'active'
+				   AND a.backend_type = 'client backend'`)
 			if err == nil {
 				now, _ := pgx.CollectRows(rows, pgx.RowToStructByName[seen])
 				for _, n := range now {
