@@ -1,7 +1,7 @@
 -- name: StoredRunsEstimate
--- About how many runs are stored: the planner's estimate when the table was ever analyzed (free on
--- any size), else a count (a table never analyzed is small or new).
-SELECT CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint
-            ELSE (SELECT count(*) FROM probe_runs) END AS runs
-  FROM pg_class AS c
- WHERE c.oid = 'probe_runs'::regclass;
+-- About how many runs are stored: the planner's estimate (free on any size; autovacuum analyzes a
+-- table of runs long before it is big). 0 when probe_runs does not exist yet (an empty database)
+-- or was never analyzed.
+SELECT coalesce((SELECT greatest(c.reltuples, 0)::bigint
+                   FROM pg_class AS c
+                  WHERE c.oid = to_regclass('probe_runs')), 0) AS runs;
