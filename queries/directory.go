@@ -2,7 +2,6 @@ package queries
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -71,20 +70,6 @@ func DirectoryExpiring(ctx context.Context, db DBTX, limit int, before time.Time
 	}
 	out, total := bounded(rows)
 	return out, total, nil
-}
-
-// DirectoryPage returns one page of the directory sorted by slug, outcome or uptime, and how many
-// servers there are.
-func DirectoryPage(ctx context.Context, db DBTX, sort string, desc bool, limit, offset int) ([]DirectoryEntry, int64, error) {
-	rows, err := collect[DirectoryEntry](ctx, db, "DirectoryPage", sort, desc, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	total, err := valueOf[int64](ctx, db, "DirectoryTotal")
-	if err != nil {
-		return nil, 0, fmt.Errorf("count servers: %w", err)
-	}
-	return rows, total, nil
 }
 
 // ServerRollup returns one server's directory entry (nil: no such slug).

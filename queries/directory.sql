@@ -28,21 +28,6 @@ SELECT s.slug, s.kind, r.last_outcome, r.failing_since, r.last_run_at, r.uptime_
  ORDER BY r.cert_not_after, s.slug
  LIMIT $1;
 
--- name: DirectoryPage
--- One page of the directory: every server, sorted by $1 (slug, outcome or uptime; ties by slug),
--- descending when $2; $3 rows from row $4.
-SELECT s.slug, s.kind, s.status, coalesce(r.last_outcome, '') AS last_outcome, r.failing_since, r.last_run_at,
-       r.uptime_30d, r.cert_not_after
-  FROM servers AS s
-  LEFT JOIN server_rollups AS r ON r.server_id = s.id
- ORDER BY CASE WHEN $1 = 'outcome' AND NOT $2 THEN coalesce(r.last_outcome, '') END ASC,
-          CASE WHEN $1 = 'outcome' AND $2 THEN coalesce(r.last_outcome, '') END DESC,
-          CASE WHEN $1 = 'uptime' AND NOT $2 THEN r.uptime_30d END ASC NULLS FIRST,
-          CASE WHEN $1 = 'uptime' AND $2 THEN r.uptime_30d END DESC NULLS LAST,
-          CASE WHEN $2 AND $1 = 'slug' THEN s.slug END DESC,
-          s.slug
- LIMIT $3 OFFSET $4;
-
 -- name: DirectoryTotal
 SELECT count(*) FROM servers;
 

@@ -87,14 +87,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 
 // MigrationStatus lists every migration this binary ships and whether it is applied.
 func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
-	p, err := provider(pool)
+	st, err := gooseStatus(ctx, pool)
 	if err != nil {
 		return nil, err
-	}
-	defer p.Close()
-	st, err := p.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read migration status: %w", err)
 	}
 	out := make([]Migration, 0, len(st))
 	for _, s := range st {
@@ -106,6 +101,20 @@ func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]Migration, erro
 	}
 	river, err := riverStatus(ctx, pool)
 	return append(out, river...), err
+}
+
+// gooseStatus is the state of every migration probectl ships (River's aside).
+func gooseStatus(ctx context.Context, pool *pgxpool.Pool) ([]*goose.MigrationStatus, error) {
+	p, err := provider(pool)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read migration status: %w", err)
+	}
+	return st, nil
 }
 
 // CheckSchema returns a *SchemaBehindError when migrations this binary ships are not applied.

@@ -21,7 +21,10 @@ func newMigrateCmd(f *factory) *cobra.Command {
 		Short: "Apply the schema migrations this probectl ships",
 		Long: `Apply every schema migration this probectl ships that the database lacks, each in its own
 transaction, and print what was applied. Running it again applies nothing: it is safe to run on
-every deploy, and two concurrent runs take turns on a lock.`,
+every deploy, and two concurrent runs take turns on a lock.
+
+Before applying migration 00007 (history) to a database with many runs, it says on stderr how long
+its backfill may take: finishes wait for it, so stop rounds and workers first (docs/history.md).`,
 		Example: `  probectl migrate --database-url postgres://probectl@db.internal/probectl
   probectl migrate status`,
 		Args: cobra.NoArgs,
@@ -42,6 +45,15 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 	pool, err := f.RawPool(ctx)
 	if err != nil {
 		return err
+	}
+	notices, err := schema.Notices(ctx, pool)
+	if err != nil {
+		return err
+	}
+	for _, n := range notices {
+		if _, err := fmt.Fprintf(f.IO.ErrOut, "probectl: note: %s\n", n); err != nil {
+			return err
+		}
 	}
 	applied, err := schema.Migrate(ctx, pool)
 	if err != nil {

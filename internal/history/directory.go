@@ -31,8 +31,11 @@ var Sorts = []string{"slug", "outcome", "uptime"}
 type DirectoryQuery struct {
 	Sort    string // slug (default), outcome or uptime
 	Desc    bool
-	Page    int // from 1
+	Page    int // from 1; without a cursor, the page read by OFFSET; with one, only its number
 	PerPage int
+	// After and Before (at most one) read the page after or before a row by keyset: what the
+	// links of a page carry, so that a deep page costs what the first does.
+	After, Before *queries.DirectoryCursor
 }
 
 // Validate says what is wrong with a query, naming the parameter.
@@ -55,6 +58,9 @@ func (q *DirectoryQuery) Validate() error {
 	if q.PerPage < 1 || q.PerPage > MaxPerPage {
 		return fmt.Errorf("per_page %d: want 1..%d", q.PerPage, MaxPerPage)
 	}
+	if q.After != nil && q.Before != nil {
+		return fmt.Errorf("after and before: want at most one")
+	}
 	return nil
 }
 
@@ -68,6 +74,8 @@ type Directory struct {
 	Query                       DirectoryQuery
 	Page                        []queries.DirectoryEntry
 	Servers                     int64
+	// Next and Prev are the cursors of the pages after and before this one (nil: none).
+	Next, Prev *queries.DirectoryCursor
 }
 
 // Pages is how many pages the directory has at this page size.
@@ -104,10 +112,57 @@ func readDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at ti
 	if d.Expiring, d.ExpiringTotal, err = queries.DirectoryExpiring(ctx, db, ListedExpiring, at.Add(ExpiringWithin)); err != nil {
 		return nil, err
 	}
-	if d.Page, d.Servers, err = queries.DirectoryPage(ctx, db, q.Sort, q.Desc, q.PerPage, (q.Page-1)*q.PerPage); err != nil {
+	if d.Servers, err = queries.DirectoryTotal(ctx, db); err != nil {
+		return nil, err
+	}
+	if err := readPage(ctx, db, d); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// readPage reads the page d.Query names, by keyset from a cursor (or from the start), or by OFFSET
+// for a page number without one (a link typed by hand, or kept from before cursors), and the
+// cursors of the pages around it.
+func readPage(ctx context.Context, db queries.DBTX, d *Directory) error {
+	q := d.Query
+	if q.Before != nil {
+		// The page before a row is the page after it in the reverse order, turned around; one row
+		// more says whether there is a page before that.
+		rows, err := queries.DirectoryAfter(ctx, db, q.Sort, !q.Desc, q.Before, q.PerPage+1, 0)
+		if err != nil {
+			return err
+		}
+		more := len(rows) > q.PerPage
+		d.Page = rows[:min(len(rows), q.PerPage)]
+		slices.Reverse(d.Page)
+		d.Next = q.Before
+		if more && len(d.Page) > 0 {
+			d.Prev = cursor(d.Page[0], q.Sort)
+		}
+		return nil
+	}
+	offset := 0
+	if q.After == nil {
+		offset = (q.Page - 1) * q.PerPage
+	}
+	rows, err := queries.DirectoryAfter(ctx, db, q.Sort, q.Desc, q.After, q.PerPage+1, offset)
+	if err != nil {
+		return err
+	}
+	d.Page = rows[:min(len(rows), q.PerPage)]
+	if len(rows) > q.PerPage {
+		d.Next = cursor(d.Page[len(d.Page)-1], q.Sort)
+	}
+	if (q.After != nil || offset > 0) && len(d.Page) > 0 {
+		d.Prev = cursor(d.Page[0], q.Sort)
+	}
+	return nil
+}
+
+func cursor(e queries.DirectoryEntry, sort string) *queries.DirectoryCursor {
+	c := queries.CursorOf(e, sort)
+	return &c
 }
 
 // ServerHistory is a server's page: its view, its last runs for the uptime bar (oldest first) and

@@ -26,3 +26,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]queries.Migration, erro
 func Status(ctx context.Context, pool *pgxpool.Pool) ([]queries.Migration, error) {
 	return queries.MigrationStatus(ctx, pool)
 }
+
+// Notices says what an operator should know before the pending migrations run (the history
+// backfill of 00007 on a database with many runs, say); none when there is nothing to say.
+func Notices(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	return queries.MigrationNotices(ctx, pool)
+}

@@ -61,7 +61,7 @@ func (h *handler) now() *time.Time {
 	return &t
 }
 
-// directoryQuery reads ?sort=&desc=&page=&per_page=; bad values are the caller's to report.
+// directoryQuery reads ?sort=&desc=&page=&per_page=&after=&before=; bad values are the caller's to report.
 func directoryQuery(v url.Values) (history.DirectoryQuery, error) {
 	q := history.DirectoryQuery{Sort: v.Get("sort"), Desc: v.Get("desc") == "1" || v.Get("desc") == "true"}
 	for name, dst := range map[string]*int{"page": &q.Page, "per_page": &q.PerPage} {
@@ -71,6 +71,15 @@ func directoryQuery(v url.Values) (history.DirectoryQuery, error) {
 				return q, fmt.Errorf("%s %q: want a number from 1", name, s)
 			}
 			*dst = n
+		}
+	}
+	for name, dst := range map[string]**queries.DirectoryCursor{"after": &q.After, "before": &q.Before} {
+		if s := v.Get(name); s != "" {
+			c, err := history.DecodeCursor(s)
+			if err != nil {
+				return q, fmt.Errorf("%s: %w", name, err)
+			}
+			*dst = c
 		}
 	}
 	return q, q.Validate()

@@ -3,6 +3,7 @@ package statuspage_test
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"strings"
 	"testing"
@@ -110,8 +111,10 @@ func TestTheDirectoryPageCountsByLastOutcomeAndNamesFailingServersAndExpiringCer
 			Slug      string   `json:"slug"`
 			Uptime30d *float64 `json:"uptime_30d"`
 		} `json:"servers"`
-		FailingTotal  int64 `json:"failing_total"`
-		ExpiringTotal int64 `json:"expiring_total"`
+		FailingTotal  int64   `json:"failing_total"`
+		ExpiringTotal int64   `json:"expiring_total"`
+		Prev          *string `json:"prev"`
+		Next          *string `json:"next"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.Body), &d))
 	assert.Equal(t, map[string]int64{"ok": 1, "failed": 1, "never_run": 1}, d.Counts, "active servers only")
@@ -123,10 +126,35 @@ func TestTheDirectoryPageCountsByLastOutcomeAndNamesFailingServersAndExpiringCer
 	assert.Equal(t, int64(1), d.FailingTotal)
 	assert.Equal(t, int64(1), d.ExpiringTotal)
 
-	for _, bad := range []string{"sort=name", "page=0", "per_page=501", "page=x"} {
+	// The next page by its link (a cursor), and back.
+	require.Nil(t, d.Prev)
+	require.NotNil(t, d.Next)
+	assert.Contains(t, *d.Next, "after=")
+	next := d
+	res = get(t, h, *d.Next)
+	require.Equal(t, http.StatusOK, res.Code, res.Body)
+	require.NoError(t, json.Unmarshal([]byte(res.Body), &next))
+	require.Len(t, next.Servers, 2)
+	assert.NotContains(t, []string{"clock", "weather"}, next.Servers[0].Slug)
+	assert.Nil(t, next.Next, "the last page")
+	require.NotNil(t, next.Prev)
+	res = get(t, h, *next.Prev)
+	var back struct {
+		Servers []struct {
+			Slug string `json:"slug"`
+		} `json:"servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Body), &back))
+	require.Len(t, back.Servers, 2)
+	assert.Equal(t, "clock", back.Servers[0].Slug)
+	page := get(t, h, "/servers?sort=uptime&desc=1&per_page=2")
+	assert.Contains(t, page.Body, html.EscapeString(strings.Replace(*d.Next, "/servers.json", "/servers", 1)), "the page links the same cursor")
+
+	for _, bad := range []string{"sort=name", "page=0", "per_page=501", "page=x", "after=x", "before=bm90IGpzb24", "after=" + strings.Repeat("a", 600)} {
 		res = get(t, h, "/servers.json?"+bad)
 		assert.Equal(t, http.StatusBadRequest, res.Code, bad)
 		assert.Contains(t, res.Body, "error", bad)
+		assert.Contains(t, res.Body, strings.SplitN(bad, "=", 2)[0], bad)
 	}
 }
 

@@ -98,25 +98,45 @@ func (v *directoryView) fill(d *history.Directory) {
 		v.MoreExpiring = fmt.Sprintf(l.More, n)
 	}
 	q := d.Query
-	href := func(sort string, desc bool, page int) string {
-		u := url.Values{"sort": {sort}, "page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(q.PerPage)}}
-		if desc {
-			u.Set("desc", "1")
-		}
-		return l.Prefix + "/servers?" + u.Encode()
+	href := func(sort string, desc bool) string {
+		return directoryHref(l.Prefix+"/servers", history.DirectoryQuery{Sort: sort, Desc: desc, Page: 1, PerPage: q.PerPage})
 	}
 	labels := map[string]string{"slug": l.Server, "outcome": l.LastOutcome, "uptime": l.Uptime30d}
 	for _, s := range history.Sorts {
 		desc := s == q.Sort && !q.Desc // a second click reverses
-		v.Sorts = append(v.Sorts, sortLink{Label: labels[s], Href: href(s, desc, 1), Current: s == q.Sort})
+		v.Sorts = append(v.Sorts, sortLink{Label: labels[s], Href: href(s, desc), Current: s == q.Sort})
 	}
 	v.PageText = fmt.Sprintf("%s %d / %d · %d %s", l.Page, q.Page, d.Pages(), d.Servers, l.Servers)
-	if q.Page > 1 {
-		v.PrevHref = href(q.Sort, q.Desc, q.Page-1)
+	v.PrevHref, v.NextHref = pageLinks(l.Prefix+"/servers", d)
+}
+
+// pageLinks are the links to the pages before and after d ("" at either end): each carries the
+// cursor of the row next to it (keyset: a deep page costs what the first does) and the page number
+// it shows.
+func pageLinks(path string, d *history.Directory) (prev, next string) {
+	q := d.Query
+	if d.Prev != nil {
+		prev = directoryHref(path, history.DirectoryQuery{Sort: q.Sort, Desc: q.Desc, Page: max(1, q.Page-1), PerPage: q.PerPage, Before: d.Prev})
 	}
-	if q.Page < d.Pages() {
-		v.NextHref = href(q.Sort, q.Desc, q.Page+1)
+	if d.Next != nil {
+		next = directoryHref(path, history.DirectoryQuery{Sort: q.Sort, Desc: q.Desc, Page: q.Page + 1, PerPage: q.PerPage, After: d.Next})
 	}
+	return prev, next
+}
+
+// directoryHref is the link that reads q from path.
+func directoryHref(path string, q history.DirectoryQuery) string {
+	u := url.Values{"sort": {q.Sort}, "page": {strconv.Itoa(q.Page)}, "per_page": {strconv.Itoa(q.PerPage)}}
+	if q.Desc {
+		u.Set("desc", "1")
+	}
+	if q.After != nil {
+		u.Set("after", history.EncodeCursor(*q.After))
+	}
+	if q.Before != nil {
+		u.Set("before", history.EncodeCursor(*q.Before))
+	}
+	return path + "?" + u.Encode()
 }
 
 type runView struct {
@@ -207,6 +227,9 @@ type directoryJSON struct {
 	Pages         int                      `json:"pages"`
 	Total         int64                    `json:"total"`
 	Servers       []queries.DirectoryEntry `json:"servers"`
+	// Prev and Next link the pages around this one by cursor (null at either end).
+	Prev *string `json:"prev"`
+	Next *string `json:"next"`
 }
 
 func toDirectoryJSON(d *history.Directory) directoryJSON {
@@ -226,7 +249,14 @@ func toDirectoryJSON(d *history.Directory) directoryJSON {
 		}
 		return out
 	}
-	return directoryJSON{At: d.At, Counts: counts, Failing: nonNil(d.Failing), FailingTotal: d.FailingTotal,
+	prev, next := pageLinks("/servers.json", d)
+	orNull := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return directoryJSON{Prev: orNull(prev), Next: orNull(next), At: d.At, Counts: counts, Failing: nonNil(d.Failing), FailingTotal: d.FailingTotal,
 		Expiring: nonNil(d.Expiring), ExpiringTotal: d.ExpiringTotal, Sort: d.Query.Sort, Desc: d.Query.Desc,
 		Page: d.Query.Page, PerPage: d.Query.PerPage, Pages: d.Pages(), Total: d.Servers, Servers: nonNil(d.Page)}
 }
