@@ -101,13 +101,13 @@ func (f *factory) OutputFormat(allowed ...string) (string, error) {
 	return format, nil
 }
 
-// readAt is the moment a report is read as of: the zero time (the database's clock) unless a test
-// set Clock.
-func (f *factory) readAt() time.Time {
+// readAt is the moment a report is read as of: nil (the database's clock) unless a test set Clock.
+func (f *factory) readAt() *time.Time {
 	if f.Clock == nil {
-		return time.Time{}
+		return nil
 	}
-	return f.Clock()
+	at := f.Clock()
+	return &at
 }
 
 // resolveZone sets the zone tables show times in from --tz, else PROBECTL_TZ, else UTC; a bad name

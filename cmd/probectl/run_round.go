@@ -255,12 +255,7 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.S
 		return ignoreVersionHint(inFlagWords(err))
 	}
 	// As of the database's clock, which the claim judges by, unless a test fixed the time.
-	var now *time.Time
-	if f.Clock != nil {
-		at := f.Clock()
-		now = &at
-	}
-	plan, err := probe.PreviewGuarded(ctx, pool, settings, now, check.New(settings.CheckConfig()))
+	plan, err := probe.PreviewGuarded(ctx, pool, settings, f.readAt(), check.New(settings.CheckConfig()))
 	if err != nil {
 		return err
 	}

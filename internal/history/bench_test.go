@@ -103,7 +103,7 @@ func BenchmarkServerViews(b *testing.B) {
 	deep := max(servers/history.DefaultPerPage-1, 1) // the last page but one
 	// the cursor a link to page deep carries: the last row of the page before it
 	deepCursor := func(sort string) string {
-		d, err := history.ReadDirectory(ctx, pool, history.DirectoryQuery{Sort: sort, Page: deep - 1}, now)
+		d, err := history.ReadDirectory(ctx, pool, history.DirectoryQuery{Sort: sort, Page: deep - 1}, &now)
 		require.NoError(b, err)
 		require.NotNil(b, d.Next)
 		return history.EncodeCursor(*d.Next)

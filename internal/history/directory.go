@@ -83,8 +83,8 @@ func (d *Directory) Pages() int {
 	return max(1, int((d.Servers+int64(d.Query.PerPage)-1)/int64(d.Query.PerPage)))
 }
 
-// ReadDirectory reads the directory view as of at (the database's clock when zero).
-func ReadDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at time.Time) (*Directory, error) {
+// ReadDirectory reads the directory view as of at (the database's clock when nil).
+func ReadDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at *time.Time) (*Directory, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -97,8 +97,8 @@ func ReadDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at ti
 	return d, err
 }
 
-func readDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, at time.Time) (*Directory, error) {
-	at, err := queries.StatusNow(ctx, db, queries.At(at))
+func readDirectory(ctx context.Context, db queries.DBTX, q DirectoryQuery, asOf *time.Time) (*Directory, error) {
+	at, err := queries.StatusNow(ctx, db, asOf)
 	if err != nil {
 		return nil, err
 	}

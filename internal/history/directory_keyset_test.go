@@ -43,11 +43,11 @@ func TestDirectoryPagesByCursorInEveryOrderAsByPageNumber(t *testing.T) {
 			name := fmt.Sprintf("%s desc=%v", sort, desc)
 			read := func(q history.DirectoryQuery) *history.Directory {
 				q.Sort, q.Desc, q.PerPage = sort, desc, per
-				d, err := history.ReadDirectory(t.Context(), db, q, at)
+				d, err := history.ReadDirectory(t.Context(), db, q, &at)
 				require.NoError(t, err, name)
 				return d
 			}
-			whole, err := history.ReadDirectory(t.Context(), db, history.DirectoryQuery{Sort: sort, Desc: desc, PerPage: 100}, at)
+			whole, err := history.ReadDirectory(t.Context(), db, history.DirectoryQuery{Sort: sort, Desc: desc, PerPage: 100}, &at)
 			require.NoError(t, err)
 			want := slugs(whole.Page)
 			require.Len(t, want, 23, name)

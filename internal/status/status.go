@@ -153,10 +153,10 @@ func (d Duplicates) Unexplained() int {
 	return d.Report.Unexplained()
 }
 
-// Read reads the report as of now, in one READ ONLY transaction on db. A zero now means the
+// Read reads the report as of now, in one READ ONLY transaction on db. A nil now means the
 // database's clock (the transaction's now()), which is what a live page wants; tests pass a fixed
 // time.
-func Read(ctx context.Context, db queries.DB, now time.Time) (*Report, error) {
+func Read(ctx context.Context, db queries.DB, now *time.Time) (*Report, error) {
 	var r *Report
 	err := queries.InReadOnlyTx(ctx, db, func(tx pgx.Tx) error {
 		var err error
@@ -169,8 +169,8 @@ func Read(ctx context.Context, db queries.DB, now time.Time) (*Report, error) {
 	return r, nil
 }
 
-func read(ctx context.Context, tx pgx.Tx, now time.Time) (*Report, error) {
-	now, err := queries.StatusNow(ctx, tx, queries.At(now))
+func read(ctx context.Context, tx pgx.Tx, at *time.Time) (*Report, error) {
+	now, err := queries.StatusNow(ctx, tx, at)
 	if err != nil {
 		return nil, err
 	}

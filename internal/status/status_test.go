@@ -23,7 +23,7 @@ var migrated = dbtest.NewTemplate("status_tmpl", testfactory.Migrate)
 func TestReadOfAnEmptyDatabaseHasNothingButTheTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, err := status.Read(ctx, migrated.Pool(t), statustest.Now)
+	r, err := status.Read(ctx, migrated.Pool(t), &statustest.Now)
 	require.NoError(t, err)
 
 	require.Equal(t, statustest.Now, r.GeneratedAt)
@@ -49,7 +49,7 @@ func TestReadOfAnEmptyDatabaseHasNothingButTheTime(t *testing.T) {
 func TestReadWithoutATimeUsesTheDatabaseClock(t *testing.T) {
 	t.Parallel()
 	before := time.Now().Add(-time.Minute)
-	r, err := status.Read(context.Background(), migrated.Pool(t), time.Time{})
+	r, err := status.Read(context.Background(), migrated.Pool(t), nil)
 	require.NoError(t, err)
 	require.WithinRange(t, r.GeneratedAt, before, time.Now().Add(time.Minute))
 	require.Equal(t, time.UTC, r.GeneratedAt.Location())
@@ -61,7 +61,7 @@ func TestReadShowsEverySectionOfTheScenario(t *testing.T) {
 	pool := migrated.Pool(t)
 	sc := statustest.Seed(ctx, t, pool)
 
-	r, err := status.Read(ctx, pool, statustest.Now)
+	r, err := status.Read(ctx, pool, &statustest.Now)
 	require.NoError(t, err)
 
 	require.NotNil(t, r.ActiveRelease)
@@ -149,7 +149,7 @@ func TestAJobIsStaleFromTheMomentTheInFlightWindowEnds(t *testing.T) {
 		{"when the window ends it is stale", requested.Add(status.InFlight), true},
 	}
 	for _, c := range cases {
-		r, err := status.Read(ctx, pool, c.now)
+		r, err := status.Read(ctx, pool, &c.now)
 		require.NoError(t, err, c.name)
 		require.Len(t, r.OpenJobs, 1, c.name)
 		require.Equal(t, c.stale, r.OpenJobs[0].Stale, c.name)
@@ -166,7 +166,7 @@ func TestReportJSONMatchesTheDocumentedShape(t *testing.T) {
 	ctx := context.Background()
 	pool := migrated.Pool(t)
 	statustest.Seed(ctx, t, pool)
-	r, err := status.Read(ctx, pool, statustest.Now)
+	r, err := status.Read(ctx, pool, &statustest.Now)
 	require.NoError(t, err)
 	got, err := json.MarshalIndent(r, "", "  ")
 	require.NoError(t, err)
@@ -191,7 +191,7 @@ func TestReadListsTheOldestOpenJobsButCountsThemAll(t *testing.T) {
 		jobs[i] = testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &requested})
 	}
 
-	r, err := status.Read(ctx, pool, statustest.Now)
+	r, err := status.Read(ctx, pool, &statustest.Now)
 	require.NoError(t, err)
 	require.Equal(t, n, r.OpenCount, "the count is complete")
 	require.Equal(t, 1, r.StaleCount)

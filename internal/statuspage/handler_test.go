@@ -112,7 +112,7 @@ func TestStatusJSONIsWhatStatusWrites(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Code)
 	require.Equal(t, "application/json", res.Header.Get("Content-Type"))
 
-	r, err := status.Read(context.Background(), pool, statustest.Now)
+	r, err := status.Read(context.Background(), pool, &statustest.Now)
 	require.NoError(t, err)
 	var want bytes.Buffer
 	require.NoError(t, render.JSON(&want, r))

@@ -91,13 +91,9 @@ func (h *handler) readDirectory(r *http.Request) (*history.Directory, int, error
 		return nil, http.StatusBadRequest, err
 	}
 	var d *history.Directory
-	var at time.Time
-	if n := h.now(); n != nil {
-		at = *n
-	}
 	err = h.inTx(r.Context(), func(tx pgx.Tx) error {
 		var err error
-		d, err = history.ReadDirectory(r.Context(), tx, q, at)
+		d, err = history.ReadDirectory(r.Context(), tx, q, h.now())
 		return err
 	})
 	if err != nil {

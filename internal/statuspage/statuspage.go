@@ -86,12 +86,8 @@ func Handler(opts Options) http.Handler {
 func (h *handler) read(ctx context.Context) (*status.Report, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.opts.ReadTimeout)
 	defer cancel()
-	var now time.Time
-	if h.opts.Now != nil {
-		now = h.opts.Now()
-	}
 	start := time.Now()
-	r, err := status.Read(ctx, h.opts.DB, now)
+	r, err := status.Read(ctx, h.opts.DB, h.now())
 	return r, time.Since(start), err
 }
 
