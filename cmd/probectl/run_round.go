@@ -47,13 +47,16 @@ func newRunRoundCmd(f *factory, runF func(context.Context, *runRoundOptions) err
 		Use:   "round",
 		Short: "Claim the due servers, check them concurrently and record a signed run for each",
 		Long: `Run one round: one cron invocation plus --fanout fan-out invocations, all in this process.
-Each invocation claims up to --claim-limit due servers over its life, whenever it has a free slot
-(at most --concurrency checks at once), until a claim comes back empty or --max-duration is
-spent; then it finishes what it holds. Several rounds may run at once, on one machine or many:
+Each invocation claims up to --claim-limit due servers over its life, for its free slots together
+(at most --concurrency checks at once; it claims again once half its slots are free or shortly
+after its last claim), until a claim comes back empty or --max-duration is spent; then it
+finishes what it holds. Several rounds may run at once, on one machine or many:
 the database is the only coordinator, and no server is ever both due and without an open job.
 
-A claim skips servers with an open job (requested within the 15-minute in-flight window) and
-servers with a job within --min-spacing, unless a maintainer claimed them ('servers recheck').
+A claim locks the due server rows it takes, skipping rows another claim holds, and leases each:
+the server's next check time moves to its job's lease end (15 minutes on), so it is not due while
+in flight and is due again if the prober dies. It skips servers with an open job and servers with
+a job within --min-spacing, unless a maintainer claimed them ('servers recheck').
 A finish advances the server's next check time by its interval, stores the run and closes the
 job: in one transaction (--finish tx), or in two writes, advance first (--finish advance-first).
 
