@@ -14,7 +14,7 @@
 -- rows it picks (FOR UPDATE SKIP LOCKED) and moves them out of the due range in the same
 -- statement, so a concurrent claim either skips a row that is locked, or, if the lease committed
 -- after its snapshot, re-reads the row when it locks it and finds it no longer due. That is the
--- form DESIGN.md measured to hold (SKIP LOCKED that also moves the server's row); SKIP LOCKED
+-- form docs/invariant.md measured to hold (SKIP LOCKED that also moves the server's row); SKIP LOCKED
 -- alone, without the move, did not. probe_claim_lease takes probe_claim's advisory lock too, in
 -- SHARED mode and in a statement of its own: leasing claims do not wait for one another, but a
 -- previous binary's probe_claim (which takes it exclusively, and does not lock rows) never runs
