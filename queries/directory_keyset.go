@@ -40,8 +40,8 @@ func DirectoryAfter(ctx context.Context, db DBTX, sort string, desc bool, after 
 
 // DirectoryTotal counts the servers of the directory.
 func DirectoryTotal(ctx context.Context, db DBTX) (int64, error) {
-	var total int64
-	if err := db.QueryRow(ctx, SQL("DirectoryTotal")).Scan(&total); err != nil {
+	total, err := valueOf[int64](ctx, db, "DirectoryTotal")
+	if err != nil {
 		return 0, fmt.Errorf("count servers: %w", err)
 	}
 	return total, nil
