@@ -65,6 +65,7 @@ type roundJSON struct {
 	Interrupted         bool      `json:"interrupted"`
 	AdvanceMisses       int       `json:"advance_misses"`
 	JobsClosedElsewhere int       `json:"jobs_closed_elsewhere"`
+	Fenced              int       `json:"fenced"`
 	Problems            []string  `json:"problems"`
 	// Spooled results could not be stored and wait in SpoolFile; Recovered were stored from the
 	// spool before the round claimed.
@@ -83,7 +84,7 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
 			Servers: s.Servers, OK: s.OK, Failed: s.Failed, Errors: s.Errors, Abandoned: s.Abandoned,
 			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
-			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere,
+			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
 			Overrides:     toOverridesJSON(overrides),
 			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures)}
