@@ -17,7 +17,8 @@ import (
 const historyMigration = 7
 
 // HistoryBackfillPerMillionRuns is how long migration 00007 took per million stored runs in
-// BenchmarkServerViews at 5,000,000 runs (docs/history.md): a guide, not a promise.
+// BenchmarkServerViews at 5,000,000 runs on a busy 2-core machine (docs/history.md; idle, it took
+// about 25 s): an upper guide, not a promise.
 const HistoryBackfillPerMillionRuns = 3 * time.Minute
 
 // NoticeRuns is the number of stored runs from which `probectl migrate` warns before applying
@@ -53,7 +54,7 @@ func MigrationNotices(ctx context.Context, pool *pgxpool.Pool) ([]string, error)
 		return nil, nil
 	}
 	took := time.Duration(float64(HistoryBackfillPerMillionRuns) * float64(n.Runs) / 1e6).Round(time.Second)
-	return []string{fmt.Sprintf("migration 00007 fills the history rollup from about %d runs (about %s on a small "+
-		"machine, %s per million runs), and finishes wait until it commits: stop `run round` and `probectl worker` "+
+	return []string{fmt.Sprintf("migration 00007 fills the history rollup from about %d runs (up to about %s on a busy "+
+		"small machine, %s per million runs; an idle one took about a seventh of that), and finishes wait until it commits: stop `run round` and `probectl worker` "+
 		"before migrating (docs/history.md, \"Upgrading across 00007\")", n.Runs, took, HistoryBackfillPerMillionRuns)}, nil
 }
