@@ -16,6 +16,9 @@ const (
 	guardLookupTimeout = 2 * time.Second
 	// guardLookups is how many names are resolved at a time.
 	guardLookups = 8
+	// guardTotal bounds the whole judging: a directory of slow names must not hold a dry run for
+	// (hosts / guardLookups) x guardLookupTimeout. Hosts not judged in time get no remark.
+	guardTotal = 20 * time.Second
 )
 
 // PreviewGuarded is Preview, and then says which claimable servers the SSRF guard will refuse
@@ -40,7 +43,7 @@ func PreviewGuarded(ctx context.Context, db queries.DBTX, s Settings, now *time.
 	if err != nil {
 		return nil, err
 	}
-	refused := judgeHosts(ctx, c, endpoints)
+	refused := judgeHosts(ctx, c.Refusal, endpoints, guardTotal)
 	for i := range plan.Servers {
 		p := &plan.Servers[i]
 		if why, ok := refused[p.ServerID]; ok {
@@ -52,9 +55,12 @@ func PreviewGuarded(ctx context.Context, db queries.DBTX, s Settings, now *time.
 	return plan, nil
 }
 
-// judgeHosts asks the checker about each endpoint, one resolution per host (scheme and port
-// included), a few at a time.
-func judgeHosts(ctx context.Context, c *check.Checker, endpoints map[int64]string) map[int64]string {
+// judgeHosts asks judge about each endpoint, one resolution per host (scheme and port included), a
+// few at a time, for at most total: no lookup starts after it, and those under way are cut short.
+func judgeHosts(ctx context.Context, judge func(context.Context, string) *check.RefusedError,
+	endpoints map[int64]string, total time.Duration) map[int64]string {
+	ctx, cancelAll := context.WithTimeout(ctx, total)
+	defer cancelAll()
 	byHost := map[string][]int64{}
 	sample := map[string]string{}
 	for id, raw := range endpoints {
@@ -70,13 +76,19 @@ func judgeHosts(ctx context.Context, c *check.Checker, endpoints map[int64]strin
 	sem := make(chan struct{}, guardLookups)
 	var wg sync.WaitGroup
 	for key, ids := range byHost {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			lctx, cancel := context.WithTimeout(ctx, guardLookupTimeout)
-			r := c.Refusal(lctx, sample[key])
+			r := judge(lctx, sample[key])
 			cancel()
 			if r == nil {
 				return
