@@ -151,6 +151,10 @@ func (e *InterruptedError) ExitCode() int { return exit.Unavailable }
 // the job.
 const finishTimeout = 30 * time.Second
 
+// FinishTimeout is finishTimeout for a process that must wait for finishes under way before it
+// exits (the worker's stop): a result is stored or spooled within it, never dropped.
+const FinishTimeout = finishTimeout
+
 // finishWrites is the most writes a finish makes: advance, its retry, then the run and the job.
 const finishWrites = 3
 
@@ -279,7 +283,6 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	st.mu.Lock()
 	sum.Problems = slices.Clone(st.problems)
 	sum.AdvanceMisses, sum.JobsClosedElsewhere, sum.Fenced = st.advanceMisses, st.closedElsewise, st.fenced
-	sum.AdvanceMisses, sum.JobsClosedElsewhere = st.advanceMisses, st.closedElsewise
 	sum.Spooled = st.spooled
 	st.mu.Unlock()
 	if interrupted {

@@ -153,11 +153,12 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Log.Info("worker started", "id", p.id, "max_workers", cfg.MaxWorkers, "version", cfg.Version)
 	<-ctx.Done()
 	cfg.Log.Info("stopping: no more jobs fetched; checks in flight get " + Grace.String())
-	if err := stop(client); err != nil {
-		return err
-	}
+	err = stop(client)
 	stopBeating()
 	p.stopped()
+	if err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -169,7 +170,10 @@ func stop(client *river.Client[pgx.Tx]) error {
 	if err := client.Stop(soft); err == nil {
 		return nil
 	}
-	hard, cancelHard := context.WithTimeout(context.Background(), 2*tickTimeout/3)
+	// The cancelled checks' finishes get their whole budget: while the database blinks a finish
+	// retries for up to probe.FinishTimeout and then spools; exiting sooner would drop a result
+	// that was neither stored nor spooled.
+	hard, cancelHard := context.WithTimeout(context.Background(), probe.FinishTimeout+5*time.Second)
 	defer cancelHard()
 	if err := client.StopAndCancel(hard); err != nil {
 		return fmt.Errorf("stop river: %w", err)
