@@ -99,14 +99,18 @@ func Recover(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger)
 	if err != nil {
 		return rec, &SpoolError{Msg: err.Error()}
 	}
+	// Once a result fails to store for a reason that is the database's (it did not answer), the
+	// rest are not tried: each would wait out the finish's whole budget, so a spool of N results
+	// would hold a round or a worker's start for N x finishTimeout while the database is down.
+	down := false
 	for _, p := range files {
-		recoverFile(ctx, db, p, log, &rec)
+		recoverFile(ctx, db, p, log, &rec, &down)
 	}
 	return rec, nil
 }
 
 // recoverFile replays one spool file under its lock, and removes it when all of it is stored.
-func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Logger, rec *Recovery) {
+func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Logger, rec *Recovery, down *bool) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return // another replay took it
@@ -131,10 +135,18 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		return
 	}
 	left := 0
-	for _, e := range entries {
+	for i, e := range entries {
+		if *down {
+			n := len(entries) - i
+			left += n
+			rec.Problems = append(rec.Problems, fmt.Sprintf("%d result(s) in %s not tried: the database did not answer; they stay in the spool",
+				n, filepath.Base(path)))
+			break
+		}
 		already, err := storeSpooled(ctx, db, e, log)
 		switch {
 		case err != nil:
+			*down = queries.Transient(err)
 			left++
 			rec.Problems = append(rec.Problems, fmt.Sprintf("job %d (%s) from %s: %v; it stays in the spool",
 				e.JobID, e.Slug, filepath.Base(path), err))
