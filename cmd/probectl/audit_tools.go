@@ -111,8 +111,8 @@ func writeToolsTable(io *render.Streams, r *audit.ToolsReport) error {
 			if ct.DescriptionBefore == nil {
 				continue
 			}
-			fmt.Fprintf(w, "\n%s, tool %s, run %d→%d:\n- %s\n+ %s\n", c.Server, ct.Name, c.FromRun, c.ToRun,
-				*ct.DescriptionBefore, *ct.DescriptionAfter)
+			fmt.Fprintf(w, "\n%s, tool %s, run %d→%d:\n- %s\n+ %s\n", c.Server, render.Printable(ct.Name), c.FromRun, c.ToRun,
+				render.Printable(*ct.DescriptionBefore), render.Printable(*ct.DescriptionAfter))
 		}
 	}
 	return nil
@@ -122,7 +122,7 @@ func orNone(names []string) string {
 	if len(names) == 0 {
 		return "-"
 	}
-	return strings.Join(names, ", ")
+	return render.Printable(strings.Join(names, ", "))
 }
 
 func changedCell(changed []audit.ChangedTool) string {
@@ -133,7 +133,7 @@ func changedCell(changed []audit.ChangedTool) string {
 	for _, ct := range changed {
 		parts = append(parts, fmt.Sprintf("%s (%s)", ct.Name, strings.Join(ct.Fields, ", ")))
 	}
-	return strings.Join(parts, "; ")
+	return render.Printable(strings.Join(parts, "; "))
 }
 
 func writeToolsCSV(w io.Writer, r *audit.ToolsReport) error {
