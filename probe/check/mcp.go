@@ -130,7 +130,7 @@ func (c *Checker) connectFailed(ctx context.Context, client *http.Client, watch 
 		return Result{Transport: used, Summary: "sse endpoint on another origin"}, origin
 	}
 	if seen, www := watch.challenge(); seen {
-		res, aerr := checkAuth(ctx, client, t.URL, www)
+		res, aerr := checkAuth(ctx, client, t.URL, www, c.cfg.AllowPrivate)
 		res.Transport = used
 		return res, aerr
 	}
