@@ -183,7 +183,10 @@ func summaryOf(err error) string {
 	var timeout *TimeoutError
 	var status *statusError
 	var limited *RateLimitedError
+	var origin *OriginError
 	switch {
+	case errors.As(err, &origin):
+		return origin.summary()
 	case errors.As(err, &limited):
 		return "rate_limited"
 	case errors.As(err, &refused):
