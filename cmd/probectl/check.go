@@ -63,7 +63,7 @@ server's doing: failed, exit 1.
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Kind, "kind", "", "mcp or http (default: mcp when the path ends in /mcp or /sse, else http)")
 	fl.StringVar(&opts.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
-	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses (a test network)")
+	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses, a test network (never cloud metadata or link-local)")
 	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request")
 	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file: also print the signed envelope")
