@@ -60,15 +60,9 @@ var (
 	v4compat   = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible form
 )
 
-// classify says whether a is a public unicast address, and if not, what it is. IPv6 forms that
-// carry an IPv4 address (mapped, compatible, NAT64, 6to4) are judged by that address, so
-// ::ffff:127.0.0.1 is as loopback as 127.0.0.1.
-func classify(a netip.Addr) addrClass {
-	class, _ := judge(a)
-	return class
-}
-
-// judge is classify that also names the metadata endpoint a is, or carries.
+// judge says whether a is a public unicast address, and if not, what it is, naming the metadata
+// endpoint it is. IPv6 forms that carry an IPv4 address (mapped, compatible, NAT64, 6to4) are
+// judged by that address, so ::ffff:127.0.0.1 is as loopback as 127.0.0.1.
 func judge(a netip.Addr) (addrClass, string) {
 	a = a.WithZone("")
 	if embedded, ok := embeddedIPv4(a); ok {
