@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -356,12 +357,17 @@ func TestAnSSERedirectToAnotherOriginIsRefused(t *testing.T) {
 	}{
 		{http.StatusSeeOther, "initialize"}, {http.StatusFound, "initialize"},
 		{http.StatusTemporaryRedirect, "initialize"}, {http.StatusSeeOther, "tools/list"},
+		{http.StatusFound, ""}, // the event stream's own GET
 	} {
-		t.Run(http.StatusText(tc.status)+" to "+tc.rpc, func(t *testing.T) {
+		t.Run(http.StatusText(tc.status)+" to "+cmp.Or(tc.rpc, "the stream"), func(t *testing.T) {
 			t.Parallel()
 			elsewhere := newFleet(t, http.HandlerFunc(ok))
 			sse := sseOnly(richServer("x"))
 			f := newFleet(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.rpc == "" {
+					http.Redirect(w, r, elsewhere.URL+"/stolen?from=sse", tc.status)
+					return
+				}
 				if r.Method == http.MethodPost {
 					body, _ := io.ReadAll(r.Body)
 					if strings.Contains(string(body), `"method":"`+tc.rpc+`"`) {
