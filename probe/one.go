@@ -43,7 +43,9 @@ func GuessKind(raw string) string {
 }
 
 // CheckOne makes one check with the checker a round uses, within the same budget and guard, and
-// signs it when asked. The check's failure is its outcome, not an error; only signing can fail.
+// signs it when asked. The check's failure is its outcome, not an error; only signing can fail,
+// and a URL whose host the SSRF guard refuses with these settings is not checked: the error is
+// that *check.RefusedError, and nothing was sent.
 func CheckOne(ctx context.Context, o OneCheck) (OneResult, error) {
 	kind := o.Kind
 	if kind == "" {
@@ -53,8 +55,18 @@ func CheckOne(ctx context.Context, o OneCheck) (OneResult, error) {
 	if kind == "mcp" && target.Transport == "" {
 		target.Transport = check.TransportStreamableHTTP
 	}
+	checker := check.New(o.Settings.CheckConfig())
+	// The URL is the caller's: one the guard refuses outright is their input to fix, not an
+	// observation of a server that was never contacted. Its lookup has a request's time, apart
+	// from the check's budget.
+	rctx, rcancel := context.WithTimeout(ctx, o.Settings.RequestTimeout)
+	refused := checker.Refusal(rctx, o.URL)
+	rcancel()
+	if refused != nil {
+		return OneResult{Target: target}, refused
+	}
 	cctx, cancel := context.WithTimeout(ctx, o.Settings.CheckBudget())
-	res := normalise(check.New(o.Settings.CheckConfig()).Check(cctx, target))
+	res := normalise(checker.Check(cctx, target))
 	cancel()
 	out := OneResult{Target: target, Result: res}
 	if o.Signer != nil {

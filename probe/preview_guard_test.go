@@ -32,3 +32,25 @@ func TestADryRunStopsJudgingHostsWhenItsTotalBoundEnds(t *testing.T) {
 	require.Empty(t, out, "a host not judged gets no remark")
 	require.LessOrEqual(t, asked.Load(), int64(guardLookups), "no lookup starts after the total bound")
 }
+
+// A dry run flags every cloud metadata endpoint and link-local address, even with private targets
+// allowed, where a loopback fleet passes. Address literals: nothing is resolved, nothing dialled.
+func TestADryRunFlagsEveryMetadataEndpointEvenWithPrivateTargetsAllowed(t *testing.T) {
+	t.Parallel()
+	c := check.New(check.Config{AllowPrivate: true})
+	endpoints := map[int64]string{0: "http://127.0.0.1:8080/mcp", 1: "http://169.254.1.1/", 2: "http://[fe80::1]/"}
+	for i, e := range check.MetadataEndpoints() {
+		host := e.Addr.String()
+		if e.Addr.Is6() {
+			host = "[" + host + "]"
+		}
+		endpoints[int64(10+i)] = "http://" + host + "/latest/meta-data/"
+	}
+	out := judgeHosts(context.Background(), c.Refusal, endpoints, time.Minute)
+	require.NotContains(t, out, int64(0), "loopback is allowed under private targets")
+	require.Contains(t, out[1], "a link-local address; never allowed")
+	require.Contains(t, out[2], "a link-local address; never allowed")
+	for i, e := range check.MetadataEndpoints() {
+		require.Contains(t, out[int64(10+i)], "a cloud metadata address ("+e.What+"); never allowed", e.Addr)
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +44,12 @@ envelope a round would store (job and round 0).
 
 --kind defaults to mcp when the URL's path ends in /mcp or /sse, else http. Exit 0 when the check
 is ok, 1 when the server answered wrongly (failed), 3 when the check could not be made (error),
-2 for bad input.`,
+2 for bad input. A URL the SSRF guard refuses is bad input: exit 2, nothing sent, and the error
+says why (a loopback or private address needs --allow-private-targets; a cloud metadata endpoint
+or a link-local address is refused whatever the flags). A redirect to such an address is the
+server's doing: failed, exit 1.
+
+` + metadataHelp(),
 		Example: `  probectl check https://weather.example/mcp
   probectl check https://legacy.example/sse --transport sse -o json
   probectl check https://status.example/health --kind http
@@ -56,11 +63,25 @@ is ok, 1 when the server answered wrongly (failed), 3 when the check could not b
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Kind, "kind", "", "mcp or http (default: mcp when the path ends in /mcp or /sse, else http)")
 	fl.StringVar(&opts.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
-	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses (a test network)")
+	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses, a test network (never cloud metadata or link-local)")
 	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request")
 	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file: also print the signed envelope")
 	return cmd
+}
+
+// metadataHelp lists the guard's table of cloud metadata endpoints, with their sources.
+func metadataHelp() string {
+	var b strings.Builder
+	b.WriteString("Refused whatever the flags: 169.254.0.0/16, fe80::/10, and these cloud metadata endpoints\n")
+	b.WriteString("(also inside IPv4-mapped, IPv4-compatible, NAT64 and 6to4 addresses):\n")
+	for _, e := range check.MetadataEndpoints() {
+		fmt.Fprintf(&b, "  %-16s %s\n", e.Addr, e.What)
+		for _, src := range strings.Split(e.Source, "; ") {
+			fmt.Fprintf(&b, "  %-16s %s\n", "", src)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func runCheck(ctx context.Context, opts *checkOptions) error {
@@ -81,6 +102,14 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 		one.Signer = s
 	}
 	out, err := probe.CheckOne(ctx, one)
+	var refused *check.RefusedError
+	if errors.As(err, &refused) {
+		hint := "add --allow-private-targets to check a server on a test network"
+		if refused.Always {
+			hint = "no flag allows it"
+		}
+		return exit.UsageError(fmt.Errorf("URL: %s; nothing was sent (%s)", refused.Error(), hint))
+	}
 	if err != nil {
 		return err
 	}

@@ -107,14 +107,30 @@ func TestCheckExits3WhenTheCheckCannotBeMade(t *testing.T) {
 	require.Equal(t, check.OutcomeError, got.Outcome)
 }
 
-// The SSRF guard holds as in a round: a loopback server without --allow-private-targets is refused.
-func TestCheckKeepsTheSSRFGuard(t *testing.T) {
+// The SSRF guard holds as in a round, and a URL it refuses is the user's input to fix: exit 2,
+// nothing on stdout, nothing sent, and the error names the flag that would allow it, or says no
+// flag does.
+func TestCheckOfARefusedURLSaysSoAndNamesTheFlag(t *testing.T) {
 	t.Parallel()
 	srv, hits := counted(t, sdkServer())
-	res := runCLI(t, "check", srv.URL+"/mcp")
-	require.Equal(t, 1, res.Code)
-	require.Contains(t, res.Stdout, "refused by the SSRF guard")
+	for _, output := range []string{"table", "json"} {
+		res := runCLI(t, "check", srv.URL+"/mcp", "-o", output)
+		require.Equal(t, 2, res.Code, res.Stdout)
+		require.Empty(t, res.Stdout)
+		require.Contains(t, res.Stderr, "refused: 127.0.0.1 is a loopback address")
+		require.Contains(t, res.Stderr, "nothing was sent")
+		require.Contains(t, res.Stderr, "--allow-private-targets")
+		require.NotContains(t, res.Stderr, "answered wrongly")
+	}
 	require.Zero(t, hits.Load())
+
+	// A metadata address is refused whatever the flags; an address literal is judged without a
+	// lookup and never dialled.
+	res := runCLI(t, "check", "http://168.63.129.16/machine?comp=goalstate", "--allow-private-targets")
+	require.Equal(t, 2, res.Code, res.Stdout)
+	require.Empty(t, res.Stdout)
+	require.Contains(t, res.Stderr, "refused: 168.63.129.16 is a cloud metadata address (Azure WireServer")
+	require.Contains(t, res.Stderr, "no flag allows it")
 }
 
 func TestCheckRefusesBadInput(t *testing.T) {

@@ -122,7 +122,7 @@ waits there, each result exactly once ('probectl runs recover' does only that).`
 	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body")
 	fl.StringVar(&opts.Finish, "finish", d.Finish, "finish mode: tx or advance-first")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress display on the terminal (the summary is still printed)")
-	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback, private and link-local addresses")
+	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback and private addresses (never cloud metadata or link-local)")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
 	fl.StringVar(&opts.Trigger, "trigger", d.Trigger, "what started the round: manual or cron")

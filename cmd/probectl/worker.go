@@ -57,7 +57,7 @@ again, not counted as an attempt) and exits 0.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
-	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback, private and link-local addresses")
+	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback and private addresses (never cloud metadata or link-local)")
 	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "where results that could not be stored wait, replayed at start (default $XDG_STATE_HOME/probectl)")
 	fl.IntVar(&opts.MaxWorkers, "max-workers", 10, "most invocations this process runs at once (1 to 1000)")
 	return cmd

@@ -20,19 +20,6 @@ const (
 	classBroadcast   addrClass = "a broadcast address"
 )
 
-// metadataAddrs are the instance-metadata endpoints of the clouds we know of. They are refused
-// even when private targets are allowed: a check must never read a machine's credentials.
-var metadataAddrs = map[netip.Addr]bool{
-	netip.MustParseAddr("169.254.169.254"): true, // AWS, GCP, Azure, OpenStack, DigitalOcean, …
-	netip.MustParseAddr("169.254.170.2"):   true, // AWS ECS task metadata
-	netip.MustParseAddr("169.254.169.123"): true, // AWS time sync (same network)
-	netip.MustParseAddr("100.100.100.200"): true, // Alibaba Cloud
-	netip.MustParseAddr("192.0.0.192"):     true, // Oracle Cloud
-	netip.MustParseAddr("fd00:ec2::254"):   true, // AWS IMDS over IPv6
-	netip.MustParseAddr("fd00:ec2::23"):    true, // AWS DNS over IPv6
-	netip.MustParseAddr("fd20:ce::254"):    true, // GCP IMDS over IPv6
-}
-
 type prefixClass struct {
 	p     netip.Prefix
 	class addrClass
@@ -73,29 +60,29 @@ var (
 	v4compat   = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible form
 )
 
-// classify says whether a is a public unicast address, and if not, what it is. IPv6 forms that
-// carry an IPv4 address (mapped, compatible, NAT64, 6to4) are judged by that address, so
-// ::ffff:127.0.0.1 is as loopback as 127.0.0.1.
-func classify(a netip.Addr) addrClass {
+// judge says whether a is a public unicast address, and if not, what it is, naming the metadata
+// endpoint it is. IPv6 forms that carry an IPv4 address (mapped, compatible, NAT64, 6to4) are
+// judged by that address, so ::ffff:127.0.0.1 is as loopback as 127.0.0.1.
+func judge(a netip.Addr) (addrClass, string) {
 	a = a.WithZone("")
 	if embedded, ok := embeddedIPv4(a); ok {
-		return classify(embedded)
+		return judge(embedded)
 	}
 	if localNAT64.Contains(a) {
-		return classifyLocalNAT64(a)
+		return judgeLocalNAT64(a)
 	}
-	if metadataAddrs[a] {
-		return classMetadata
+	if e, ok := metadataByAddr[a]; ok {
+		return classMetadata, e.What
 	}
 	for _, pc := range prefixes {
 		if pc.p.Contains(a) {
-			return pc.class
+			return pc.class, ""
 		}
 	}
 	if !a.IsValid() {
-		return classUnspecified
+		return classUnspecified, ""
 	}
-	return classPublic
+	return classPublic, ""
 }
 
 // embeddedIPv4 returns the IPv4 address an IPv6 address stands for, if any.
@@ -127,17 +114,17 @@ var rfc6052Offsets = [][4]int{
 	{12, 13, 14, 15},
 }
 
-// classifyLocalNAT64 judges an address of the local-use NAT64 range. Which prefix length the
+// judgeLocalNAT64 judges an address of the local-use NAT64 range. Which prefix length the
 // network's translator uses cannot be known from here, so every IPv4 address the address could
-// carry is checked: if any is a metadata address, so is this one (it is refused even when private
-// targets are allowed); otherwise it is private, as the whole range is.
-func classifyLocalNAT64(a netip.Addr) addrClass {
+// carry is checked: if any is one never allowed (metadata, link-local), so is this one (it is
+// refused even when private targets are allowed); otherwise it is private, as the whole range is.
+func judgeLocalNAT64(a netip.Addr) (addrClass, string) {
 	b := a.As16()
 	for _, off := range rfc6052Offsets {
 		v4 := netip.AddrFrom4([4]byte{b[off[0]], b[off[1]], b[off[2]], b[off[3]]})
-		if classify(v4) == classMetadata {
-			return classMetadata
+		if class, what := judge(v4); neverAllowed(class) {
+			return class, what
 		}
 	}
-	return classPrivate
+	return classPrivate, ""
 }

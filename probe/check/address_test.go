@@ -7,6 +7,12 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// classify is judge without the endpoint's name.
+func classify(a netip.Addr) addrClass {
+	class, _ := judge(a)
+	return class
+}
+
 // These addresses are only classified, never contacted.
 func TestClassifySortsAddressesByWhyTheyAreRefused(t *testing.T) {
 	t.Parallel()

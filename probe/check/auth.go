@@ -23,8 +23,10 @@ func (e *AuthError) Error() string { return "authorization: " + e.Reason }
 // paths in the spec's order), or, under the 2025-03-26 revision, RFC 8414 authorization-server
 // metadata at the origin's root, means the server is up and requires authorization: outcome ok,
 // auth "required". The first authorization server's metadata is fetched too. Everything goes
-// through client, so it counts against the budget like any other request.
-func checkAuth(ctx context.Context, client *http.Client, endpoint string, www []string) (Result, error) {
+// through client, so it counts against the budget like any other request. Each authorization
+// server the metadata names must be an RFC 8414 issuer (see issuerProblem): plain http only when
+// allowHTTP (private targets allowed: a test network's servers speak http).
+func checkAuth(ctx context.Context, client *http.Client, endpoint string, www []string, allowHTTP bool) (Result, error) {
 	fail := func(reason string) (Result, error) {
 		return Result{Summary: "HTTP 401: " + reason}, &AuthError{Reason: reason}
 	}
@@ -57,6 +59,11 @@ func checkAuth(ctx context.Context, client *http.Client, endpoint string, www []
 		if len(prm.AuthorizationServers) == 0 {
 			return fail("protected-resource metadata names no authorization server")
 		}
+		for _, as := range prm.AuthorizationServers {
+			if problem := issuerProblem(as, allowHTTP); problem != "" {
+				return fail(fmt.Sprintf("protected-resource metadata is invalid: authorization server %q %s", clip(as, 200), problem))
+			}
+		}
 		res := required(prm.AuthorizationServers)
 		res.AuthorizationServerMetadata = asMetadata(ctx, client, u, prm.AuthorizationServers[0])
 		return res, nil
@@ -71,6 +78,28 @@ func checkAuth(ctx context.Context, client *http.Client, endpoint string, www []
 		return res, nil
 	}
 	return fail("no protected-resource metadata naming this server, and no authorization-server metadata at its origin")
+}
+
+// issuerProblem says why s is not an authorization server's issuer identifier, "" when it is one.
+// RFC 9728 §2 lists authorization servers by their RFC 8414 issuer identifier: a URL that uses
+// the https scheme, with a host and no query or fragment (RFC 8414 §2). A file:, ftp: or any
+// other scheme is invalid metadata, not a server that is up behind auth. Plain http is accepted
+// only when allowHTTP, as private targets are for a test network.
+func issuerProblem(s string, allowHTTP bool) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "is not a URL"
+	case u.Scheme == "http" && !allowHTTP:
+		return "is not an https URL (RFC 8414 issuer; http only with private targets allowed)"
+	case u.Scheme != "https" && u.Scheme != "http":
+		return "is not an https URL (RFC 8414 issuer)"
+	case u.Host == "":
+		return "has no host"
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
+		return "has a query or fragment (RFC 8414 issuer)"
+	}
+	return ""
 }
 
 func required(servers []string) Result {

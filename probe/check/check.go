@@ -33,8 +33,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes caps each response body (default 1 MiB); a larger one fails the check.
 	MaxBodyBytes int64
-	// AllowPrivate lets checks reach loopback, private, link-local and other non-public
-	// addresses (a fleet on a test network). Cloud metadata addresses stay refused.
+	// AllowPrivate lets checks reach loopback, private and other non-public addresses (a fleet
+	// on a test network). Cloud metadata endpoints (MetadataEndpoints) and link-local addresses
+	// (169.254.0.0/16, fe80::/10) stay refused.
 	AllowPrivate bool
 	// UserAgent is sent with every request (default UserAgent(<module version>, DefaultContact)).
 	UserAgent string
@@ -52,6 +53,7 @@ type Checker struct {
 	allow   policy
 	rootCAs *x509.CertPool
 	lookup  lookupFunc // a resolver that answers what a test needs; nil is the system's
+	dial    dialFunc   // a dialer that records and never connects; nil is the guard's own
 	// started, if set, sees each check's context once its budget is set (tests read the deadline).
 	started func(ctx context.Context)
 }
@@ -181,7 +183,10 @@ func summaryOf(err error) string {
 	var timeout *TimeoutError
 	var status *statusError
 	var limited *RateLimitedError
+	var origin *OriginError
 	switch {
+	case errors.As(err, &origin):
+		return origin.summary()
 	case errors.As(err, &limited):
 		return "rate_limited"
 	case errors.As(err, &refused):
@@ -202,6 +207,9 @@ func summaryOf(err error) string {
 // and the recorder in front of it all.
 func (c *Checker) newClient() (*recorder, *http.Client) {
 	g := newGuard(c.allow, c.lookup)
+	if c.dial != nil {
+		g.dial = c.dial
+	}
 	base := &http.Transport{
 		Proxy:       nil, // an environment proxy would dial for us, around the guard
 		DialContext: g.DialContext,

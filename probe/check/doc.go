@@ -8,7 +8,8 @@
 // The guard resolves a name once, refuses it if any of its addresses is not public (IPv4-mapped,
 // IPv4-compatible, NAT64 and 6to4 forms are judged by the IPv4 address they carry), and dials the
 // very address it checked; the dialer's Control hook checks the socket address again. Cloud
-// metadata addresses stay refused even when private targets are allowed. Proxies from the
+// metadata endpoints (one table, with a source for each: metadata.go) and every link-local
+// address stay refused even when private targets are allowed. Proxies from the
 // environment are ignored, since a proxy would dial around the guard.
 //
 // Every request, whoever makes it (our GET or the MCP SDK), goes through one recording round

@@ -16,24 +16,40 @@ type RefusedError struct {
 	Host   string     // the name that was resolved ("" when the URL held an address)
 	Addr   netip.Addr // the address refused
 	Reason string     // e.g. "a loopback address"
+	// Always: the address is refused whatever the settings (a cloud metadata endpoint, a
+	// link-local address); allowing private targets would not reach it.
+	Always bool
 }
 
 func (e *RefusedError) Error() string {
-	if e.Host != "" && e.Host != e.Addr.String() {
-		return fmt.Sprintf("refused: %s resolves to %s, %s; private targets are not allowed", e.Host, e.Addr, e.Reason)
+	rule := "private targets are not allowed"
+	if e.Always {
+		rule = "never allowed, even with private targets allowed"
 	}
-	return fmt.Sprintf("refused: %s is %s; private targets are not allowed", e.Addr, e.Reason)
+	if e.Host != "" && e.Host != e.Addr.String() {
+		return fmt.Sprintf("refused: %s resolves to %s, %s; %s", e.Host, e.Addr, e.Reason, rule)
+	}
+	return fmt.Sprintf("refused: %s is %s; %s", e.Addr, e.Reason, rule)
 }
 
 // policy decides whether one address may be connected to; nil means yes.
 type policy func(netip.AddrPort) error
 
-// defaultPolicy refuses every non-public address, unless allowPrivate; metadata endpoints are
-// refused even then.
+// defaultPolicy refuses every non-public address, unless allowPrivate; metadata endpoints (see
+// metadataEndpoints) and link-local addresses are refused even then.
 func defaultPolicy(allowPrivate bool) policy {
 	return func(ap netip.AddrPort) error {
-		class := classify(ap.Addr())
-		if class == classPublic || (allowPrivate && class != classMetadata) {
+		class, what := judge(ap.Addr())
+		switch {
+		case class == classPublic:
+			return nil
+		case neverAllowed(class):
+			reason := string(class)
+			if what != "" {
+				reason += " (" + what + ")"
+			}
+			return &RefusedError{Addr: ap.Addr(), Reason: reason, Always: true}
+		case allowPrivate:
 			return nil
 		}
 		return &RefusedError{Addr: ap.Addr(), Reason: string(class)}
@@ -47,6 +63,9 @@ func defaultPolicy(allowPrivate bool) policy {
 type guard struct {
 	allow  policy
 	lookup lookupFunc
+	// dial connects to an address the policy allowed: the dialer's, whose Control hook checks
+	// the socket's address once more.
+	dial   dialFunc
 	dialer *net.Dialer
 	// conns, if set, admits each connection: with keep-alives off a connection carries one
 	// request, so this is where the request budget is counted at the wire.
@@ -60,6 +79,9 @@ type connBudget interface {
 	releaseConn()
 }
 
+// dialFunc connects as net.Dialer.DialContext does.
+type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
 // lookupFunc resolves a name the way net.Resolver.LookupNetIP does.
 type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
 
@@ -69,6 +91,7 @@ func newGuard(allow policy, lookup lookupFunc) *guard {
 	}
 	g := &guard{allow: allow, lookup: lookup}
 	g.dialer = &net.Dialer{Control: g.control} // the request's deadline bounds the dial
+	g.dial = g.dialer.DialContext
 	return g
 }
 
@@ -102,7 +125,7 @@ func (g *guard) DialContext(ctx context.Context, network, address string) (net.C
 	}
 	var firstErr error
 	for _, a := range addrs {
-		conn, err := g.dialer.DialContext(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
+		conn, err := g.dial(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return conn, nil
 		}

@@ -127,10 +127,10 @@ func initializeStatus(rec *recorder) int {
 func (c *Checker) connectFailed(ctx context.Context, client *http.Client, watch *wireWatch, t Target, used string, err error) (Result, error) {
 	if origin := watch.originRefused(); origin != nil {
 		// Unwrapped: the HTTP client's wrapping would make it look like a network error.
-		return Result{Transport: used, Summary: "sse endpoint on another origin"}, origin
+		return Result{Transport: used, Summary: origin.summary()}, origin
 	}
 	if seen, www := watch.challenge(); seen {
-		res, aerr := checkAuth(ctx, client, t.URL, www)
+		res, aerr := checkAuth(ctx, client, t.URL, www, c.cfg.AllowPrivate)
 		res.Transport = used
 		return res, aerr
 	}

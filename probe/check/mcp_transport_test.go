@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -343,4 +344,47 @@ func TestAuthorizationServerMetadataIsLookedForWhereTheSpecSays(t *testing.T) {
 		"/.well-known/oauth-authorization-server/tenant1", "/.well-known/openid-configuration/tenant1",
 		"/tenant1/.well-known/openid-configuration"}, paths)
 	budgetHeld(t, f, res)
+}
+
+// The README's promise for SSE: nothing is sent off the server's origin. A server whose message
+// endpoint answers a POST with 303 See Other to another origin would have the client follow with
+// a GET there; the check is failed and the other origin (another port) sees no request.
+func TestAnSSERedirectToAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status int
+		rpc    string // the message answered with the redirect
+	}{
+		{http.StatusSeeOther, "initialize"}, {http.StatusFound, "initialize"},
+		{http.StatusTemporaryRedirect, "initialize"}, {http.StatusSeeOther, "tools/list"},
+		{http.StatusFound, ""}, // the event stream's own GET
+	} {
+		t.Run(http.StatusText(tc.status)+" to "+cmp.Or(tc.rpc, "the stream"), func(t *testing.T) {
+			t.Parallel()
+			elsewhere := newFleet(t, http.HandlerFunc(ok))
+			sse := sseOnly(richServer("x"))
+			f := newFleet(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.rpc == "" {
+					http.Redirect(w, r, elsewhere.URL+"/stolen?from=sse", tc.status)
+					return
+				}
+				if r.Method == http.MethodPost {
+					body, _ := io.ReadAll(r.Body)
+					if strings.Contains(string(body), `"method":"`+tc.rpc+`"`) {
+						http.Redirect(w, r, elsewhere.URL+"/stolen?from=sse", tc.status)
+						return
+					}
+					r.Body = io.NopCloser(bytes.NewReader(body))
+				}
+				sse.ServeHTTP(w, r)
+			}))
+			res := checkMCPAt(t, f.URL, TransportSSE)
+			assert.Equal(t, OutcomeFailed, res.Outcome)
+			assert.Contains(t, res.Error, "refused to follow a redirect to "+elsewhere.URL+"/stolen?from=redacted")
+			assert.Contains(t, res.Error, "must keep the client on its origin "+f.URL)
+			assert.Equal(t, "sse redirect to another origin", res.Summary)
+			assert.Zero(t, elsewhere.Hits(), "nothing is sent to the other origin")
+			budgetHeld(t, f, res)
+		})
+	}
 }

@@ -10,16 +10,32 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// OriginError says an SSE server's endpoint event pointed the client's messages at another
-// origin: the check fails and nothing is sent there.
-type OriginError struct{ Endpoint, Origin string }
+// OriginError says an SSE server pointed the client at another origin: its endpoint event named
+// one for the client's messages, or it redirected a request there (a 303 answer to a message
+// POST makes the client GET the new location). The check fails and nothing is sent there.
+type OriginError struct {
+	Endpoint, Origin string
+	// Redirect: the request refused was a redirect the server answered with.
+	Redirect bool
+}
 
 func (e *OriginError) Error() string {
+	if e.Redirect {
+		return fmt.Sprintf("refused to follow a redirect to %s: an sse server must keep the client on its origin %s", e.Endpoint, e.Origin)
+	}
 	return fmt.Sprintf("refused to post to %s: the sse endpoint event must name the server's origin %s", e.Endpoint, e.Origin)
 }
 
-// sseTransport is the SDK's SSE client transport over a client that refuses any POST off the
-// server's origin (the endpoint event decides where the SDK posts).
+// summary is the check's summary when this refusal failed it.
+func (e *OriginError) summary() string {
+	if e.Redirect {
+		return "sse redirect to another origin"
+	}
+	return "sse endpoint on another origin"
+}
+
+// sseTransport is the SDK's SSE client transport over a client that refuses any request off the
+// server's origin: a POST the endpoint event points elsewhere, or a redirect to elsewhere.
 func (c *Checker) sseTransport(client *http.Client, watch *wireWatch, endpoint string) mcp.Transport {
 	u, _ := url.Parse(endpoint) // validated before the check began
 	guarded := &http.Client{
@@ -29,7 +45,9 @@ func (c *Checker) sseTransport(client *http.Client, watch *wireWatch, endpoint s
 	return &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: guarded, MaxEventSize: int(c.cfg.MaxBodyBytes)}
 }
 
-// originGuard refuses POSTs whose origin is not the server's, before they reach the recorder.
+// originGuard refuses every request whose origin is not the server's, before it reaches the
+// recorder. http.Client hands each redirect hop to the transport as a request of its own, so a
+// hop to another origin is refused here too, whatever its method.
 type originGuard struct {
 	next   http.RoundTripper
 	origin string
@@ -37,11 +55,11 @@ type originGuard struct {
 }
 
 func (g *originGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodPost && originOf(req.URL) != g.origin {
+	if originOf(req.URL) != g.origin {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		err := &OriginError{Endpoint: redactedURL(req.URL), Origin: g.origin}
+		err := &OriginError{Endpoint: redactedURL(req.URL), Origin: g.origin, Redirect: req.Response != nil}
 		g.watch.refuse(err)
 		return nil, err
 	}
@@ -74,11 +92,17 @@ type wireWatch struct {
 	refused *OriginError
 }
 
+// refuse remembers the first refusal, and makes it the check's problem when the watch wraps the
+// recorder: after the session is open the SDK reports it as a broken connection, which would
+// blame the network for what the server did.
 func (w *wireWatch) refuse(err *OriginError) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.refused == nil {
 		w.refused = err
+	}
+	if rec, ok := w.next.(*recorder); ok {
+		rec.note(err)
 	}
 }
 
