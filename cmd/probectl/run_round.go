@@ -227,7 +227,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		progress.finish()
 	}
 	if sum == nil {
-		return err
+		return spoolFlagError(err, opts.SpoolDir)
 	}
 	if rerr := renderRoundWithFailures(ctx, f, pool, format, sum, overrides, round.Log); rerr != nil {
 		return errors.Join(err, rerr)

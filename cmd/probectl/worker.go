@@ -81,5 +81,5 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 	if cfg.Pool, err = f.Pool(ctx); err != nil {
 		return err
 	}
-	return worker.Run(ctx, cfg)
+	return spoolFlagError(worker.Run(ctx, cfg), opts.SpoolDir)
 }
