@@ -91,7 +91,7 @@ be claimed, which skipped and why, and when each becomes claimable.
 
 Exit 0 when the round ran (failed checks included), 2 for bad flags or a missing key, 3 when the
 round could not run, a claim, finish or signature failed, or the round was interrupted (Ctrl-C,
-SIGTERM: it claims no more, waits for the claims it sent, and stores the checks it stopped as
+SIGTERM or SIGHUP: it claims no more, waits for the claims it sent, and stores the checks it stopped as
 interrupted by probectl).
 
 Nothing checked is lost when the database blinks: a finish tries again, on a fresh connection,
