@@ -77,7 +77,10 @@ type Round struct {
 type Summary struct {
 	RoundID    int64
 	Settings   Settings
-	KeyID      string // "" when unsigned
+	KeyID      string // "" when unsigned, or when SignedByWorkers
+	// SignedByWorkers: a queued round, whose runs each worker signed with its own key (or stored
+	// unsigned); no one key signed the round.
+	SignedByWorkers bool
 	StartedAt  time.Time
 	FinishedAt time.Time
 
