@@ -54,8 +54,9 @@ func runsStored(t *testing.T, pool *pgxpool.Pool, job int64) int {
 }
 
 // A spool directory that another user owns, that is a symbolic link, or that group or others may
-// write is refused before anything is stored or claimed: exit 2 naming --spool-dir when the flag
-// gave it, 3 when the default (XDG_STATE_HOME) did. The planted result is not stored.
+// write is refused before anything is stored or claimed, by runs recover, run round and worker:
+// exit 2 naming --spool-dir when the flag gave it, 3 when the default (XDG_STATE_HOME) did. The
+// planted result is not stored.
 func TestASpoolDirectoryAnotherUserCouldWriteIsRefused(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -103,6 +104,10 @@ func TestASpoolDirectoryAnotherUserCouldWriteIsRefused(t *testing.T) {
 
 			res = runCLI(t, "--database-url", url, "run", "round", "--unsigned", "--spool-dir", dir)
 			require.Equal(t, 2, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, c.want)
+
+			res = runCLI(t, "--database-url", url, "worker", "--unsigned", "--spool-dir", dir)
+			require.Equal(t, 2, res.Code, "the worker stops before it fetches anything: %s", res.Stderr)
 			require.Contains(t, res.Stderr, c.want)
 
 			// The same directory as the default spool ($XDG_STATE_HOME/probectl): could not work.
