@@ -62,7 +62,8 @@ func spoolFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
-// InspectSpool counts the results waiting in dir, without replaying or locking anything.
+// InspectSpool counts the results waiting in dir, without replaying or locking anything, and
+// without parsing them (countSpoolLines): the worker's heartbeat asks every 10 s.
 func InspectSpool(dir string) (SpoolContents, error) {
 	c := SpoolContents{Dir: dir}
 	files, err := spoolFiles(dir)
@@ -70,13 +71,13 @@ func InspectSpool(dir string) (SpoolContents, error) {
 		return c, err
 	}
 	for _, p := range files {
-		entries, _, err := readSpoolFile(p)
+		n, err := countSpoolLines(p)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return c, err
 		}
 		if err == nil {
 			c.Files++
-			c.Results += len(entries)
+			c.Results += n
 		}
 	}
 	return c, nil
@@ -111,12 +112,12 @@ func Recover(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger)
 
 // recoverFile replays one spool file under its lock, and removes it when all of it is stored.
 func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Logger, rec *Recovery, down *bool) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openSpoolFile(path, os.O_RDWR)
 	if errors.Is(err, os.ErrNotExist) {
 		return // another replay took it
 	}
 	if err != nil {
-		rec.Problems = append(rec.Problems, fmt.Sprintf("open spool file %s: %v", path, err))
+		rec.Problems = append(rec.Problems, err.Error())
 		return
 	}
 	defer f.Close()
@@ -179,9 +180,9 @@ func sameFile(path string, fi os.FileInfo) bool {
 // readSpoolFile reads a spool file's entries; bad lists the lines that do not parse (a line cut
 // short by a crash in the middle of its write was never acknowledged to the round).
 func readSpoolFile(path string) (entries []spoolEntry, bad []string, err error) {
-	f, err := os.Open(path)
+	f, err := openSpoolFile(path, os.O_RDONLY)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open spool file %s: %w", path, err)
+		return nil, nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

@@ -75,11 +75,14 @@ type Round struct {
 
 // Summary is what a round did, counted from the database when it ended.
 type Summary struct {
-	RoundID    int64
-	Settings   Settings
-	KeyID      string // "" when unsigned
-	StartedAt  time.Time
-	FinishedAt time.Time
+	RoundID  int64
+	Settings Settings
+	KeyID    string // "" when unsigned, or when SignedByWorkers
+	// SignedByWorkers: a queued round, whose runs each worker signed with its own key (or stored
+	// unsigned); no one key signed the round.
+	SignedByWorkers bool
+	StartedAt       time.Time
+	FinishedAt      time.Time
 
 	Invocations int
 	queries.RoundCounts

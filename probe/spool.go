@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -53,25 +56,126 @@ func (e *SpoolError) Error() string { return e.Msg }
 // ExitCode: the round could not make sure it loses nothing.
 func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 
-// prepareSpoolDir makes dir (0700) if it is missing and refuses one that others may write: a
-// shared directory would let another user plant results for the next replay. (Its files are
-// 0600 whatever the directory's mode.)
+// prepareSpoolDir makes dir (0700) if it is missing and refuses one another user could write:
+// a symbolic link, a directory owned by another user, or one group or others may write. Any of
+// them would let another user plant results for the next replay, or remove the ones this user
+// spooled. It judges the directory it opened (fstat on the descriptor, opened without following
+// a link), not a name that could be swapped between a look and an open.
 func prepareSpoolDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v (check --spool-dir or XDG_STATE_HOME)", dir, err)}
 	}
-	fi, err := os.Stat(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || isSymlink(dir) {
+			return &SpoolError{Msg: fmt.Sprintf("spool directory %s is a symbolic link: whoever can change the link "+
+				"chooses what is replayed; give the directory itself (--spool-dir)", dir)}
+		}
+		if errors.Is(err, syscall.ENOTDIR) {
+			return &SpoolError{Msg: fmt.Sprintf("spool directory %s is not a directory (check --spool-dir)", dir)}
+		}
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+	}
+	defer d.Close()
+	fi, err := d.Stat()
 	if err != nil {
 		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
 	}
 	if !fi.IsDir() {
 		return &SpoolError{Msg: fmt.Sprintf("spool directory %s is not a directory (check --spool-dir)", dir)}
 	}
+	if msg := notOwnedByMe(fi); msg != "" {
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s %s: that user could plant results in it or remove "+
+			"this user's; run probectl as its owner, chown it to uid %d, or choose another --spool-dir", dir, msg, os.Geteuid())}
+	}
 	if fi.Mode().Perm()&0o022 != 0 {
 		return &SpoolError{Msg: fmt.Sprintf("spool directory %s has mode %v: others may write it; "+
 			"chmod 700 it or choose another --spool-dir", dir, fi.Mode().Perm())}
 	}
 	return nil
+}
+
+// openSpoolFile opens a spool file to read or replay it, without following a symbolic link, and
+// refuses one this user did not write: not a regular file, owned by another user, or writable by
+// group or others (a spool file is made 0600). The checks are on the opened descriptor.
+func openSpoolFile(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("spool file %s is a symbolic link: not read; remove it", path)
+		}
+		return nil, fmt.Errorf("open spool file %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open spool file %s: %w", path, err)
+	}
+	msg := notOwnedByMe(fi)
+	switch {
+	case !fi.Mode().IsRegular():
+		msg = "is not a regular file"
+	case msg == "" && fi.Mode().Perm()&0o022 != 0:
+		msg = fmt.Sprintf("has mode %v: others may write it", fi.Mode().Perm())
+	}
+	if msg != "" {
+		f.Close()
+		return nil, fmt.Errorf("spool file %s %s: not replayed; a person should read it, then remove it", path, msg)
+	}
+	return f, nil
+}
+
+// countSpoolLines counts the results in a spool file without decoding them: its lines that are
+// complete (a line a crash cut short has no newline, and was never acknowledged) and not empty.
+// A complete line that does not hold a result counts too; a replay names it as a problem. It
+// reads the file in blocks and allocates nothing per line, however long the lines.
+func countSpoolLines(path string) (int, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open spool file %s: %w", path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	n, prev := 0, byte('\n') // a newline at the start of the file ends no line
+	for {
+		k, err := f.Read(buf)
+		for _, b := range buf[:k] {
+			if b == '\n' && prev != '\n' {
+				n++
+			}
+			prev = b
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read spool file %s: %w", path, err)
+		}
+	}
+}
+
+// notOwnedByMe says how fi is not owned by the user this process runs as ("" when it is).
+func notOwnedByMe(fi os.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "has no owner this system reports"
+	}
+	me := os.Geteuid()
+	if int(st.Uid) == me {
+		return ""
+	}
+	owner := strconv.FormatUint(uint64(st.Uid), 10)
+	if u, err := user.LookupId(owner); err == nil {
+		owner += " (" + u.Username + ")"
+	}
+	return fmt.Sprintf("is owned by uid %s, not by this user (uid %d)", owner, me)
+}
+
+// isSymlink says whether path names a symbolic link itself (only to word an error: the checks
+// that decide are on an opened descriptor).
+func isSymlink(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
 }
 
 // spoolEntry is one line of a spool file: a finish that could not be made.
@@ -158,7 +262,7 @@ func createSpoolFile(dir string, roundID int64) (*os.File, string, error) {
 	name := fmt.Sprintf("round-%d-pid-%d-%s%s", roundID, os.Getpid(), hex.EncodeToString(b[:]), spoolExt)
 	final := filepath.Join(dir, name)
 	hidden := filepath.Join(dir, "."+name+".new")
-	f, err := os.OpenFile(hidden, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(hidden, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, "", fmt.Errorf("create spool file in %s: %w", dir, err)
 	}

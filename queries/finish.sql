@@ -15,16 +15,19 @@ SELECT run_id, advanced, job_finished, finished_at
 
 -- name: AdvanceServer
 -- The first write of an advance-first finish: move next_check_at on by the server's interval, as a
--- compare-and-set on the value that was claimed, and only if the job ($4) was not closed as
--- abandoned: a late finish has lost its lease and never moves the server on. No row means the
--- server was re-checked, rescued, paused or delisted meanwhile, or the job was abandoned; that
--- change wins. (A job this prober finished itself still advances: the incident replay's order.)
+-- compare-and-set on the value that was claimed, and only if the job ($4) is this server's and
+-- was not closed as abandoned: a late finish has lost its lease and never moves the server on,
+-- and a job never moves another server on (a spooled line that names one job and another server
+-- advances nothing). No row means the server was re-checked, rescued, paused or delisted
+-- meanwhile, the job was abandoned or is another server's; that change wins. (A job this prober
+-- finished itself still advances: the incident replay's order.)
 UPDATE servers AS s
    SET next_check_at = coalesce($3::timestamptz, clock_timestamp()) + s.check_interval
  WHERE s.id = $1
    AND s.next_check_at = $2
    AND s.status = 'active'
-   AND EXISTS (SELECT 1 FROM probe_jobs AS j WHERE j.id = $4 AND j.outcome IS DISTINCT FROM 'abandoned')
+   AND EXISTS (SELECT 1 FROM probe_jobs AS j
+                WHERE j.id = $4 AND j.server_id = s.id AND j.outcome IS DISTINCT FROM 'abandoned')
 RETURNING s.next_check_at;
 
 -- name: FinishJob

@@ -156,3 +156,34 @@ func TestAReplayedFinishStoresNothingTwiceAndIsNoError(t *testing.T) {
 	require.Equal(t, 1, runs)
 	require.True(t, next.Equal(at.Add(12*time.Hour)), "the replay moved the server again: %s", next)
 }
+
+// A finish that names one job and another server (a spooled line another user wrote, or a bug)
+// advances nothing: neither the other server, though its next check time is the one named, nor
+// the job's own server. The run is still stored against the job's own server.
+func TestAFinishWhoseServerIsNotTheJobsAdvancesNothing(t *testing.T) {
+	t.Parallel()
+	for _, f := range finishers {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			pool := migrated.Pool(t)
+			j, _ := claimOne(t, pool)
+			otherAt := now.Add(time.Hour) // not due: the claim left it alone
+			other := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: &otherAt})
+			own, err := queries.GetServerBySlug(ctx, pool, j.Slug)
+			require.NoError(t, err)
+
+			p := finishParams(j, now.Add(3*time.Second))
+			p.ServerID, p.ClaimedNextCheckAt = other, otherAt
+			r := f.finish(t, pool, p)
+			require.False(t, r.Advanced, "a job never advances another server")
+
+			var next time.Time
+			require.NoError(t, pool.QueryRow(ctx, "SELECT next_check_at FROM servers WHERE id = $1", other).Scan(&next))
+			require.Equal(t, otherAt, next.UTC(), "the other server was not advanced")
+			after, err := queries.GetServerBySlug(ctx, pool, j.Slug)
+			require.NoError(t, err)
+			require.Equal(t, own.NextCheckAt, after.NextCheckAt, "the job's own server was not advanced either")
+		})
+	}
+}

@@ -17,7 +17,7 @@ var helpTopics = []struct{ name, short, long string }{
      approved; nothing was changed
   3  the work could not be done: database unreachable, schema behind
      ('probectl migrate'), a claim, finish or signature that failed, a round
-     interrupted (Ctrl-C, SIGTERM), an active release of another version than
+     interrupted (Ctrl-C, SIGTERM, SIGHUP), an active release of another version than
      this probectl (run round)`,
 	},
 	{

@@ -25,7 +25,9 @@ func newKeysExportCmd(f *factory) *cobra.Command {
 		Long: `Print the public half of a registered key as a PKIX "BEGIN PUBLIC KEY" PEM block, the form
 OpenSSL and most libraries read. Hand it with an exported run ('runs show ID --envelope') to a
 third party: 'probectl runs verify FILE --public-key FILE' checks the run with nothing else.
-Retired keys export too: the runs they signed before their retirement still verify.`,
+Retired keys export too, with a line "Retired-At: <RFC 3339 time>" before the PEM block (text
+before a PEM block, which OpenSSL and PEM readers skip): 'runs verify' applies it, so the runs a
+retired key signed before its retirement still verify and the ones signed from then on do not.`,
 		Example: `  probectl keys export ed25519:3f9a0c1d2b4e5f60 > probectl.pub
   openssl pkey -pubin -in probectl.pub -noout -text`,
 		Args: cobra.ExactArgs(1),

@@ -20,7 +20,9 @@ var (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal or the ssh session closed) stops as SIGTERM does: its default action
+	// would kill a round or a worker at once, with checks made and nothing stored.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := Execute(ctx, os.Args[1:], render.System(), os.Getenv)
 	stop()
 	os.Exit(code)

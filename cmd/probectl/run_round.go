@@ -66,7 +66,8 @@ operators of the probed servers can reach you. A server that answers 429 or 503 
 is recorded as failed, rate_limited, and is next checked a full interval later.
 
 Runs are signed (DSSE, ed25519) with --signing-key or PROBECTL_SIGNING_KEY; without a key the
-round refuses to run unless --unsigned is given. A job's worst case, 8 requests at
+round refuses to run unless --unsigned is given. A round --via-queue reads no key: the workers
+that run it sign its runs, each with its own, and --signing-key is refused. A job's worst case, 8 requests at
 --request-timeout plus --max-duration plus 30 s for the finish's writes, must fit the in-flight
 window.
 
@@ -91,7 +92,7 @@ be claimed, which skipped and why, and when each becomes claimable.
 
 Exit 0 when the round ran (failed checks included), 2 for bad flags or a missing key, 3 when the
 round could not run, a claim, finish or signature failed, or the round was interrupted (Ctrl-C,
-SIGTERM: it claims no more, waits for the claims it sent, and stores the checks it stopped as
+SIGTERM or SIGHUP: it claims no more, waits for the claims it sent, and stores the checks it stopped as
 interrupted by probectl).
 
 Nothing checked is lost when the database blinks: a finish tries again, on a fresh connection,
@@ -190,6 +191,18 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if opts.DryRun {
 		return runRoundDryRun(ctx, opts, settings, format)
 	}
+	if opts.ViaQueue {
+		// The workers sign: no key is asked for or read here.
+		pool, err := f.Pool(ctx)
+		if err != nil {
+			return err
+		}
+		settings, overrides, err := release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings))
+		if err != nil {
+			return ignoreVersionHint(inFlagWords(err))
+		}
+		return runRoundViaQueue(ctx, opts, pool, settings, overrides, format)
+	}
 	signer, err := opts.signer()
 	if err != nil {
 		return err
@@ -205,9 +218,6 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	settings, overrides, err := release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings))
 	if err != nil {
 		return ignoreVersionHint(inFlagWords(err))
-	}
-	if opts.ViaQueue {
-		return runRoundViaQueue(ctx, opts, pool, settings, overrides, signer, format)
 	}
 	round := &probe.Round{
 		DB:       pool,
@@ -227,7 +237,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		progress.finish()
 	}
 	if sum == nil {
-		return err
+		return spoolFlagError(err, opts.SpoolDir)
 	}
 	if rerr := renderRoundWithFailures(ctx, f, pool, format, sum, overrides, round.Log); rerr != nil {
 		return errors.Join(err, rerr)

@@ -21,10 +21,16 @@ type queuedJSON struct {
 	Invocations int   `json:"invocations"`
 }
 
-// checkQueueFlags refuses --wait without --via-queue, before anything connects.
+// checkQueueFlags refuses --wait without --via-queue, and --signing-key with it, before anything
+// connects: a queued round is signed by the workers that run it, each with its own key, so a key
+// given here would sign nothing (PROBECTL_SIGNING_KEY, set for other commands, is not read).
 func (o *runRoundOptions) checkQueueFlags() error {
 	if o.Wait && !o.ViaQueue {
 		return exit.UsageError(errors.New("--wait: only with --via-queue (a round run here always waits)"))
+	}
+	if o.ViaQueue && o.SigningKey != "" {
+		return exit.UsageError(errors.New("--signing-key: a round --via-queue is signed by the workers that run it, " +
+			"each with its own key ('probectl worker --signing-key'); drop it"))
 	}
 	return nil
 }
@@ -32,13 +38,9 @@ func (o *runRoundOptions) checkQueueFlags() error {
 // runRoundViaQueue records the round and queues its invocations for `probectl worker`, prints
 // the round's id and returns; with --wait it waits for the workers and prints the usual summary.
 func runRoundViaQueue(ctx context.Context, opts *runRoundOptions, pool *pgxpool.Pool, s probe.Settings,
-	overrides []release.Override, signer probe.Signer, format string) error {
+	overrides []release.Override, format string) error {
 	f := opts.f
-	keyID := ""
-	if signer != nil {
-		keyID = signer.KeyID()
-	}
-	q, err := worker.EnqueueRound(ctx, pool, s, keyID)
+	q, err := worker.EnqueueRound(ctx, pool, s, "") // the workers sign, each with its own key
 	if err != nil {
 		return err
 	}

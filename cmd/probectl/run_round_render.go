@@ -112,7 +112,10 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 		return err
 	}
 	signed := "unsigned"
-	if s.KeyID != "" {
+	switch {
+	case s.SignedByWorkers:
+		signed = "signed by the workers, each with its own key"
+	case s.KeyID != "":
 		signed = "signed with " + s.KeyID
 	}
 	c := s.Settings

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
@@ -82,4 +85,14 @@ func spoolDir(f *factory, flag string) (string, error) {
 		return flag, nil
 	}
 	return probe.DefaultSpoolDir(f.Getenv)
+}
+
+// spoolFlagError says a spool directory that cannot be used as the flag's fault (exit 2) when
+// --spool-dir named it; a default one (XDG_STATE_HOME, the home directory) stays exit 3.
+func spoolFlagError(err error, flag string) error {
+	var se *probe.SpoolError
+	if flag != "" && errors.As(err, &se) {
+		return exit.UsageError(fmt.Errorf("--spool-dir: %w", se))
+	}
+	return err
 }

@@ -82,7 +82,7 @@ func runRunsRecover(ctx context.Context, opts *runsRecoverOptions) error {
 	}
 	rec, err := probe.Recover(ctx, pool, dir, slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)))
 	if err != nil {
-		return err
+		return spoolFlagError(err, opts.SpoolDir)
 	}
 	if format == "json" {
 		problems := rec.Problems

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/fakefleet"
+	"github.com/probectl/probectl/internal/history"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -312,4 +313,74 @@ func TestEveryHistoryCommandHasHelpWithExamples(t *testing.T) {
 		assert.NotEmpty(t, cmd.Long, path)
 		assert.Contains(t, cmd.Example, "probectl "+strings.Join(path, " "), path)
 	}
+}
+
+// A retired key's export says when it was retired, and `runs verify` applies it: a run checked
+// before the retirement still verifies offline; once the retirement is moved before the run (a
+// leak found later), the run is INVALID offline, as `runs show` (and `deploy verify`, which
+// judges envelopes with the same function) say, instead of VALID from a bare PEM.
+func TestRunsVerifyAppliesTheRetirementTheKeyExportCarries(t *testing.T) {
+	t.Parallel()
+	url, pool, _ := signedMixedRound(t, 1, 0)
+	var runID int64
+	var keyID string
+	var checked time.Time
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT f.id, f.key_id, r.finished_at FROM run_facts f
+	                                                JOIN probe_runs r ON r.id = f.id`).Scan(&runID, &keyID, &checked))
+	res := runCLI(t, "--database-url", url, "runs", "show", fmt.Sprint(runID), "--envelope")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	envFile := writeFile(t, "run.json", res.Stdout)
+	offline := cli{env: map[string]string{"PROBECTL_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}}
+	export := func() string {
+		t.Helper()
+		res := runCLI(t, "--database-url", url, "keys", "export", keyID)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		return res.Stdout
+	}
+	bare := export()
+	require.True(t, strings.HasPrefix(bare, "-----BEGIN PUBLIC KEY-----\n"), "a key in use exports as a bare PEM: %s", bare)
+
+	// Retired now, after the run: the export says so, and the run still verifies.
+	res = runCLI(t, "--database-url", url, "keys", "retire", keyID, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	pem := export()
+	require.Regexp(t, `^Retired-At: 20\d\d-\d\d-\d\dT[0-9:.]+Z\n-----BEGIN PUBLIC KEY-----\n`, pem)
+	res = offline.run(t, "runs", "verify", envFile, "--public-key", writeFile(t, "retired.pub", pem))
+	require.Equal(t, 0, res.Code, res.Stdout+res.Stderr)
+	assert.Contains(t, res.Stdout, "VALID: signed by "+keyID)
+
+	// A leak found later: the retirement moves before the run's check. runs show rejects the run.
+	retiredAt := checked.Add(-time.Minute).UTC()
+	res = runCLI(t, "--database-url", url, "keys", "retire", keyID, "--at", retiredAt.Format(time.RFC3339Nano))
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "runs", "show", fmt.Sprint(runID), "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var shown map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &shown))
+	require.Equal(t, false, shown["envelope_verified"])
+
+	pem = export()
+	require.True(t, strings.HasPrefix(pem, "Retired-At: "+retiredAt.Format(time.RFC3339Nano)+"\n"), pem)
+	keyFile := writeFile(t, "leaked.pub", pem)
+	res = offline.run(t, "runs", "verify", envFile, "--public-key", keyFile)
+	require.Equal(t, 1, res.Code, res.Stdout+res.Stderr)
+	assert.Contains(t, res.Stdout, "INVALID: "+envFile+" does not verify with key "+keyID+": signed after its key was retired")
+	assert.Contains(t, res.Stdout, "was retired at "+retiredAt.Format(time.RFC3339Nano))
+	res = offline.run(t, "runs", "verify", envFile, "--public-key", keyFile, "-o", "json")
+	require.Equal(t, 1, res.Code, res.Stdout+res.Stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	assert.Equal(t, false, got["valid"])
+	assert.Equal(t, retiredAt.Format(time.RFC3339Nano), got["key_retired_at"])
+	assert.Contains(t, got["error"], "signed after its key was retired")
+
+	// The export is still the PEM OpenSSL reads: the retirement is text before the block.
+	k, err := history.ParsePublicKey([]byte(pem))
+	require.NoError(t, err)
+	require.Len(t, k, 32)
+
+	// A Retired-At that is not a time is bad input, not a verdict.
+	res = offline.run(t, "runs", "verify", envFile, "--public-key", writeFile(t, "bad.pub", "Retired-At: yesterday\n"+bare))
+	assert.Equal(t, 2, res.Code, res.Stdout+res.Stderr)
+	assert.Contains(t, res.Stderr, "Retired-At: want an RFC 3339 time")
 }

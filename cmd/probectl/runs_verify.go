@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +31,11 @@ ed25519 public key in a PKIX "BEGIN PUBLIC KEY" PEM file (as 'probectl keys expo
 prints it). It reads the two files and nothing else: it never connects to a database, even when
 one is configured, so a third party can run it.
 
+A retired key's export begins with a line "Retired-At: <RFC 3339 time>" before its PEM block: a
+run whose signed statement says its check finished at or after that time is INVALID (signed
+after the key's retirement), as 'runs show' and 'deploy verify' judge it; the runs the key
+signed before keep verifying.
+
 Exit status: 0 the envelope verifies, 1 it does not (the reason is printed), 2 an input cannot be
 read (not a PEM public key, not a DSSE envelope).`,
 		Example: `  probectl runs show 1234 --envelope > run-1234.json
@@ -48,13 +54,16 @@ read (not a PEM public key, not a DSSE envelope).`,
 
 // runVerifyJSON is the documented JSON shape of 'runs verify'.
 type runVerifyJSON struct {
-	Valid   bool    `json:"valid"`
-	KeyID   string  `json:"key_id"`
-	Error   *string `json:"error"`
-	JobID   *int64  `json:"job_id"`
-	RoundID *int64  `json:"round_id"`
-	Server  *string `json:"server"`
-	Outcome *string `json:"outcome"`
+	Valid bool   `json:"valid"`
+	KeyID string `json:"key_id"`
+	// KeyRetiredAt is the key file's Retired-At (a retired key's export): runs checked from then
+	// on are invalid.
+	KeyRetiredAt *time.Time `json:"key_retired_at"`
+	Error        *string    `json:"error"`
+	JobID        *int64     `json:"job_id"`
+	RoundID      *int64     `json:"round_id"`
+	Server       *string    `json:"server"`
+	Outcome      *string    `json:"outcome"`
 }
 
 // maxEnvelopeBytes bounds the envelope file: a run holds at most 8 requests, so a real one is a
@@ -78,12 +87,13 @@ func runRunsVerify(opts *runsVerifyOptions) error {
 	if err != nil {
 		return exit.UsageError(fmt.Errorf("envelope file: %w", err))
 	}
-	st, keyID, err := history.VerifyExported(env, pemData)
+	st, key, err := history.VerifyExported(env, pemData)
+	keyID := key.ID
 	var bad *history.BadInputError
 	if errors.As(err, &bad) {
 		return exit.UsageError(fmt.Errorf("%s: %w", opts.File, err))
 	}
-	out := runVerifyJSON{Valid: err == nil, KeyID: keyID}
+	out := runVerifyJSON{Valid: err == nil, KeyID: keyID, KeyRetiredAt: key.RetiredAt}
 	if err != nil {
 		msg := err.Error()
 		out.Error = &msg

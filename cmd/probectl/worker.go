@@ -45,7 +45,7 @@ when it starts and whenever its heartbeat finds results waiting. Every 10 second
 heartbeat (alive, invocations running, spool depth, version, host), which 'probectl status'
 shows on any machine, and keeps the rounds it runs alive.
 
-On SIGTERM or Ctrl-C the worker stops fetching jobs, gives the checks in flight 10 seconds, then
+On SIGTERM, SIGHUP or Ctrl-C the worker stops fetching jobs, gives the checks in flight 10 seconds, then
 cancels the rest (stored as interrupted, at probectl's fault; River queues their invocations
 again, not counted as an attempt) and exits 0.`,
 		Example: `  probectl deploy record --fanout 19 --claim-limit 5 --concurrency 3 --every 5m
@@ -81,5 +81,5 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 	if cfg.Pool, err = f.Pool(ctx); err != nil {
 		return err
 	}
-	return worker.Run(ctx, cfg)
+	return spoolFlagError(worker.Run(ctx, cfg), opts.SpoolDir)
 }

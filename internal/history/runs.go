@@ -99,14 +99,16 @@ type BadInputError struct{ Err error }
 func (e *BadInputError) Error() string { return e.Err.Error() }
 func (e *BadInputError) Unwrap() error { return e.Err }
 
-// VerifyExported checks an exported envelope against one PKIX PEM public key, offline: it reads
-// nothing but its arguments. It returns the signed statement when the envelope verifies; an
-// error wrapping a *BadInputError when an input cannot be read; any other error: the envelope
-// does not verify.
-func VerifyExported(envelope, publicKeyPEM []byte) (*attest.Statement, string, error) {
-	pub, err := ParsePublicKey(publicKeyPEM)
+// VerifyExported checks an exported envelope against one public key as `keys export` writes it,
+// offline: it reads nothing but its arguments. It returns the signed statement when the envelope
+// verifies, and the key it read; an error wrapping a *BadInputError when an input cannot be read;
+// any other error: the envelope does not verify. A retired key's export says when it was retired
+// (ParseExportedKey), and a run its statement says was checked from then on does not verify, as
+// `runs show` and `deploy verify` judge it (ErrSignedAfterRetirement).
+func VerifyExported(envelope, publicKeyPEM []byte) (*attest.Statement, ExportedKey, error) {
+	key, err := ParseExportedKey(publicKeyPEM)
 	if err != nil {
-		return nil, "", &BadInputError{Err: err}
+		return nil, key, &BadInputError{Err: err}
 	}
 	var probe struct {
 		PayloadType *string           `json:"payloadType"`
@@ -114,14 +116,66 @@ func VerifyExported(envelope, publicKeyPEM []byte) (*attest.Statement, string, e
 		Signatures  []json.RawMessage `json:"signatures"`
 	}
 	if err := json.Unmarshal(envelope, &probe); err != nil {
-		return nil, "", &BadInputError{Err: fmt.Errorf("envelope is not JSON: %w", err)}
+		return nil, key, &BadInputError{Err: fmt.Errorf("envelope is not JSON: %w", err)}
 	}
 	if probe.PayloadType == nil || probe.Payload == nil {
-		return nil, "", &BadInputError{Err: errors.New("envelope is not a DSSE envelope: it has no payloadType or payload")}
+		return nil, key, &BadInputError{Err: errors.New("envelope is not a DSSE envelope: it has no payloadType or payload")}
 	}
-	id := attest.KeyID(pub)
-	st, err := attest.Verify(envelope, map[string]ed25519.PublicKey{id: pub})
-	return st, id, err
+	st, err := attest.Verify(envelope, map[string]ed25519.PublicKey{key.ID: key.Public})
+	if err != nil {
+		return st, key, err
+	}
+	if key.RetiredAt != nil {
+		if done := st.Predicate.Result.FinishedAt; !done.Before(*key.RetiredAt) {
+			return st, key, fmt.Errorf("%w: the run's check finished at %s, and key %s was retired at %s",
+				ErrSignedAfterRetirement, done.UTC().Format(time.RFC3339Nano), key.ID, key.RetiredAt.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return st, key, nil
+}
+
+// ErrSignedAfterRetirement says a run was signed by a key after the key's retirement: whoever
+// signed it held a key that was no longer to be used (rotated, or leaked).
+var ErrSignedAfterRetirement = errors.New("signed after its key was retired")
+
+// ExportedKey is a public key as `keys export` writes it.
+type ExportedKey struct {
+	ID     string
+	Public ed25519.PublicKey
+	// RetiredAt is when the key was retired, from the export's Retired-At line; nil when the key
+	// was not retired when it was exported.
+	RetiredAt *time.Time
+}
+
+// retiredAtField names the line a retired key's export carries before its PEM block (RFC 7468
+// explanatory text, which OpenSSL and Go's pem package skip). Not a PEM header: OpenSSL refuses
+// a PUBLIC KEY block with headers ("not proc type").
+const retiredAtField = "Retired-At"
+
+// ParseExportedKey reads an ed25519 public key from a PKIX "BEGIN PUBLIC KEY" PEM block and, from
+// the text before the block, its Retired-At line when there is one.
+func ParseExportedKey(data []byte) (ExportedKey, error) {
+	pub, err := ParsePublicKey(data)
+	if err != nil {
+		return ExportedKey{}, err
+	}
+	key := ExportedKey{ID: attest.KeyID(pub), Public: pub}
+	before, _, _ := strings.Cut(string(data), "-----BEGIN ")
+	for line := range strings.Lines(before) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.EqualFold(strings.TrimSpace(name), retiredAtField) {
+			continue
+		}
+		if key.RetiredAt != nil {
+			return ExportedKey{}, fmt.Errorf("public key: two %s lines", retiredAtField)
+		}
+		at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(value))
+		if err != nil {
+			return ExportedKey{}, fmt.Errorf("public key: %s: want an RFC 3339 time: %w", retiredAtField, err)
+		}
+		key.RetiredAt = &at
+	}
+	return key, nil
 }
 
 // ParsePublicKey reads an ed25519 public key from a PKIX "BEGIN PUBLIC KEY" PEM block.
@@ -142,7 +196,8 @@ func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
 }
 
 // ExportKey returns a registered public key as a PKIX PEM block (queries.ErrNoSuchKey when no key
-// has that id).
+// has that id). A retired key's block is preceded by a line "Retired-At: <RFC 3339 time>", which
+// `runs verify` applies: a run signed from then on does not verify.
 func ExportKey(ctx context.Context, db queries.DBTX, keyID string) ([]byte, error) {
 	keys, err := queries.VerificationKeys(ctx, db)
 	if err != nil {
@@ -155,6 +210,9 @@ func ExportKey(ctx context.Context, db queries.DBTX, keyID string) ([]byte, erro
 	data, err := pkixPEM(k.Public)
 	if err != nil {
 		return nil, fmt.Errorf("export key %s: %w", keyID, err)
+	}
+	if k.RetiredAt != nil {
+		data = append([]byte(fmt.Sprintf("%s: %s\n", retiredAtField, k.RetiredAt.UTC().Format(time.RFC3339Nano))), data...)
 	}
 	return data, nil
 }

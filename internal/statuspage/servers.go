@@ -199,7 +199,11 @@ func (h *handler) keysPEM(w http.ResponseWriter, r *http.Request) {
 		if k.RetiredAt != nil {
 			retired = "retired " + k.RetiredAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(&b, "# %s (%s, registered %s, %s)\n%s", k.KeyID, k.Algorithm, k.CreatedAt.Format(time.RFC3339), retired, k.PEM)
+		fmt.Fprintf(&b, "# %s (%s, registered %s, %s)\n", k.KeyID, k.Algorithm, k.CreatedAt.Format(time.RFC3339), retired)
+		if k.RetiredAt != nil { // as `keys export` writes it, for `runs verify` to apply
+			fmt.Fprintf(&b, "Retired-At: %s\n", k.RetiredAt.UTC().Format(time.RFC3339Nano))
+		}
+		b.WriteString(k.PEM)
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
 	_, _ = w.Write([]byte(b.String()))

@@ -193,6 +193,9 @@ func TestKeysAreServedAsPEMAndJSONWithTheirRetirement(t *testing.T) {
 	res = get(t, h, "/keys.pem")
 	assert.Equal(t, 2, strings.Count(res.Body, "BEGIN PUBLIC KEY"))
 	assert.Contains(t, res.Body, "# ed25519:bbbb (ed25519, registered ")
+	// The retired key's block carries its retirement as `keys export` does, for `runs verify`.
+	assert.Contains(t, res.Body, "retired 2026-11-01T00:00:00Z)\nRetired-At: 2026-11-01T00:00:00Z\n-----BEGIN PUBLIC KEY-----")
+	assert.Equal(t, 1, strings.Count(res.Body, "Retired-At:"))
 }
 
 func between(t *testing.T, s, from, to string) string {

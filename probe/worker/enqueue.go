@@ -51,7 +51,8 @@ type Queued struct {
 }
 
 // EnqueueRound is `run round --via-queue`: a round of settings s whose invocations the workers
-// run. It returns at once.
+// run, and sign, each with its own key (`run round --via-queue` gives keyID ""). It returns at
+// once.
 func EnqueueRound(ctx context.Context, pool *pgxpool.Pool, s probe.Settings, keyID string) (Queued, error) {
 	if err := s.Validate(); err != nil {
 		return Queued{}, err
@@ -77,7 +78,7 @@ func WaitRound(ctx context.Context, pool queries.DB, q Queued) (*probe.Summary, 
 			return nil, err
 		}
 		if at != nil {
-			sum := &probe.Summary{RoundID: q.RoundID, Settings: q.Settings, KeyID: q.KeyID, StartedAt: q.StartedAt,
+			sum := &probe.Summary{RoundID: q.RoundID, Settings: q.Settings, SignedByWorkers: true, StartedAt: q.StartedAt,
 				FinishedAt: *at, Invocations: q.Settings.Invocations()}
 			sum.RoundCounts, err = queries.CountRound(ctx, pool, q.RoundID)
 			return sum, err

@@ -139,6 +139,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		cfg.Log.Info("spool replayed", "dir", rec.Dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored,
 			"left", rec.Left, "busy_files", rec.Busy)
+		for _, p := range rec.Problems { // a file not replayed (another user's, a link, a bad line) says why
+			cfg.Log.Warn("spool replay", "problem", p)
+		}
 	}
 	p := newProcess(cfg)
 	client, err := p.client()
