@@ -9,6 +9,7 @@ import (
 
 	"github.com/probectl/probectl/internal/completion"
 	"github.com/probectl/probectl/internal/directory"
+	"github.com/probectl/probectl/internal/history"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
@@ -27,7 +28,8 @@ var flagValues = []struct {
 	{"probectl servers", "plan", directory.Plans},
 	{"probectl servers", "status", directory.Statuses},
 	{"", "finish", []string{probe.FinishTx, probe.FinishAdvanceFirst}},
-	{"", "outcome", []string{"ok", "failed", "error", "abandoned"}},
+	// runs list --outcome: the outcomes a run can have, the list the flag checks against.
+	{"probectl runs", "outcome", history.Outcomes},
 }
 
 // argCompleters complete a command's first argument from the database, by command path. A command

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,4 +95,43 @@ func TestCompletionSaysNothingWithoutADatabase(t *testing.T) {
 	// The URL's own connect timeout is ten minutes: only completion's bound ends the wait.
 	silentURL := "postgres://probectl@" + silent.Addr().String() + "/probectl?sslmode=disable&connect_timeout=600"
 	assert.Equal(t, []string{":4"}, complete(t, cli{}, "--database-url", silentURL, "servers", "recheck", ""))
+}
+
+// refusedDatabaseURL is a database URL on a loopback port nothing listens on: a command that gets
+// as far as connecting exits 3, so one that exits 2 refused its flags first.
+func refusedDatabaseURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "postgres://probectl@" + l.Addr().String() + "/probectl?sslmode=disable&connect_timeout=5"
+	require.NoError(t, l.Close())
+	return url
+}
+
+func TestEveryCompletedFlagValueIsOneTheFlagAccepts(t *testing.T) {
+	t.Parallel()
+	url := refusedDatabaseURL(t)
+	tests := []struct {
+		flag string
+		args []string // the command, with whatever else it needs before it would connect
+	}{
+		{"outcome", []string{"runs", "list"}},
+		{"status", []string{"servers", "list"}},
+		{"kind", []string{"servers", "add", "--slug", "weather", "--url", "https://weather.example/mcp"}},
+		{"plan", []string{"servers", "add", "--slug", "weather", "--url", "https://weather.example/mcp", "--kind", "mcp"}},
+		{"finish", []string{"run", "round", "--unsigned"}},
+		{"finish", []string{"deploy", "record"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[:2], " ")+" --"+tt.flag, func(t *testing.T) {
+			t.Parallel()
+			offered := complete(t, cli{}, append(slices.Clone(tt.args), "--"+tt.flag, "")...)
+			require.Greater(t, len(offered), 1, "completion offers values")
+			for _, v := range offered[:len(offered)-1] {
+				args := append([]string{"--database-url", url}, tt.args...)
+				res := cli{}.run(t, append(args, "--"+tt.flag, v)...)
+				assert.Equal(t, 3, res.Code, "completion offers --%s %s, which the command must accept and go on to connect: %s", tt.flag, v, res.Stderr)
+			}
+		})
+	}
 }
