@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,12 @@ var argCompleters = map[string]func(ctx context.Context, db queries.DBTX, prefix
 	"probectl keys export":     completion.KeyIDs,
 }
 
+// everyArg are the commands of argCompleters that take many such arguments: each argument
+// completes, without the ones already named.
+var everyArg = map[string]bool{
+	"probectl servers recheck": true,
+}
+
 // addCompletions teaches shells the values of the tree's flags and arguments: -o's formats, the
 // fixed values of --kind, --plan, --status, --finish and --outcome, and slugs and key ids from the
 // database.
@@ -64,7 +71,7 @@ func addCompletions(root *cobra.Command, f *factory) {
 			}
 		}
 		if find, ok := argCompleters[path]; ok && cmd.ValidArgsFunction == nil {
-			cmd.ValidArgsFunction = f.completeFirstArg(find)
+			cmd.ValidArgsFunction = f.completeArg(find, everyArg[path])
 		}
 		for _, c := range cmd.Commands() {
 			walk(c)
@@ -73,13 +80,13 @@ func addCompletions(root *cobra.Command, f *factory) {
 	walk(root)
 }
 
-// completeFirstArg completes a command's first argument with what find returns. It completes
-// nothing, quietly, when no database is configured, when it cannot be reached or answer within
+// completeArg completes a command's first argument with what find returns, or each argument
+// when every (leaving out those already given). It completes nothing, quietly, when no database is configured, when it cannot be reached or answer within
 // completionTimeout, or when the schema lacks what find reads.
-func (f *factory) completeFirstArg(find func(context.Context, queries.DBTX, string) ([]completion.Candidate, error)) cobra.CompletionFunc {
+func (f *factory) completeArg(find func(context.Context, queries.DBTX, string) ([]completion.Candidate, error), every bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		const none = cobra.ShellCompDirectiveNoFileComp
-		if len(args) > 0 {
+		if len(args) > 0 && !every {
 			return nil, none
 		}
 		if url, _ := queries.ResolveURL(f.DatabaseURL, f.Getenv); url == "" {
@@ -101,6 +108,9 @@ func (f *factory) completeFirstArg(find func(context.Context, queries.DBTX, stri
 		}
 		out := make([]cobra.Completion, 0, len(found))
 		for _, c := range found {
+			if slices.Contains(args, c.Value) {
+				continue
+			}
 			out = append(out, cobra.CompletionWithDesc(c.Value, c.Description))
 		}
 		return out, none

@@ -61,7 +61,9 @@ func TestCompletionOffersSlugsAndKeyIDsFromTheDatabase(t *testing.T) {
 	assert.Equal(t, []string{"weather\tactive", "weather-eu\tpaused", ":4"}, complete(t, c, "servers", "recheck", "wea"))
 	assert.Equal(t, []string{"status-page\tactive", "weather\tactive", "weather-eu\tpaused", ":4"},
 		complete(t, cli{}, "--database-url", url, "servers", "recheck", ""))
-	assert.Equal(t, []string{":4"}, complete(t, c, "servers", "recheck", "weather", ""), "only the first argument is a slug")
+	assert.Equal(t, []string{":4"}, complete(t, c, "servers", "show", "weather", ""), "only the first argument is a slug")
+	assert.Equal(t, []string{"status-page\tactive", "weather-eu\tpaused", ":4"}, complete(t, c, "servers", "recheck", "weather", ""),
+		"recheck takes many slugs: each completes, but for those already named")
 	assert.Equal(t, []string{key + "\tin use", ":4"}, complete(t, c, "keys", "retire", "ed25519:"))
 }
 
