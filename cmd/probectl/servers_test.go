@@ -247,3 +247,27 @@ func TestRecheckOfSeveralSlugsClaimsAllOrNoneAndNamesEveryUnknownSlug(t *testing
 	require.Equal(t, 2, res.Code, "the bound is checked before connecting: %s", res.Stderr)
 	require.Contains(t, res.Stderr, fmt.Sprintf("at most %d servers", directory.MaxRecheck))
 }
+
+func TestImportReadsAJSONArrayAndPointsARegistryFileAtItsFormat(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	array := `[
+  {"slug": "weather", "url": "https://weather.example/mcp", "kind": "mcp"},
+  {"slug": "status-page", "url": "https://status.example/health", "kind": "http", "plan": "frequent"}
+]`
+	res := runCLI(t, "--database-url", url, "servers", "import", writeFile(t, "servers.json", array))
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "imported 2 server(s): 2 new, 0 updated\n", res.Stdout)
+
+	res = cli{stdin: `[{"slug": "x", "url": "https://x.example/", "kind": "grpc"}]`}.run(t, "--database-url", url, "servers", "import", "-")
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, `stdin: line 1: kind "grpc": must be mcp or http`)
+
+	// The registry's list response, imported as if it were the directory's own format.
+	registry := "../../internal/directory/testdata/mcp-registry/servers.json"
+	res = runCLI(t, "--database-url", url, "servers", "import", registry)
+	require.Equal(t, 2, res.Code, res.Stderr)
+	require.Equal(t, "probectl: "+registry+": this is an MCP registry document (its list response or a server.json), "+
+		"not CSV or JSON lines; import it with --format mcp-registry\n", res.Stderr)
+	require.Equal(t, 2, countServers(t, url), "nothing more is imported")
+}
