@@ -33,6 +33,19 @@ var flagValues = []struct {
 	{"probectl runs", "outcome", history.Outcomes},
 }
 
+// outputFormats are the -o values the command at path takes, as its run checks them
+// (f.OutputFormat): table and json, csv too for the audits and runs list, only table for keys
+// export (a PEM block). TestEveryCommandIsOfferedTheOutputFormatsItTakes holds the two together.
+func outputFormats(path string) []string {
+	switch {
+	case strings.HasPrefix(path, "probectl audit "), path == "probectl runs list":
+		return []string{"table", "json", "csv"}
+	case path == "probectl keys export":
+		return []string{"table"}
+	}
+	return []string{"table", "json"}
+}
+
 // argCompleters complete a command's first argument from the database, by command path. A command
 // added later under one of these paths (servers show, keys export) completes without more code.
 var argCompleters = map[string]func(ctx context.Context, db queries.DBTX, prefix string) ([]completion.Candidate, error){
@@ -56,11 +69,7 @@ var everyArg = map[string]bool{
 // database.
 func addCompletions(root *cobra.Command, f *factory) {
 	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		formats := []string{"table", "json"}
-		if strings.HasPrefix(cmd.CommandPath(), "probectl audit ") {
-			formats = append(formats, "csv")
-		}
-		return formats, cobra.ShellCompDirectiveNoFileComp
+		return outputFormats(cmd.CommandPath()), cobra.ShellCompDirectiveNoFileComp
 	})
 	var walk func(cmd *cobra.Command)
 	walk = func(cmd *cobra.Command) {

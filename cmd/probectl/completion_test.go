@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"net"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -135,5 +138,58 @@ func TestEveryCompletedFlagValueIsOneTheFlagAccepts(t *testing.T) {
 				assert.Equal(t, 3, res.Code, "completion offers --%s %s, which the command must accept and go on to connect: %s", tt.flag, v, res.Stderr)
 			}
 		})
+	}
+}
+
+// TestEveryCommandIsOfferedTheOutputFormatsItTakes asks each command which -o values it takes (its
+// refusal of a bogus one lists them) and compares them with what completion offers.
+func TestEveryCommandIsOfferedTheOutputFormatsItTakes(t *testing.T) {
+	t.Parallel()
+	url := refusedDatabaseURL(t)
+	// What each command needs before it reads -o; a command missing here gets no argument.
+	needs := map[string][]string{
+		"probectl check":            {"https://weather.example/mcp"},
+		"probectl keys export":      {"ed25519:0000000000000000"},
+		"probectl keys generate":    {"--out", filepath.Join(t.TempDir(), "k")},
+		"probectl keys register":    {"k.key"},
+		"probectl keys retire":      {"ed25519:0000000000000000"},
+		"probectl runs show":        {"1"},
+		"probectl runs verify":      {"run.json"},
+		"probectl servers add":      {"--slug", "x", "--url", "https://x.example/", "--kind", "http"},
+		"probectl servers delist":   {"x"},
+		"probectl servers import":   {"servers.csv"},
+		"probectl servers pause":    {"x"},
+		"probectl servers recheck":  {"x"},
+		"probectl servers resume":   {"x"},
+		"probectl servers show":     {"x"},
+	}
+	// Commands that print no report: -o means nothing to them.
+	noOutput := map[string]bool{"probectl serve": true, "probectl worker": true}
+	supports := regexp.MustCompile(`this command supports (.*)`)
+	io, _, _, _ := testStreams()
+	root := newRootCmd(newFactory(io, testEnv(t), buildInfo{Version: "dev"}))
+	var leaves []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && !c.Hidden && !c.HasAvailableSubCommands() && !noOutput[c.CommandPath()] && c.Name() != "docs" {
+			leaves = append(leaves, c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	require.Greater(t, len(leaves), 20)
+	for _, c := range leaves {
+		path := c.CommandPath()
+		words := strings.Fields(path)[1:]
+		res := cli{env: map[string]string{"USER": "ana"}}.run(t,
+			append(append([]string{"--database-url", url}, words...), append(slices.Clone(needs[path]), "-o", "bogus")...)...)
+		m := supports.FindStringSubmatch(res.Stderr)
+		if !assert.NotNil(t, m, "%s -o bogus: %s", path, res.Stderr) {
+			continue
+		}
+		offered := complete(t, cli{}, append(slices.Clone(words), "-o", "")...)
+		assert.Equal(t, strings.Split(m[1], ", "), offered[:len(offered)-1], "%s: -o completes what the command takes", path)
 	}
 }
