@@ -148,20 +148,20 @@ func TestEveryCommandIsOfferedTheOutputFormatsItTakes(t *testing.T) {
 	url := refusedDatabaseURL(t)
 	// What each command needs before it reads -o; a command missing here gets no argument.
 	needs := map[string][]string{
-		"probectl check":            {"https://weather.example/mcp"},
-		"probectl keys export":      {"ed25519:0000000000000000"},
-		"probectl keys generate":    {"--out", filepath.Join(t.TempDir(), "k")},
-		"probectl keys register":    {"k.key"},
-		"probectl keys retire":      {"ed25519:0000000000000000"},
-		"probectl runs show":        {"1"},
-		"probectl runs verify":      {"run.json"},
-		"probectl servers add":      {"--slug", "x", "--url", "https://x.example/", "--kind", "http"},
-		"probectl servers delist":   {"x"},
-		"probectl servers import":   {"servers.csv"},
-		"probectl servers pause":    {"x"},
-		"probectl servers recheck":  {"x"},
-		"probectl servers resume":   {"x"},
-		"probectl servers show":     {"x"},
+		"probectl check":           {"https://weather.example/mcp"},
+		"probectl keys export":     {"ed25519:0000000000000000"},
+		"probectl keys generate":   {"--out", filepath.Join(t.TempDir(), "k")},
+		"probectl keys register":   {"k.key"},
+		"probectl keys retire":     {"ed25519:0000000000000000"},
+		"probectl runs show":       {"1"},
+		"probectl runs verify":     {"run.json"},
+		"probectl servers add":     {"--slug", "x", "--url", "https://x.example/", "--kind", "http"},
+		"probectl servers delist":  {"x"},
+		"probectl servers import":  {"servers.csv"},
+		"probectl servers pause":   {"x"},
+		"probectl servers recheck": {"x"},
+		"probectl servers resume":  {"x"},
+		"probectl servers show":    {"x"},
 	}
 	// Commands that print no report: -o means nothing to them.
 	noOutput := map[string]bool{"probectl serve": true, "probectl worker": true}
