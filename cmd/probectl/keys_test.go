@@ -282,4 +282,13 @@ func TestAKeyMadeForOneDatabaseIsRegisteredInAnotherByTheCommandTheRefusalNames(
 	require.Equal(t, 2, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "no PEM block found")
 	require.Len(t, testfactory.SigningKeys(t.Context(), t, pool), 1)
+
+	// A retired key stays retired, and registering it again says so.
+	require.Equal(t, 0, runCLI(t, "--database-url", second, "keys", "retire", id, "--yes").Code)
+	res = runCLI(t, "--database-url", second, "keys", "register", key)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "signing key "+id+" is registered already; nothing changed\n", res.Stdout)
+	assert.Contains(t, res.Stderr, "warning: it was retired at ")
+	res = runCLI(t, round...)
+	require.Equal(t, 2, res.Code, "a retired key signs nothing: %s", res.Stderr)
 }
