@@ -341,7 +341,7 @@ func (r *Round) checkKeyRegistered(ctx context.Context, keyID string) error {
 	switch {
 	case !ok:
 		return &KeyError{Msg: fmt.Sprintf("signing key %s is not registered in signing_keys, so its runs could not be "+
-			"verified; register it (probectl keys generate registers the keys it writes) or pass --unsigned", keyID)}
+			"verified in this database; register it here ('probectl keys register KEY_FILE' stores its public half) or pass --unsigned", keyID)}
 	case k.RetiredAt != nil:
 		return &KeyError{Msg: fmt.Sprintf("signing key %s was retired at %s, so its runs would not verify; sign with "+
 			"a current key (probectl keys generate makes one) or pass --unsigned", keyID, k.RetiredAt.Format(time.RFC3339))}

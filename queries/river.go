@@ -44,7 +44,14 @@ func migrateRiver(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) 
 	return out, nil
 }
 
-// riverStatus lists River's migrations and whether each is applied.
+// riverMigrationTime is when River applied one of its migrations.
+type riverMigrationTime struct {
+	Version   int64     `db:"version"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+// riverStatus lists River's migrations, whether each is applied and, when River recorded it,
+// when (River's migrator does not say; its table does).
 func riverStatus(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 	m, err := riverMigrator(pool)
 	if err != nil {
@@ -58,10 +65,24 @@ func riverStatus(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 	for _, e := range existing {
 		applied[e.Version] = true
 	}
+	at := map[int64]time.Time{}
+	if len(existing) > 0 {
+		times, err := collect[riverMigrationTime](ctx, pool, "RiverMigrationTimes")
+		if err != nil {
+			return nil, fmt.Errorf("read when river's migrations were applied: %w", err)
+		}
+		for _, t := range times {
+			at[t.Version] = t.CreatedAt
+		}
+	}
 	all := m.AllVersions()
 	out := make([]Migration, 0, len(all))
 	for _, v := range all {
-		out = append(out, Migration{Version: int64(v.Version), Name: riverPrefix + v.Name, Applied: applied[v.Version]})
+		mig := Migration{Version: int64(v.Version), Name: riverPrefix + v.Name, Applied: applied[v.Version]}
+		if mig.Applied {
+			mig.AppliedAt = at[mig.Version] // zero, shown as unknown, when River recorded none
+		}
+		out = append(out, mig)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/probectl/probectl/internal/completion"
 	"github.com/probectl/probectl/internal/directory"
+	"github.com/probectl/probectl/internal/history"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
@@ -27,7 +29,21 @@ var flagValues = []struct {
 	{"probectl servers", "plan", directory.Plans},
 	{"probectl servers", "status", directory.Statuses},
 	{"", "finish", []string{probe.FinishTx, probe.FinishAdvanceFirst}},
-	{"", "outcome", []string{"ok", "failed", "error", "abandoned"}},
+	// runs list --outcome: the outcomes a run can have, the list the flag checks against.
+	{"probectl runs", "outcome", history.Outcomes},
+}
+
+// outputFormats are the -o values the command at path takes, as its run checks them
+// (f.OutputFormat): table and json, csv too for the audits and runs list, only table for keys
+// export (a PEM block). TestEveryCommandIsOfferedTheOutputFormatsItTakes holds the two together.
+func outputFormats(path string) []string {
+	switch {
+	case strings.HasPrefix(path, "probectl audit "), path == "probectl runs list":
+		return []string{"table", "json", "csv"}
+	case path == "probectl keys export":
+		return []string{"table"}
+	}
+	return []string{"table", "json"}
 }
 
 // argCompleters complete a command's first argument from the database, by command path. A command
@@ -42,16 +58,18 @@ var argCompleters = map[string]func(ctx context.Context, db queries.DBTX, prefix
 	"probectl keys export":     completion.KeyIDs,
 }
 
+// everyArg are the commands of argCompleters that take many such arguments: each argument
+// completes, without the ones already named.
+var everyArg = map[string]bool{
+	"probectl servers recheck": true,
+}
+
 // addCompletions teaches shells the values of the tree's flags and arguments: -o's formats, the
 // fixed values of --kind, --plan, --status, --finish and --outcome, and slugs and key ids from the
 // database.
 func addCompletions(root *cobra.Command, f *factory) {
 	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		formats := []string{"table", "json"}
-		if strings.HasPrefix(cmd.CommandPath(), "probectl audit ") {
-			formats = append(formats, "csv")
-		}
-		return formats, cobra.ShellCompDirectiveNoFileComp
+		return outputFormats(cmd.CommandPath()), cobra.ShellCompDirectiveNoFileComp
 	})
 	var walk func(cmd *cobra.Command)
 	walk = func(cmd *cobra.Command) {
@@ -62,7 +80,7 @@ func addCompletions(root *cobra.Command, f *factory) {
 			}
 		}
 		if find, ok := argCompleters[path]; ok && cmd.ValidArgsFunction == nil {
-			cmd.ValidArgsFunction = f.completeFirstArg(find)
+			cmd.ValidArgsFunction = f.completeArg(find, everyArg[path])
 		}
 		for _, c := range cmd.Commands() {
 			walk(c)
@@ -71,13 +89,13 @@ func addCompletions(root *cobra.Command, f *factory) {
 	walk(root)
 }
 
-// completeFirstArg completes a command's first argument with what find returns. It completes
-// nothing, quietly, when no database is configured, when it cannot be reached or answer within
+// completeArg completes a command's first argument with what find returns, or each argument
+// when every (leaving out those already given). It completes nothing, quietly, when no database is configured, when it cannot be reached or answer within
 // completionTimeout, or when the schema lacks what find reads.
-func (f *factory) completeFirstArg(find func(context.Context, queries.DBTX, string) ([]completion.Candidate, error)) cobra.CompletionFunc {
+func (f *factory) completeArg(find func(context.Context, queries.DBTX, string) ([]completion.Candidate, error), every bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		const none = cobra.ShellCompDirectiveNoFileComp
-		if len(args) > 0 {
+		if len(args) > 0 && !every {
 			return nil, none
 		}
 		if url, _ := queries.ResolveURL(f.DatabaseURL, f.Getenv); url == "" {
@@ -99,6 +117,9 @@ func (f *factory) completeFirstArg(find func(context.Context, queries.DBTX, stri
 		}
 		out := make([]cobra.Completion, 0, len(found))
 		for _, c := range found {
+			if slices.Contains(args, c.Value) {
+				continue
+			}
 			out = append(out, cobra.CompletionWithDesc(c.Value, c.Description))
 		}
 		return out, none

@@ -115,6 +115,7 @@ func TestTheDemoChecksEveryServerOnceAndVerifyPasses(t *testing.T) {
 	require.Equal(t, []string{"duplicates", "duration_seconds", "fleet", "kept", "rollback", "rounds", "scenario", "servers", "verify"}, names)
 	require.Contains(t, res.Stderr, "1/7 starting a throwaway PostgreSQL…")
 	require.Contains(t, res.Stderr, "the fleet and PostgreSQL are stopped and their files removed")
+	requireCopyableCommands(t, res.Stderr)
 }
 
 func TestTheIncidentReplayFindsDuplicateClaimsWhileFanOutIsLiveAndNoneAfterTheRollback(t *testing.T) {
@@ -158,6 +159,7 @@ func TestTheIncidentReplayFindsDuplicateClaimsWhileFanOutIsLiveAndNoneAfterTheRo
 	last := doc.Rounds[len(doc.Rounds)-1].Settings
 	require.Equal(t, []int{0, 1}, []int{last.Fanout, last.Concurrency}, "the rounds after the rollback run fan-out off")
 	require.Contains(t, res.Stderr, "9/9 ")
+	requireCopyableCommands(t, res.Stderr)
 	t.Logf("%d duplicate claim(s) while fan-out was live, %d jobs", during.Unexplained, during.Jobs)
 }
 
@@ -196,6 +198,7 @@ func TestTheDemoNarratesOnStderrShowsTheCommandsOnStdoutAndKeepsTheDatabase(t *t
 	require.NotNil(t, u, stderr)
 	status := cli{env: map[string]string{"PROBECTL_DATABASE_URL": u[1]}}.run(t, "status", "-o", "json")
 	require.Equal(t, 0, status.Code, "the kept database answers after the demo: %s", status.Stderr)
+	requireCopyableCommands(t, stderr)
 }
 
 func stopProcess(t *testing.T, pid int) {

@@ -15,7 +15,8 @@ func newKeysCmd(f *factory) *cobra.Command {
 		Long: `Every run a round records is signed: a DSSE envelope (ed25519) around an in-toto Statement
 whose subject is the server checked. 'keys generate' makes a key: the private half goes to a
 file only its owner can read, the public half is registered in signing_keys, where
-'deploy verify' finds it. 'keys list' shows the registered keys. 'keys retire' ends a key's
+'deploy verify' finds it. 'keys register' registers an existing key's public half in another
+database, for rounds that sign with the same key there. 'keys list' shows the registered keys. 'keys retire' ends a key's
 use: nothing it signs from then on verifies, what it signed before still does.
 
 Key ids read "ed25519:" and the first 16 hex digits of the SHA-256 of the public key.
@@ -27,6 +28,7 @@ Key ids read "ed25519:" and the first 16 hex digits of the SHA-256 of the public
 	}
 	cmd.AddCommand(
 		newKeysGenerateCmd(f),
+		newKeysRegisterCmd(f),
 		newKeysListCmd(f),
 		newKeysRetireCmd(f),
 		newKeysExportCmd(f),

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
@@ -218,4 +219,76 @@ func TestKeysRetireRefusesBadInputAndChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
 	assert.Nil(t, keys[0].RetiredAt)
+}
+
+func TestAKeyMadeForOneDatabaseIsRegisteredInAnotherByTheCommandTheRefusalNames(t *testing.T) {
+	t.Parallel()
+	first, _ := migratedDB(t)
+	second, pool := migratedDB(t)
+	fakefleet.New(t, nil).AddServers(t, pool, 2, "fleet", testfactory.ServerOpts{})
+	key := filepath.Join(t.TempDir(), "probe.key")
+	id := func() string {
+		res := runCLI(t, "--database-url", first, "keys", "generate", "--out", key, "-o", "json")
+		require.Equal(t, 0, res.Code, res.Stderr)
+		var k keyGeneratedJSON
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &k))
+		return k.KeyID
+	}()
+
+	// The second database does not know the key: the round refuses it and names the command.
+	round := []string{"--database-url", second, "run", "round", "--signing-key", key, "--allow-private-targets", "--fanout", "0"}
+	res := runCLI(t, round...)
+	require.Equal(t, 2, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "'probectl keys register KEY_FILE'")
+
+	// The advised command, with the key file the round was given.
+	res = runCLI(t, "--database-url", second, "keys", "register", key)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "registered signing key "+id+": runs it signs verify in this database\n", res.Stdout)
+	pemText, err := os.ReadFile(key)
+	require.NoError(t, err)
+	assert.NotContains(t, res.Stdout+res.Stderr, string(pemText[30:60]), "the private key is never printed")
+	signer, err := attest.LoadSigner(key)
+	require.NoError(t, err)
+	assert.Equal(t, signer.PublicKey(), testfactory.SigningKeys(t.Context(), t, pool)[id])
+
+	res = runCLI(t, "--database-url", second, "keys", "register", key, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	assert.Equal(t, []string{"algorithm", "already_registered", "key_id", "public_key", "retired_at"}, slices.Sorted(maps.Keys(got)))
+	assert.Equal(t, true, got["already_registered"], "registering again changes nothing")
+
+	// Now the round signs with it, and its runs verify against this database's keys.
+	res = runCLI(t, round...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	jobs, err := queries.ListRoundJobs(t.Context(), pool, 1)
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		_, err := attest.Verify(j.Envelope, testfactory.SigningKeys(t.Context(), t, pool))
+		require.NoError(t, err)
+	}
+
+	// A file that is not a private key only its owner reads is bad input, and nothing is written.
+	loose := filepath.Join(t.TempDir(), "loose.key")
+	require.NoError(t, os.WriteFile(loose, pemText, 0o644))
+	res = runCLI(t, "--database-url", second, "keys", "register", loose)
+	require.Equal(t, 2, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "chmod 600")
+	notAKey := filepath.Join(t.TempDir(), "probe.pub")
+	require.NoError(t, os.WriteFile(notAKey, []byte("not a key"), 0o600))
+	res = runCLI(t, "--database-url", second, "keys", "register", notAKey)
+	require.Equal(t, 2, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "no PEM block found")
+	require.Len(t, testfactory.SigningKeys(t.Context(), t, pool), 1)
+
+	// A retired key stays retired, and registering it again says so.
+	require.Equal(t, 0, runCLI(t, "--database-url", second, "keys", "retire", id, "--yes").Code)
+	res = runCLI(t, "--database-url", second, "keys", "register", key)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "signing key "+id+" is registered already; nothing changed\n", res.Stdout)
+	assert.Contains(t, res.Stderr, "warning: it was retired at ")
+	res = runCLI(t, round...)
+	require.Equal(t, 2, res.Code, "a retired key signs nothing: %s", res.Stderr)
 }

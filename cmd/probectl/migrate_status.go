@@ -14,7 +14,8 @@ func newMigrateStatusCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show which schema migrations are applied",
-		Long:  "List every migration this probectl ships and whether the database has it, with when it was applied.",
+		Long: `List every migration this probectl ships and whether the database has it, with when it was
+applied ("-" where the database did not record it; -o json leaves applied_at out then).`,
 		Example: `  probectl migrate status
   probectl migrate status -o json`,
 		Args: cobra.NoArgs,
@@ -44,7 +45,10 @@ func runMigrateStatus(ctx context.Context, f *factory) error {
 	for _, m := range st {
 		state, at := "pending", "-"
 		if m.Applied {
-			state, at = "applied", m.AppliedAt.Format(time.RFC3339)
+			state = "applied"
+		}
+		if m.Applied && !m.AppliedAt.IsZero() { // "-": applied, but not recorded when
+			at = m.AppliedAt.Format(time.RFC3339)
 		}
 		tbl.Row(m.Version, m.Name, state, at)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -124,4 +125,40 @@ func TestHelpVersionAndBadFlagsNeverConnect(t *testing.T) {
 	res = c.run(t, "nonsense")
 	require.Equal(t, 2, res.Code)
 	require.True(t, strings.HasPrefix(res.Stderr, "probectl: unknown command"), res.Stderr)
+}
+
+func TestMigrateStatusShowsWhenRiversMigrationsWereApplied(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	ctx := context.Background()
+	// A known time on one of River's migrations, to find it in the table.
+	_, err := pool.Exec(ctx, "UPDATE river_migration SET created_at = '2026-03-04T05:06:07Z' WHERE version = 1")
+	require.NoError(t, err)
+
+	res := runCLI(t, "--database-url", url, "migrate", "status")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.NotContains(t, res.Stdout, "0001-01-01", "no applied migration shows the zero time")
+	var river []string
+	for _, line := range lines(res.Stdout) {
+		if strings.Contains(line, "river/") {
+			river = append(river, line)
+			require.Regexp(t, `applied\s+20\d\d-\d\d-\d\dT`, line)
+		}
+	}
+	require.NotEmpty(t, river)
+	require.Regexp(t, `^1\s+river/.+\s+applied\s+2026-03-04T05:06:07Z$`, strings.TrimSpace(river[0]))
+
+	res = runCLI(t, "--database-url", url, "migrate", "status", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var st struct {
+		Migrations []struct {
+			Name      string     `json:"name"`
+			AppliedAt *time.Time `json:"applied_at"`
+		} `json:"migrations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &st))
+	for _, m := range st.Migrations {
+		require.NotNil(t, m.AppliedAt, m.Name)
+		require.True(t, m.AppliedAt.After(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)), "%s at %s", m.Name, m.AppliedAt)
+	}
 }

@@ -29,7 +29,7 @@ func newServersImportCmd(f *factory) *cobra.Command {
 		Short: "Import servers from a CSV or JSON-lines file (all or nothing)",
 		Long: `Import servers from FILE ('-' reads standard input): CSV with a header row naming the
 columns slug, url, kind, plan and transport (plan and transport may be left out), or JSON lines,
-one object per line with the same fields.
+one object per line with the same fields, or a JSON array of such objects.
 
   kind       mcp (initialize + tools/list over MCP) or http (a GET)
   plan       standard (checked every 12h, the default) or frequent (every 15m)

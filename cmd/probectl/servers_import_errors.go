@@ -14,7 +14,12 @@ import (
 //	servers.csv: 3 bad rows, nothing imported
 //	servers.csv: line 4: kind "grpc": must be mcp or http
 //	...
+//
+// A document of the MCP registry, which only --format mcp-registry reads, is named as one.
 func importError(file string, err error) error {
+	if errors.Is(err, directory.ErrRegistryDocument) {
+		return fmt.Errorf("%s: %w; import it with --format mcp-registry", file, err)
+	}
 	var rows *directory.RowErrors
 	if !errors.As(err, &rows) || (len(rows.Rows) == 1 && !rows.Truncated) {
 		return fmt.Errorf("%s: %w", file, err)

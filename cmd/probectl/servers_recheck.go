@@ -12,35 +12,55 @@ import (
 
 func newServersRecheckCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "recheck SLUG",
-		Short: "Record a maintainer's claim: check the server again at once",
-		Long: `Record that a maintainer claimed the server: it becomes due now, and the next round's job for
-it carries the reason maintainer_claim. Such an explicit re-check passes the spacing guard, and
-audits count it as explained rather than as a duplicate claim.`,
-		Example: `  probectl servers recheck weather`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "recheck SLUG...",
+		Short: "Record a maintainer's claim: check servers again at once",
+		Long: fmt.Sprintf(`Record that a maintainer claimed each server named: it becomes due now, and the next round's job
+for it carries the reason maintainer_claim. Such an explicit re-check passes the spacing guard,
+and audits count it as explained rather than as a duplicate claim.
+
+All or none, in one transaction: a slug that is not in the directory is named, nothing is
+changed, and probectl exits 2. At most %d slugs at once. With -o json, one slug prints the
+server as an object, several print an array of them.`, directory.MaxRecheck),
+		Example: `  probectl servers recheck weather
+  probectl servers recheck weather status-page weather-eu`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServersRecheck(cmd.Context(), f, args[0])
+			return runServersRecheck(cmd.Context(), f, args)
 		},
 	}
 }
 
-func runServersRecheck(ctx context.Context, f *factory, slug string) error {
+func runServersRecheck(ctx context.Context, f *factory, slugs []string) error {
 	format, err := f.OutputFormat("table", "json")
 	if err != nil {
+		return err
+	}
+	if err := directory.CheckRecheck(slugs); err != nil {
 		return err
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
-	s, err := directory.Recheck(ctx, pool, slug, nil)
+	servers, err := directory.Recheck(ctx, pool, slugs, nil)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
-		return render.JSON(f.IO.Out, toServerJSON(s))
+		// One slug keeps the shape it always had (an object); several are an array.
+		if len(slugs) == 1 {
+			return render.JSON(f.IO.Out, toServerJSON(servers[0]))
+		}
+		out := make([]serverJSON, 0, len(servers))
+		for _, s := range servers {
+			out = append(out, toServerJSON(s))
+		}
+		return render.JSON(f.IO.Out, out)
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "server %s is due now; its next job will be a maintainer_claim\n", s.Slug)
-	return err
+	for _, s := range servers {
+		if _, err := fmt.Fprintf(f.IO.Out, "server %s is due now; its next job will be a maintainer_claim\n", s.Slug); err != nil {
+			return err
+		}
+	}
+	return nil
 }

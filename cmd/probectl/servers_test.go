@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/directory"
+	"github.com/probectl/probectl/internal/testfactory"
 )
 
 const goodCSV = `slug,url,kind,plan
@@ -193,4 +197,77 @@ func TestImportFromTheMCPRegistryWritesAllOrNothing(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "servers", "import", "--format", "yaml", bad)
 	require.Equal(t, 2, res.Code)
 	require.Contains(t, res.Stderr, "--format")
+}
+
+func TestRecheckOfSeveralSlugsClaimsAllOrNoneAndNamesEveryUnknownSlug(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	ctx := context.Background()
+	for _, slug := range []string{"weather", "status-page", "weather-eu"} {
+		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug})
+	}
+	later := time.Now().Add(12 * time.Hour)
+	_, err := pool.Exec(ctx, "UPDATE servers SET next_check_at = $1", later)
+	require.NoError(t, err)
+	claimed := func() []string {
+		rows, err := pool.Query(ctx, "SELECT slug FROM servers WHERE maintainer_claimed_at IS NOT NULL ORDER BY slug")
+		require.NoError(t, err)
+		slugs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return slugs
+	}
+
+	// One unknown slug among known ones: exit 2 naming it, and not one server changed.
+	res := runCLI(t, "--database-url", url, "servers", "recheck", "weather", "nobody", "status-page", "ghost")
+	require.Equal(t, 2, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, `no server with these slugs: "nobody", "ghost"; nothing was changed`)
+	require.Empty(t, claimed(), "all or none: the known servers were not re-checked either")
+
+	res = runCLI(t, "--database-url", url, "servers", "recheck", "weather", "status-page", "weather", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var servers []serverJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &servers), res.Stdout)
+	require.Len(t, servers, 2, "a slug named twice is re-checked once")
+	for _, s := range servers {
+		require.NotNil(t, s.MaintainerClaimedAt, s.Slug)
+		require.WithinDuration(t, time.Now(), s.NextCheckAt, 5*time.Second, "%s is due now", s.Slug)
+	}
+	require.Equal(t, []string{"status-page", "weather"}, claimed())
+
+	res = runCLI(t, "--database-url", url, "servers", "recheck", "weather-eu", "weather")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "server weather-eu is due now; its next job will be a maintainer_claim\n"+
+		"server weather is due now; its next job will be a maintainer_claim\n", res.Stdout)
+
+	many := make([]string, directory.MaxRecheck+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("s%d", i)
+	}
+	res = cli{}.run(t, append([]string{"--database-url", refusedDatabaseURL(t), "servers", "recheck"}, many...)...)
+	require.Equal(t, 2, res.Code, "the bound is checked before connecting: %s", res.Stderr)
+	require.Contains(t, res.Stderr, fmt.Sprintf("at most %d servers", directory.MaxRecheck))
+}
+
+func TestImportReadsAJSONArrayAndPointsARegistryFileAtItsFormat(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	array := `[
+  {"slug": "weather", "url": "https://weather.example/mcp", "kind": "mcp"},
+  {"slug": "status-page", "url": "https://status.example/health", "kind": "http", "plan": "frequent"}
+]`
+	res := runCLI(t, "--database-url", url, "servers", "import", writeFile(t, "servers.json", array))
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "imported 2 server(s): 2 new, 0 updated\n", res.Stdout)
+
+	res = cli{stdin: `[{"slug": "x", "url": "https://x.example/", "kind": "grpc"}]`}.run(t, "--database-url", url, "servers", "import", "-")
+	require.Equal(t, 2, res.Code)
+	require.Contains(t, res.Stderr, `stdin: line 1: kind "grpc": must be mcp or http`)
+
+	// The registry's list response, imported as if it were the directory's own format.
+	registry := "../../internal/directory/testdata/mcp-registry/servers.json"
+	res = runCLI(t, "--database-url", url, "servers", "import", registry)
+	require.Equal(t, 2, res.Code, res.Stderr)
+	require.Equal(t, "probectl: "+registry+": this is an MCP registry document (its list response or a server.json), "+
+		"not CSV or JSON lines; import it with --format mcp-registry\n", res.Stderr)
+	require.Equal(t, 2, countServers(t, url), "nothing more is imported")
 }

@@ -278,16 +278,24 @@ func (e *env) newKey(ctx context.Context) error {
 	return nil
 }
 
-// record records a release as `probectl deploy record` does, and says the command.
+// record records a release as `probectl deploy record` does, and says the command. A release
+// that command refuses (the incident's, with no spacing guard) is said as what it is, not as a
+// command that would fail when copied: the replay records it directly, on its own database.
 func (e *env) record(ctx context.Context, s release.Settings, ways []release.Way, note string) (*release.Recorded, error) {
-	cmd := fmt.Sprintf("$ probectl deploy record --fanout %d --claim-limit %d --concurrency %d --min-spacing %s --finish %s --request-timeout %s",
-		s.Fanout, s.ClaimLimit, s.Concurrency, s.MinSpacing, s.Finish, s.RequestTimeout)
-	if len(ways) > 0 {
-		cmd += " --ways-back " + joinWays(ways)
+	req := release.RecordRequest{Version: e.opts.Version, Settings: s, WaysBack: ways, Note: note, Actor: e.opts.Actor}
+	if err := release.ValidateRecord(req); err != nil {
+		e.rep.Say("the release of that time, recorded directly: deploy record refuses it since the fix (%v)", err)
+		e.rep.Say("its settings: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s, request timeout %s",
+			s.Fanout, s.ClaimLimit, s.Concurrency, s.MinSpacing, s.Finish, s.RequestTimeout)
+	} else {
+		cmd := fmt.Sprintf("$ probectl deploy record --fanout %d --claim-limit %d --concurrency %d --min-spacing %s --finish %s --request-timeout %s",
+			s.Fanout, s.ClaimLimit, s.Concurrency, s.MinSpacing, s.Finish, s.RequestTimeout)
+		if len(ways) > 0 {
+			cmd += " --ways-back " + joinWays(ways)
+		}
+		e.rep.Say("%s", cmd)
 	}
-	e.rep.Say("%s", cmd)
-	rec, err := release.Record(ctx, e.pool, release.RecordRequest{Version: e.opts.Version, Settings: s, WaysBack: ways,
-		Note: note, Actor: e.opts.Actor})
+	rec, err := release.Record(ctx, e.pool, req)
 	if err != nil {
 		return nil, err
 	}

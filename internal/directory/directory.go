@@ -125,18 +125,92 @@ func (e *InvalidError) Unwrap() error { return e.Err }
 // ErrUnknownServer is returned for a slug that is not in the directory.
 var ErrUnknownServer = errors.New("no server with that slug")
 
-// Recheck records a maintainer claim on a server: it becomes due at once and its next job carries
-// the reason maintainer_claim, which the spacing guard lets through.
-func Recheck(ctx context.Context, pool queries.DB, slug string, now *time.Time) (queries.Server, error) {
-	s, err := queries.RecheckServer(ctx, pool, slug, now)
-	if errors.Is(err, queries.ErrNoServer) {
-		return s, exit.UsageError(fmt.Errorf("server %q: %w", slug, ErrUnknownServer))
+// MaxRecheck bounds the slugs one re-check names: a maintainer's list, not the directory (a
+// round claims at most its capacity anyway).
+const MaxRecheck = 1000
+
+// Recheck records a maintainer claim on each server, in one transaction: each becomes due at once
+// and its next job carries the reason maintainer_claim, which the spacing guard lets through. All
+// or none: an unknown slug (every one is named) changes nothing and is bad input, as are no slugs
+// and more than MaxRecheck. A slug named twice is re-checked once. The servers come back in the
+// order first named.
+func Recheck(ctx context.Context, pool queries.DB, slugs []string, now *time.Time) ([]queries.Server, error) {
+	if err := CheckRecheck(slugs); err != nil {
+		return nil, err
 	}
+	var out []queries.Server
+	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		var unknown []string
+		seen := make(map[string]bool, len(slugs))
+		for _, slug := range slugs {
+			if seen[slug] {
+				continue
+			}
+			seen[slug] = true
+			s, err := queries.RecheckServer(ctx, tx, slug, now)
+			if errors.Is(err, queries.ErrNoServer) {
+				unknown = append(unknown, slug)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("recheck %s: %w", slug, err)
+			}
+			out = append(out, s)
+		}
+		if len(unknown) > 0 {
+			return &UnknownServersError{Slugs: unknown, Asked: len(seen)}
+		}
+		return nil
+	})
 	if err != nil {
-		return s, fmt.Errorf("recheck %s: %w", slug, err)
+		return nil, err
 	}
-	return s, nil
+	return out, nil
 }
+
+// CheckRecheck refuses a re-check of no servers or of more than MaxRecheck (an *InvalidError). It
+// needs no database, so a command calls it before it connects; Recheck calls it too.
+func CheckRecheck(slugs []string) error {
+	if len(slugs) == 0 {
+		return &InvalidError{Err: errors.New("name at least one server to re-check")}
+	}
+	if len(slugs) > MaxRecheck {
+		return &InvalidError{Err: fmt.Errorf("at most %d servers are re-checked at once, got %d", MaxRecheck, len(slugs))}
+	}
+	return nil
+}
+
+// UnknownServersError names every slug of a request that is not in the directory. It is bad
+// input, and nothing of the request was changed. errors.Is finds ErrUnknownServer in it.
+type UnknownServersError struct {
+	Slugs []string
+	// Asked is how many servers the request named: when more than Slugs, the others were known and
+	// were left unchanged too.
+	Asked int
+}
+
+func (e *UnknownServersError) Error() string {
+	var msg string
+	if len(e.Slugs) == 1 {
+		msg = fmt.Sprintf("server %q: %s", e.Slugs[0], ErrUnknownServer)
+	} else {
+		quoted := make([]string, len(e.Slugs))
+		for i, s := range e.Slugs {
+			quoted[i] = fmt.Sprintf("%q", s)
+		}
+		msg = "no server with these slugs: " + strings.Join(quoted, ", ")
+	}
+	if e.Asked > len(e.Slugs) {
+		msg += "; nothing was changed, not even the servers that exist"
+	}
+	return msg
+}
+
+func (e *UnknownServersError) Is(target error) bool { return target == ErrUnknownServer }
+
+// ExitCode: an unknown slug is bad input.
+func (e *UnknownServersError) ExitCode() int { return exit.Usage }
 
 // CheckStatusFilter says whether status can filter a listing: empty (every server) or a status.
 func CheckStatusFilter(status string) error {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,10 +31,11 @@ type Row struct {
 	Entry
 }
 
-// Parse reads CSV (with a header row naming slug, url, kind and optionally plan) or JSON lines
-// (one object per line; detected by a first non-blank character of '{'), validates every row and
-// rejects a slug that appears twice. Bad rows are reported together, each with its line, as
-// *RowErrors (at most MaxRowErrors of them).
+// Parse reads CSV (with a header row naming slug, url, kind and optionally plan), JSON lines
+// (one object per line; detected by a first non-blank character of '{') or a JSON array of the
+// same objects (a first '['), validates every row and rejects a slug that appears twice. Bad rows
+// are reported together, each with its line, as *RowErrors (at most MaxRowErrors of them). A
+// document of the MCP registry, which is none of these, is ErrRegistryDocument.
 func Parse(r io.Reader) ([]Row, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxImportBytes+1))
 	if err != nil {
@@ -47,9 +47,15 @@ func Parse(r io.Reader) ([]Row, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	var rows []Row
 	var bad badRows
-	if bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+	switch trimmed := bytes.TrimLeft(data, " \t\r\n"); {
+	case bytes.HasPrefix(trimmed, []byte("{")):
 		rows, err = parseJSONLines(data, &bad)
-	} else {
+		if (err != nil || len(bad.Rows) > 0) && registryShaped(data) {
+			return nil, ErrRegistryDocument
+		}
+	case bytes.HasPrefix(trimmed, []byte("[")):
+		rows, err = parseJSONArray(data, &bad)
+	default:
 		rows, err = parseCSV(data, &bad)
 	}
 	if err != nil {
@@ -86,17 +92,7 @@ func parseJSONLines(data []byte, bad *badRows) ([]Row, error) {
 		if text == "" {
 			continue
 		}
-		var e Entry
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		var err error
-		if err = dec.Decode(&e); err != nil {
-			err = fmt.Errorf("not a JSON object with slug, url, kind, plan: %v", err)
-		} else if dec.More() {
-			err = errors.New("more than one JSON value on the line")
-		} else {
-			err = e.Validate()
-		}
+		e, err := decodeEntry([]byte(text))
 		if err != nil {
 			if bad.add(line, err) {
 				return nil, bad.err()

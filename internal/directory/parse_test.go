@@ -1,8 +1,11 @@
 package directory
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -109,6 +112,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("slug,url,kind,plan\nweather,https://weather.example/mcp,mcp,standard\n")
 	f.Add(`{"slug":"a","url":"https://a.example/","kind":"http"}` + "\n")
 	f.Add("slug,url,kind\n\"a\nb\",https://a.example/,http\n")
+	f.Add(`[{"slug":"a","url":"https://a.example/","kind":"http"},` + "\n" + `{"slug":"b","url":"https://b.example/","kind":"mcp"}]`)
 	f.Fuzz(func(t *testing.T, input string) {
 		rows, err := Parse(strings.NewReader(input))
 		if err != nil {
@@ -124,4 +128,67 @@ func FuzzParse(f *testing.F) {
 			require.Positive(t, r.Line)
 		}
 	})
+}
+
+func TestParseAcceptsAJSONArrayAndNamesTheLineABadElementStartsOn(t *testing.T) {
+	t.Parallel()
+	rows, err := Parse(strings.NewReader(`[
+  {"slug": "weather", "url": "https://weather.example/mcp", "kind": "mcp"},
+  {
+    "slug": "status",
+    "url": "https://status.example/health",
+    "kind": "http",
+    "plan": "frequent"
+  }
+]
+`))
+	require.NoError(t, err)
+	require.Equal(t, []Row{
+		{Line: 2, Entry: Entry{Slug: "weather", URL: "https://weather.example/mcp", Kind: "mcp", Plan: "standard", Transport: "streamable-http"}},
+		{Line: 3, Entry: Entry{Slug: "status", URL: "https://status.example/health", Kind: "http", Plan: "frequent"}},
+	}, rows)
+
+	_, err = Parse(strings.NewReader("[{\"slug\":\"a\",\"url\":\"https://a.example/\",\"kind\":\"http\"},\n" +
+		"\n  {\"slug\":\"b\",\"url\":\"https://b.example/\",\"kind\":\"grpc\"},\n" +
+		"  {\"slug\":\"a\",\"url\":\"https://c.example/\",\"kind\":\"http\", \"owner\": \"x\"},\n" +
+		"  \"weather\"]"))
+	var re *RowErrors
+	require.True(t, errors.As(err, &re), "%v", err)
+	require.Len(t, re.Rows, 3, "%v", err)
+	require.Equal(t, 3, re.Rows[0].Line)
+	require.Contains(t, re.Rows[0].Error(), `kind "grpc"`)
+	require.Equal(t, 4, re.Rows[1].Line)
+	require.Contains(t, re.Rows[1].Error(), `unknown field "owner"`)
+	require.Equal(t, 5, re.Rows[2].Line)
+	require.Contains(t, re.Rows[2].Error(), "not a JSON object")
+
+	for input, want := range map[string]string{
+		"[]":                   "import has no servers",
+		"[\n{\"slug\": \"a\",": "line 2: not a JSON array of objects",
+		`[{"slug":"a","url":"https://a.example/","kind":"http"}] {}`: "line 1: more after the JSON array's closing ']'",
+	} {
+		_, err := Parse(strings.NewReader(input))
+		require.ErrorContains(t, err, want, input)
+	}
+}
+
+func TestParseOfAnMCPRegistryDocumentSaysSoInsteadOfABadRow(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"testdata/mcp-registry/servers.json", "testdata/mcp-registry/server.json"} {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		_, err = Parse(bytes.NewReader(data))
+		require.ErrorIs(t, err, ErrRegistryDocument, file)
+
+		// On one line too, as `curl` prints the list response.
+		var compact bytes.Buffer
+		require.NoError(t, json.Compact(&compact, data))
+		_, err = Parse(&compact)
+		require.ErrorIs(t, err, ErrRegistryDocument, file+", compacted")
+	}
+	// A JSON-lines file with a bad row is not taken for one.
+	_, err := Parse(strings.NewReader(`{"slug":"a","url":"https://a.example/","kind":"http","name":"x","remotes":[]}` + "\n" +
+		`{"slug":"b","url":"https://b.example/","kind":"http"}` + "\n"))
+	require.NotErrorIs(t, err, ErrRegistryDocument)
+	require.ErrorContains(t, err, `line 1: not a JSON object with slug, url, kind, plan: json: unknown field "name"`)
 }
