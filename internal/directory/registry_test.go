@@ -17,7 +17,7 @@ func TestParseRegistryTakesTheLatestRemotesAndCountsWhatItSkips(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, RegistrySkipped{Deleted: 2, OlderVersion: 5, PackagesOnly: 8, TemplatedURL: 2}, got.Skipped)
 
-	bySlug := map[string]Row{}
+	bySlug := map[string]RegistryRow{}
 	for _, r := range got.Rows {
 		bySlug[r.Slug] = r
 		require.Equal(t, "mcp", r.Kind)
@@ -63,7 +63,7 @@ func TestParseRegistryNamesABadEntryByIndexAndName(t *testing.T) {
 			`entry 0 ("Ü/x"): remotes[0]: slug`},
 		{"two entries with one slug", `{"servers":[{"server":{"name":"a/b","remotes":[{"type":"sse","url":"https://a.example/"}]}},
 			{"server":{"name":"a.b","remotes":[{"type":"sse","url":"https://b.example/"}]}}]}`,
-			`entry 1 ("a.b"): slug "a-b" is also entry 0's`},
+			`entry 1 ("a.b"): slug "a-b": registry name "a.b" maps to the server of registry name "a/b" (entry 0)`},
 		{"no remotes, no packages", `{"servers":[{"server":{"name":"a/b"}}]}`, `entry 0 ("a/b"): neither remotes nor packages`},
 		{"not json", `servers: []`, `not a registry document`},
 	} {
