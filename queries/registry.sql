@@ -30,6 +30,7 @@ SELECT id, slug, endpoint_url, transport, status, registry_name, registry_url,
        registry_delisted_at IS NOT NULL AS registry_delisted
   FROM servers
  WHERE registry_url = @registry_url
+   AND registry_name IS NOT NULL -- a server added by hand is never a sync's to delist
    AND status <> 'delisted'
    AND NOT (registry_name = ANY (@names::text[]))
  ORDER BY slug

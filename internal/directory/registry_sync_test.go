@@ -158,6 +158,10 @@ func TestSyncFollowsTheRegistryAcrossPagesThenMirrorsWhatItAddsChangesDeprecates
 	require.Equal(t, before["by-hand"], after["by-hand"], "a server added by hand is never touched")
 	require.Equal(t, hand, after["by-hand"].ID)
 
+	// An operator delists one; a sync that lists it again leaves it delisted.
+	_, err = directory.SetStatus(ctx, pool, "io-github-acme-one", "delisted", "abuse report", "oncall", nil)
+	require.NoError(t, err)
+
 	// A full sync that no longer lists two: delisted; gone is listed again: listed again.
 	reg.set([]regEntry{
 		{Name: "io.github.acme/one", Remotes: []string{"sse https://one.example/sse"}, UpdatedAt: t0},
@@ -176,6 +180,8 @@ func TestSyncFollowsTheRegistryAcrossPagesThenMirrorsWhatItAddsChangesDeprecates
 	require.Equal(t, "active", final["io-github-acme-gone"].Status)
 	require.Equal(t, "registry: listed again", lastStatusChange(t, pool, "io-github-acme-gone").Reason)
 	require.Equal(t, "active", final["by-hand"].Status, "a full sync never delists a server added by hand")
+	require.Equal(t, "delisted", final["io-github-acme-one"].Status, "an operator's delisting stands")
+	require.Equal(t, "abuse report", lastStatusChange(t, pool, "io-github-acme-one").Reason)
 
 	states, err := directory.SyncStatus(ctx, pool, "")
 	require.NoError(t, err)
