@@ -196,3 +196,21 @@ func DueRegistrySyncs(ctx context.Context, db DBTX, now *time.Time) ([]string, e
 	}
 	return out, nil
 }
+
+// ClaimedRegistrySync is a scheduled registry a worker took to sync, and the start it recorded.
+type ClaimedRegistrySync struct {
+	RegistryURL string    `db:"registry_url"`
+	StartedAt   time.Time `db:"started_at"`
+}
+
+// ClaimDueRegistrySync takes one due scheduled registry; ok is false when none is due.
+func ClaimDueRegistrySync(ctx context.Context, db DBTX, now *time.Time) (ClaimedRegistrySync, bool, error) {
+	c, err := rowOf[ClaimedRegistrySync](ctx, db, "ClaimDueRegistrySync", pgx.NamedArgs{"now": now})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, fmt.Errorf("claim due registry sync: %w", err)
+	}
+	return c, true, nil
+}

@@ -123,3 +123,17 @@ SELECT registry_url
  WHERE every IS NOT NULL
    AND (started_at IS NULL OR started_at <= coalesce(@now::timestamptz, now()) - every)
  ORDER BY registry_url;
+
+-- name: ClaimDueRegistrySync
+-- Takes one due registry for a scheduled sync by moving its start to now, so no other worker's
+-- job takes it again until its interval has passed (the sync records the same start when done).
+UPDATE registry_syncs
+   SET started_at = coalesce(@now::timestamptz, now())
+ WHERE registry_url = (SELECT registry_url
+                         FROM registry_syncs
+                        WHERE every IS NOT NULL
+                          AND (started_at IS NULL OR started_at <= coalesce(@now::timestamptz, now()) - every)
+                        ORDER BY started_at NULLS FIRST, registry_url
+                        LIMIT 1
+                          FOR UPDATE SKIP LOCKED)
+RETURNING registry_url, started_at;

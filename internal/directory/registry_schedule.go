@@ -54,23 +54,22 @@ func SyncStatus(ctx context.Context, db queries.DBTX, registryURL string) ([]que
 	return queries.RegistrySyncs(ctx, db, registryURL)
 }
 
-// SyncDue runs the sync of every scheduled registry that is due, one after the other, and returns
-// each one's result or error (a failed sync is recorded with its registry and tried again when
-// next due). The worker's leader calls it.
-func SyncDue(ctx context.Context, pool queries.DB, allowPrivate bool, actor string) ([]SyncResult, []error, error) {
-	due, err := queries.DueRegistrySyncs(ctx, pool, nil)
-	if err != nil {
-		return nil, nil, err
+// HasDueSync says whether a scheduled registry is due for a sync (a cheap read: the worker's
+// leader asks every minute before it inserts a sync job).
+func HasDueSync(ctx context.Context, db queries.DBTX) (bool, error) {
+	due, err := queries.DueRegistrySyncs(ctx, db, nil)
+	return len(due) > 0, err
+}
+
+// SyncNextDue takes one scheduled registry that is due (none: ok false) and syncs it; the result
+// or the failure is recorded with the registry (a failed sync is tried again when next due). The
+// worker's leader runs it.
+func SyncNextDue(ctx context.Context, pool queries.DB, allowPrivate bool, actor string) (res SyncResult, ok bool, err error) {
+	c, ok, err := queries.ClaimDueRegistrySync(ctx, pool, nil)
+	if err != nil || !ok {
+		return res, false, err
 	}
-	var results []SyncResult
-	var errs []error
-	for _, url := range due {
-		res, err := Sync(ctx, pool, SyncOptions{RegistryURL: url, AllowPrivate: allowPrivate, Actor: actor})
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		results = append(results, res)
-	}
-	return results, errs, nil
+	res, err = Sync(ctx, pool, SyncOptions{RegistryURL: c.RegistryURL, AllowPrivate: allowPrivate, Actor: actor,
+		startedAt: &c.StartedAt})
+	return res, true, err
 }

@@ -28,7 +28,14 @@ type SyncOptions struct {
 	Actor string
 	// Now, when set, stands in for the clock.
 	Now *time.Time
+
+	// startedAt is the start a scheduled sync's claim recorded (nil: now).
+	startedAt *time.Time
 }
+
+// MaxSyncDuration bounds the reading of one sync, all pages together: a registry that answers
+// each page just inside its request timeout cannot hold a sync (or a worker's job) for hours.
+const MaxSyncDuration = 30 * time.Minute
 
 // SyncResult is what a sync did (or, dry, would do).
 type SyncResult struct {
@@ -74,7 +81,10 @@ func Sync(ctx context.Context, pool queries.DB, o SyncOptions) (SyncResult, erro
 	}
 	res := SyncResult{RegistryURL: base, Full: o.Full, DryRun: o.DryRun}
 	started := time.Now()
-	if o.Now != nil {
+	switch {
+	case o.startedAt != nil:
+		started = *o.startedAt
+	case o.Now != nil:
 		started = *o.Now
 	}
 	if !o.Full {
@@ -87,7 +97,9 @@ func Sync(ctx context.Context, pool queries.DB, o SyncOptions) (SyncResult, erro
 		}
 	}
 	res.Full = res.UpdatedSince == nil
-	entries, pages, err := fetchRegistry(ctx, NewRegistryClient(o.AllowPrivate), base, res.UpdatedSince)
+	fetchCtx, cancel := context.WithTimeout(ctx, MaxSyncDuration)
+	entries, pages, err := fetchRegistry(fetchCtx, NewRegistryClient(o.AllowPrivate), base, res.UpdatedSince)
+	cancel()
 	res.Pages = pages
 	if err == nil {
 		res.Entries = len(entries)
