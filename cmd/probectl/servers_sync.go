@@ -132,7 +132,8 @@ func syncFlagError(err error) error {
 	case errors.As(err, &bad):
 		return exit.UsageError(fmt.Errorf("--registry: %w", bad))
 	case errors.As(err, &every):
-		return exit.UsageError(fmt.Errorf("--every: %w", every))
+		return exit.UsageError(fmt.Errorf("--every: must be %s to %s (0 removes the schedule), got %s",
+			render.Duration(directory.MinSyncEvery), render.Duration(directory.MaxSyncEvery), render.Duration(every.Every)))
 	}
 	var page *directory.PageError
 	if errors.As(err, &page) && page.ExitCode() == exit.Usage {

@@ -117,7 +117,7 @@ func TestServersSyncExitCodes(t *testing.T) {
 	}{
 		{[]string{"servers", "sync"}, "--registry: required"},
 		{[]string{"servers", "sync", "--registry", "ftp://registry.example"}, "--registry: registry URL"},
-		{[]string{"servers", "sync", "--registry", "https://registry.example", "--every", "1m"}, "--every: must be 5m0s to 168h0m0s"},
+		{[]string{"servers", "sync", "--registry", "https://registry.example", "--every", "1m"}, "--every: must be 5m to 7d (0 removes the schedule), got 1m"},
 		{[]string{"servers", "sync", "--status", "--full"}, "--status"},
 	} {
 		res := runCLI(t, append([]string{"--database-url", url}, tc.args...)...)
