@@ -139,6 +139,10 @@ func importRegistry(ctx context.Context, opts *serversImportOptions, format stri
 	var res directory.ImportResult
 	if len(parsed.Rows) > 0 {
 		if res, err = directory.ImportRegistry(ctx, pool, parsed.Rows, actorFrom(f, ""), nil, opts.DryRun); err != nil {
+			var collision *directory.CollisionError
+			if errors.As(err, &collision) {
+				return exit.UsageError(fmt.Errorf("%s: %w", displayName(opts.File), collision))
+			}
 			return err
 		}
 	}

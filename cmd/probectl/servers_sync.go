@@ -151,7 +151,8 @@ func renderSync(w io.Writer, s *render.Streams, res directory.SyncResult) error 
 	if res.DryRun {
 		verb = "would sync (dry run, nothing changed)"
 	}
-	fmt.Fprintf(w, "%s %s: %s, %d page(s), %d entr(ies)\n", verb, render.Printable(res.RegistryURL), since, res.Pages, res.Entries)
+	fmt.Fprintf(w, "%s %s: %s, %s, %s\n", verb, render.Printable(res.RegistryURL), since,
+		countOf(res.Pages, "page", "pages"), countOf(res.Entries, "entry", "entries"))
 	t := render.NewTable(w, "ADDED", "UPDATED", "DELISTED", "UNCHANGED")
 	t.Row(res.Added, res.Updated, res.Delisted, res.Unchanged)
 	if err := t.Render(); err != nil {
@@ -176,6 +177,13 @@ func renderSync(w io.Writer, s *render.Streams, res directory.SyncResult) error 
 		return err
 	}
 	return nil
+}
+
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func dashIfEmpty(s string) string {

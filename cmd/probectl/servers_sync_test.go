@@ -51,7 +51,7 @@ func TestServersSyncPrintsCountsAndTheFirstTenChanges(t *testing.T) {
 
 	res := runCLI(t, "--database-url", url, "servers", "sync", "--registry", reg.URL, "--allow-private-targets", "--dry-run")
 	require.Equal(t, 0, res.Code, res.Stderr)
-	require.Contains(t, res.Stdout, "would sync (dry run, nothing changed) "+reg.URL+": full, 1 page(s), 12 entr(ies)")
+	require.Contains(t, res.Stdout, "would sync (dry run, nothing changed) "+reg.URL+": full, 1 page, 12 entries")
 	require.Equal(t, 0, countServers(t, url))
 
 	res = runCLI(t, "--database-url", url, "servers", "sync", "--registry", reg.URL, "--allow-private-targets")
