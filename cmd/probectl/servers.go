@@ -13,7 +13,8 @@ func newServersCmd(f *factory) *cobra.Command {
 		Use:   "servers <command>",
 		Short: "Manage the directory of servers to probe",
 		Long: `Manage the directory of servers that rounds check: import a CSV or JSON-lines file, add one
-server, list them, or record a maintainer's claim so that a server is checked again at once.`,
+server, list them, or record a maintainer's claim so that a server is checked again at once. Follow
+the MCP registry's API with 'servers sync' (docs/registry.md).`,
 		Example: `  probectl servers import servers.csv
   probectl servers sync --registry https://registry.modelcontextprotocol.io
   probectl servers add --slug weather --url https://weather.example/mcp --kind mcp
