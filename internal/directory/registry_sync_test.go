@@ -363,3 +363,52 @@ func TestADrySyncChangesNothingAndRecordsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, states, "a dry run records no sync state")
 }
+
+// A scheduled registry is taken by one worker's job at a time: the claim moves its start, so a
+// second job (another worker's leader after a failover) finds nothing due until the interval has
+// passed; the sync then runs incrementally on the schedule.
+func TestAScheduledRegistryIsSyncedOncePerInterval(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	reg := newFakeRegistry(t)
+	reg.set(firstState()...)
+	_, err := directory.ScheduleSync(ctx, pool, reg.srv.URL, time.Hour, "test", nil)
+	require.NoError(t, err)
+
+	due, err := directory.HasDueSync(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, due, "a schedule never synced is due")
+	claimed, ok, err := queries.ClaimDueRegistrySync(ctx, pool, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, reg.srv.URL, claimed.RegistryURL)
+	_, ok, err = queries.ClaimDueRegistrySync(ctx, pool, nil)
+	require.NoError(t, err)
+	require.False(t, ok, "claimed: not due for another job")
+
+	// An hour later it is due again, and the worker's function syncs it.
+	later := time.Now().Add(time.Hour + time.Minute)
+	_, ok, err = queries.ClaimDueRegistrySync(ctx, pool, &later)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = pool.Exec(ctx, "UPDATE registry_syncs SET started_at = NULL")
+	require.NoError(t, err)
+	res, ok, err := directory.SyncNextDue(ctx, pool, true, "probectl worker test")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 7, res.Added)
+	_, ok, err = directory.SyncNextDue(ctx, pool, true, "probectl worker test")
+	require.NoError(t, err)
+	require.False(t, ok, "synced: not due for an hour")
+	require.Len(t, reg.takeRequests(), 3, "one sync of three pages")
+
+	_, err = directory.ScheduleSync(ctx, pool, reg.srv.URL, time.Minute, "test", nil)
+	var every *directory.SyncEveryError
+	require.ErrorAs(t, err, &every, "below the 5-minute bound")
+	_, err = directory.ScheduleSync(ctx, pool, reg.srv.URL, 0, "test", nil)
+	require.NoError(t, err)
+	due, err = directory.HasDueSync(ctx, pool)
+	require.NoError(t, err)
+	require.False(t, due, "no schedule: never due")
+}
