@@ -227,6 +227,12 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL string) (regist
 	if len(body) > MaxRegistryPageBytes {
 		return p, shapeErrorf("response larger than %d MiB", MaxRegistryPageBytes>>20)
 	}
+	return decodeRegistryPage(body)
+}
+
+// decodeRegistryPage decodes one list response; a body without a "servers" list is not one.
+func decodeRegistryPage(body []byte) (registryPage, error) {
+	var p registryPage
 	if err := json.Unmarshal(body, &p); err != nil {
 		return p, shapeErrorf("not the registry's list response ({\"servers\": [...], \"metadata\": {...}}): %v", err)
 	}

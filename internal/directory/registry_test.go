@@ -97,3 +97,43 @@ func FuzzParseRegistry(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRegistrySyncPage: whatever a registry serves as a page, a sync's plan of it holds only rows
+// that validate, each slug taken by one registry name, and never a panic.
+func FuzzRegistrySyncPage(f *testing.F) {
+	data, err := os.ReadFile("testdata/mcp-registry/servers.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(data))
+	f.Add(`{"servers":[{"server":{"name":"a/b-c","remotes":[{"type":"sse","url":"https://a.example/"}]}},
+		{"server":{"name":"a-b/c","remotes":[{"type":"sse","url":"https://b.example/"}]}}],"metadata":{"nextCursor":"x"}}`)
+	f.Add(`{"servers":[{"server":{"name":"a/b"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"deleted","isLatest":true}}}]}`)
+	f.Fuzz(func(t *testing.T, input string) {
+		p, err := decodeRegistryPage([]byte(input))
+		if err != nil {
+			return
+		}
+		entries := make([]fetchedEntry, len(*p.Servers))
+		for i, e := range *p.Servers {
+			entries[i] = fetchedEntry{registryEntry: e, Page: 1, Index: i}
+		}
+		var skipped RegistrySkipped
+		names, _, err := planSync(entries, &skipped)
+		if err != nil {
+			return
+		}
+		owner := map[string]string{}
+		for _, n := range names {
+			require.False(t, n.deleted && len(n.rows) > 0)
+			for _, r := range n.rows {
+				e := r.Entry
+				require.NoError(t, e.Validate())
+				require.Equal(t, n.name, r.Name)
+				_, taken := owner[e.Slug]
+				require.False(t, taken, "slug %q twice", e.Slug)
+				owner[e.Slug] = r.Name
+			}
+		}
+	})
+}
