@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/probectl/probectl/internal/exit"
 )
@@ -77,6 +78,10 @@ func (e *EntryError) Unwrap() error { return e.Err }
 
 // ExitCode: a bad entry is bad input.
 func (e *EntryError) ExitCode() int { return exit.Usage }
+
+// MaxRegistryNameChars bounds a registry name a server records (the registry's own schema allows
+// 200).
+const MaxRegistryNameChars = 500
 
 // maxSlugLen is the slug pattern's bound.
 const maxSlugLen = 100
@@ -170,6 +175,9 @@ func registryRows(skipped *RegistrySkipped, e registryEntry) ([]RegistryRow, err
 	}
 	if strings.TrimSpace(e.Server.Name) == "" {
 		return nil, errors.New("name: missing")
+	}
+	if n := utf8.RuneCountInString(strings.TrimSpace(e.Server.Name)); n > MaxRegistryNameChars {
+		return nil, fmt.Errorf("name: %d characters, longer than the %d-character limit", n, MaxRegistryNameChars)
 	}
 	if len(e.Server.Remotes) == 0 {
 		if len(e.Server.Packages) == 0 {

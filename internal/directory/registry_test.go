@@ -64,6 +64,8 @@ func TestParseRegistryNamesABadEntryByIndexAndName(t *testing.T) {
 		{"two entries with one slug", `{"servers":[{"server":{"name":"a/b","remotes":[{"type":"sse","url":"https://a.example/"}]}},
 			{"server":{"name":"a.b","remotes":[{"type":"sse","url":"https://b.example/"}]}}]}`,
 			`entry 1 ("a.b"): slug "a-b": registry name "a.b" maps to the server of registry name "a/b" (entry 0)`},
+		{"a name over 500 characters", `{"servers":[{"server":{"name":"a/` + strings.Repeat("x", 499) + `","remotes":[{"type":"sse","url":"https://a.example/"}]}}]}`,
+			`name: 501 characters, longer than the 500-character limit`},
 		{"no remotes, no packages", `{"servers":[{"server":{"name":"a/b"}}]}`, `entry 0 ("a/b"): neither remotes nor packages`},
 		{"not json", `servers: []`, `not a registry document`},
 	} {
