@@ -18,6 +18,8 @@ type fakeRegistry struct {
 	pages    map[string]fakePage
 	requests []url.Values
 	srv      *httptest.Server
+	// redirect: a page served with a 3xx status redirects to itself.
+	redirect bool
 }
 
 type fakePage struct {
@@ -37,9 +39,14 @@ func (r *fakeRegistry) serve(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
 	r.requests = append(r.requests, q)
 	p, ok := r.pages[q.Get("cursor")]
+	redirect := r.redirect
 	r.mu.Unlock()
 	if req.URL.Path != "/v0/servers" || !ok {
 		http.NotFound(w, req)
+		return
+	}
+	if redirect && p.status >= 300 && p.status < 400 {
+		http.Redirect(w, req, req.URL.String(), p.status)
 		return
 	}
 	if p.status != 0 {
@@ -71,6 +78,13 @@ func (r *fakeRegistry) setRaw(cursor string, status int, body string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pages[cursor] = fakePage{status: status, body: body}
+}
+
+// redirectForever makes every page served with a 3xx status redirect to itself.
+func (r *fakeRegistry) redirectForever() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.redirect = true
 }
 
 // takeRequests returns the requests so far and forgets them.

@@ -121,10 +121,10 @@ func NewRegistryClient(allowPrivate bool) *http.Client {
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRegistryRedirects {
-				return fmt.Errorf("more than %d redirects", maxRegistryRedirects)
+				return shapeErrorf("more than %d redirects", maxRegistryRedirects)
 			}
 			if err := validateURL(req.URL.String()); err != nil {
-				return fmt.Errorf("redirect: %w", err)
+				return shapeErrorf("redirect: %v", err)
 			}
 			return nil
 		},

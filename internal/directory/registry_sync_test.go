@@ -3,6 +3,7 @@ package directory_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,6 +238,10 @@ func TestASyncThatCannotUseAPageAppliesNothingAndNamesThePage(t *testing.T) {
 			r.setRaw("p2", 200, listBody(page1, "p3"))
 			r.setRaw("p3", 200, listBody(page1, "p2"))
 		}, exit.Found, `registry page 3 (`},
+		{"a page that redirects forever", func(r *fakeRegistry) {
+			r.setRaw("p2", http.StatusFound, "")
+			r.redirectForever()
+		}, exit.Found, "more than 3 redirects"},
 		{"an entry whose remote is ftp", func(r *fakeRegistry) {
 			r.setRaw("p2", 200, listBody([]regEntry{{Name: "io.github.evil/ftp", Remotes: []string{"streamable-http ftp://files.example/"}}}, ""))
 		}, exit.Found, `page 2 entry 0 ("io.github.evil/ftp"): remotes[0]: url "ftp://files.example/": scheme must be http or https`},
