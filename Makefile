@@ -32,6 +32,7 @@ bench:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzParseRegistry$$' -fuzztime=30s ./internal/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzRegistrySyncPage$$' -fuzztime=30s ./internal/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=30s ./internal/when
 	$(GO) test -run='^$$' -fuzz='^FuzzVerify$$' -fuzztime=30s ./probe/attest
 

@@ -13,8 +13,10 @@ func newServersCmd(f *factory) *cobra.Command {
 		Use:   "servers <command>",
 		Short: "Manage the directory of servers to probe",
 		Long: `Manage the directory of servers that rounds check: import a CSV or JSON-lines file, add one
-server, list them, or record a maintainer's claim so that a server is checked again at once.`,
+server, list them, or record a maintainer's claim so that a server is checked again at once. Follow
+the MCP registry's API with 'servers sync' (docs/registry.md).`,
 		Example: `  probectl servers import servers.csv
+  probectl servers sync --registry https://registry.modelcontextprotocol.io
   probectl servers add --slug weather --url https://weather.example/mcp --kind mcp
   probectl servers list -o json
   probectl servers recheck weather
@@ -27,6 +29,7 @@ server, list them, or record a maintainer's claim so that a server is checked ag
 		newServersListCmd(f),
 		newServersRecheckCmd(f),
 		newServersShowCmd(f),
+		newServersSyncCmd(f),
 	)
 	cmd.AddCommand(newServersStatusCmds(f)...)
 	return cmd

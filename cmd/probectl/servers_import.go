@@ -46,7 +46,13 @@ entry's remotes becomes an mcp server (its type is the transport). The slug is t
 lower-cased with '/' and '.' as '-' (io.github.acme/weather → io-github-acme-weather), stable
 across imports; a second remote gets "-<type>" appended; a name over 100 characters is cut and
 suffixed with a short hash. Entries with only packages, and remote URLs with {variables}, are
-skipped; the summary counts every skip. A bad entry is named by its index and name.`,
+skipped; the summary counts every skip. A bad entry is named by its index and name.
+
+Each server records the registry name it came from. Two names that map to one slug
+(io.github.acme/weather-x and io.github.acme-weather/x) are refused naming both, whether both are
+in the file or one is already in the directory; so is a slug that names a server added by hand.
+Nothing is imported then, and probectl exits 2: a registry name never takes over another's server.
+To follow the registry's live API instead of a saved page, see 'probectl servers sync'.`,
 		Example: `  probectl servers import servers.csv
   cat servers.jsonl | probectl servers import -
 
@@ -132,7 +138,11 @@ func importRegistry(ctx context.Context, opts *serversImportOptions, format stri
 	}
 	var res directory.ImportResult
 	if len(parsed.Rows) > 0 {
-		if res, err = directory.Import(ctx, pool, parsed.Rows, nil, opts.DryRun); err != nil {
+		if res, err = directory.ImportRegistry(ctx, pool, parsed.Rows, actorFrom(f, ""), nil, opts.DryRun); err != nil {
+			var collision *directory.CollisionError
+			if errors.As(err, &collision) {
+				return exit.UsageError(fmt.Errorf("%s: %w", displayName(opts.File), collision))
+			}
 			return err
 		}
 	}

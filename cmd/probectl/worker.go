@@ -39,6 +39,11 @@ round's budget and the finish's), is tried at most 3 times, and a job whose work
 rescued after the in-flight window plus a minute; its claims stay open until the window ends, so
 no other worker checks those servers meanwhile.
 
+The leader also runs the registry syncs scheduled with 'probectl servers sync --registry URL
+--every 1h': every minute it asks whether one is due, and a job syncs it (one registry a job, one
+job a registry at a time); --allow-private-targets lets such a sync reach a registry on a
+private network too. See docs/registry.md.
+
 Results an invocation checked but could not store (the database down longer than the finish's
 30-second budget) go to this machine's spool (--spool-dir); the worker stores what waits there
 when it starts and whenever its heartbeat finds results waiting. Every 10 seconds it writes its

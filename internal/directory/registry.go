@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/probectl/probectl/internal/exit"
 )
@@ -30,8 +32,9 @@ type registryEntry struct {
 	Server registryServer `json:"server"`
 	Meta   struct {
 		Official *struct {
-			Status   string `json:"status"`
-			IsLatest *bool  `json:"isLatest"`
+			Status    string     `json:"status"`
+			IsLatest  *bool      `json:"isLatest"`
+			UpdatedAt *time.Time `json:"updatedAt"`
 		} `json:"io.modelcontextprotocol.registry/official"`
 	} `json:"_meta"`
 }
@@ -46,8 +49,17 @@ type RegistrySkipped struct {
 
 // RegistryImport is what ParseRegistry found: the servers to import and what it skipped.
 type RegistryImport struct {
-	Rows    []Row
+	Rows    []RegistryRow
 	Skipped RegistrySkipped
+}
+
+// RegistryRow is one server of a registry entry: the row an import writes, and the registry name
+// it belongs to (recorded, so that another name mapping to the same slug is refused).
+type RegistryRow struct {
+	Row
+	Name string
+	// Deprecated: the registry marked the entry deprecated; it is kept, checked, and marked.
+	Deprecated bool
 }
 
 // EntryError is a bad registry entry: it names the entry's index in the file and its name, so
@@ -66,6 +78,10 @@ func (e *EntryError) Unwrap() error { return e.Err }
 
 // ExitCode: a bad entry is bad input.
 func (e *EntryError) ExitCode() int { return exit.Usage }
+
+// MaxRegistryNameChars bounds a registry name a server records (the registry's own schema allows
+// 200).
+const MaxRegistryNameChars = 500
 
 // maxSlugLen is the slug pattern's bound.
 const maxSlugLen = 100
@@ -90,23 +106,36 @@ func ParseRegistry(r io.Reader) (RegistryImport, error) {
 		return RegistryImport{}, err
 	}
 	var out RegistryImport
-	seen := map[string]int{}
+	seen := slugOwners{}
 	for i, e := range entries {
 		rows, err := registryRows(&out.Skipped, e)
 		if err != nil {
 			return RegistryImport{}, &EntryError{Index: i, Name: e.Server.Name, Err: err}
 		}
 		for _, row := range rows {
-			if first, dup := seen[row.Slug]; dup {
-				return RegistryImport{}, &EntryError{Index: i, Name: e.Server.Name,
-					Err: fmt.Errorf("slug %q is also entry %d's", row.Slug, first)}
+			if err := seen.claim(row.Slug, e.Server.Name, fmt.Sprintf("entry %d", i)); err != nil {
+				return RegistryImport{}, &EntryError{Index: i, Name: e.Server.Name, Err: err}
 			}
-			seen[row.Slug] = i
 			row.Line = i
 			out.Rows = append(out.Rows, row)
 		}
 	}
 	return out, nil
+}
+
+// slugOwners remembers which registry name (and where it was read) took each slug of one import or
+// sync, so a second name mapping to the same slug is refused naming both.
+type slugOwners map[string]struct{ name, where string }
+
+func (o slugOwners) claim(slug, name, where string) error {
+	if first, dup := o[slug]; dup {
+		if first.name == name {
+			return fmt.Errorf("slug %q is also %s's, the same name listed twice", slug, first.where)
+		}
+		return &CollisionError{Slug: slug, Name: name, Existing: &first.name, ExistingWhere: first.where}
+	}
+	o[slug] = struct{ name, where string }{name, where}
+	return nil
 }
 
 // registryEntries accepts the list response or a single server.json.
@@ -133,7 +162,7 @@ func registryEntries(data []byte) ([]registryEntry, error) {
 	return []registryEntry{{Server: one}}, nil
 }
 
-func registryRows(skipped *RegistrySkipped, e registryEntry) ([]Row, error) {
+func registryRows(skipped *RegistrySkipped, e registryEntry) ([]RegistryRow, error) {
 	if off := e.Meta.Official; off != nil {
 		if off.Status == "deleted" {
 			skipped.Deleted++
@@ -147,6 +176,9 @@ func registryRows(skipped *RegistrySkipped, e registryEntry) ([]Row, error) {
 	if strings.TrimSpace(e.Server.Name) == "" {
 		return nil, errors.New("name: missing")
 	}
+	if n := utf8.RuneCountInString(strings.TrimSpace(e.Server.Name)); n > MaxRegistryNameChars {
+		return nil, fmt.Errorf("name: %d characters, longer than the %d-character limit", n, MaxRegistryNameChars)
+	}
 	if len(e.Server.Remotes) == 0 {
 		if len(e.Server.Packages) == 0 {
 			return nil, errors.New("neither remotes nor packages")
@@ -155,7 +187,8 @@ func registryRows(skipped *RegistrySkipped, e registryEntry) ([]Row, error) {
 		return nil, nil
 	}
 	base := registrySlug(e.Server.Name)
-	var rows []Row
+	deprecated := e.Meta.Official != nil && e.Meta.Official.Status == "deprecated"
+	var rows []RegistryRow
 	for i, remote := range e.Server.Remotes {
 		if strings.ContainsAny(remote.URL, "{}") {
 			skipped.TemplatedURL++
@@ -169,7 +202,7 @@ func registryRows(skipped *RegistrySkipped, e registryEntry) ([]Row, error) {
 		if err := entry.Validate(); err != nil {
 			return nil, fmt.Errorf("remotes[%d]: %w", i, err)
 		}
-		rows = append(rows, Row{Entry: entry})
+		rows = append(rows, RegistryRow{Row: Row{Entry: entry}, Name: strings.TrimSpace(e.Server.Name), Deprecated: deprecated})
 	}
 	return rows, nil
 }

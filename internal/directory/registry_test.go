@@ -17,7 +17,7 @@ func TestParseRegistryTakesTheLatestRemotesAndCountsWhatItSkips(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, RegistrySkipped{Deleted: 2, OlderVersion: 5, PackagesOnly: 8, TemplatedURL: 2}, got.Skipped)
 
-	bySlug := map[string]Row{}
+	bySlug := map[string]RegistryRow{}
 	for _, r := range got.Rows {
 		bySlug[r.Slug] = r
 		require.Equal(t, "mcp", r.Kind)
@@ -63,7 +63,9 @@ func TestParseRegistryNamesABadEntryByIndexAndName(t *testing.T) {
 			`entry 0 ("Ü/x"): remotes[0]: slug`},
 		{"two entries with one slug", `{"servers":[{"server":{"name":"a/b","remotes":[{"type":"sse","url":"https://a.example/"}]}},
 			{"server":{"name":"a.b","remotes":[{"type":"sse","url":"https://b.example/"}]}}]}`,
-			`entry 1 ("a.b"): slug "a-b" is also entry 0's`},
+			`entry 1 ("a.b"): slug "a-b": registry name "a.b" maps to the server of registry name "a/b" (entry 0)`},
+		{"a name over 500 characters", `{"servers":[{"server":{"name":"a/` + strings.Repeat("x", 499) + `","remotes":[{"type":"sse","url":"https://a.example/"}]}}]}`,
+			`name: 501 characters, longer than the 500-character limit`},
 		{"no remotes, no packages", `{"servers":[{"server":{"name":"a/b"}}]}`, `entry 0 ("a/b"): neither remotes nor packages`},
 		{"not json", `servers: []`, `not a registry document`},
 	} {
@@ -94,6 +96,46 @@ func FuzzParseRegistry(f *testing.F) {
 			require.NoError(t, e.Validate())
 			require.False(t, seen[e.Slug])
 			seen[e.Slug] = true
+		}
+	})
+}
+
+// FuzzRegistrySyncPage: whatever a registry serves as a page, a sync's plan of it holds only rows
+// that validate, each slug taken by one registry name, and never a panic.
+func FuzzRegistrySyncPage(f *testing.F) {
+	data, err := os.ReadFile("testdata/mcp-registry/servers.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(data))
+	f.Add(`{"servers":[{"server":{"name":"a/b-c","remotes":[{"type":"sse","url":"https://a.example/"}]}},
+		{"server":{"name":"a-b/c","remotes":[{"type":"sse","url":"https://b.example/"}]}}],"metadata":{"nextCursor":"x"}}`)
+	f.Add(`{"servers":[{"server":{"name":"a/b"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"deleted","isLatest":true}}}]}`)
+	f.Fuzz(func(t *testing.T, input string) {
+		p, err := decodeRegistryPage([]byte(input))
+		if err != nil {
+			return
+		}
+		entries := make([]fetchedEntry, len(*p.Servers))
+		for i, e := range *p.Servers {
+			entries[i] = fetchedEntry{registryEntry: e, Page: 1, Index: i}
+		}
+		var skipped RegistrySkipped
+		names, _, err := planSync(entries, &skipped)
+		if err != nil {
+			return
+		}
+		owner := map[string]string{}
+		for _, n := range names {
+			require.False(t, n.deleted && len(n.rows) > 0)
+			for _, r := range n.rows {
+				e := r.Entry
+				require.NoError(t, e.Validate())
+				require.Equal(t, n.name, r.Name)
+				_, taken := owner[e.Slug]
+				require.False(t, taken, "slug %q twice", e.Slug)
+				owner[e.Slug] = r.Name
+			}
 		}
 	})
 }

@@ -190,6 +190,7 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &tickWorker{cfg: cfg})
 	river.AddWorker(workers, &invocationWorker{p: p})
+	river.AddWorker(workers, &registrySyncWorker{p: p})
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		ID:                   p.id,
 		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
@@ -199,7 +200,9 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 		JobTimeout:           tickTimeout,
 		Logger:               slog.New(warnings{cfg.Log.Handler()}),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
-			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true})},
+			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(registrySyncEvery),
+				p.registrySyncJob, &river.PeriodicJobOpts{ID: "probectl_registry_sync", RunOnStart: true})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure river: %w", err)

@@ -1,0 +1,14 @@
+package check
+
+import (
+	"context"
+	"net"
+)
+
+// GuardedDialContext is the SSRF guard as a dialer, for probectl's other outbound requests (the
+// MCP registry a sync reads): it resolves the name itself and dials only addresses a check could
+// reach, loopback, private and link-local ones only when allowPrivate, metadata endpoints never.
+// A refusal is a *RefusedError, returned before any connection is attempted.
+func GuardedDialContext(allowPrivate bool) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return newGuard(defaultPolicy(allowPrivate), nil).DialContext
+}
