@@ -29,8 +29,10 @@ func newStatusCmd(f *factory) *cobra.Command {
   due servers      how many, how many of those a round holds, and the one waiting longest
   open jobs        every job claimed and not finished, with its age, server and round; jobs
                    open past the 15-minute in-flight window are flagged stale (a probe that
-                   died between its writes shows here), and a job whose server's next check
-                   already moved on is flagged advanced
+                   died between its writes shows here); a job whose server waits for its
+                   lease's end (where the claim put it) is in flight, as every job of a
+                   healthy round is, and one whose server's next check moved anywhere else
+                   is flagged advanced (its probe died between advance and finish)
   recent rounds    the last 10: jobs, runs, servers, failures, open jobs and duration, or
                    running, or dead (no heartbeat for 60 s: its process is gone)
   duplicates       pairs of jobs of one server less than 10 minutes apart, requested in the
@@ -118,6 +120,9 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 		var anyAdvanced bool
 		for _, j := range r.OpenJobs {
 			state := "open"
+			if j.Leased {
+				state = "in flight"
+			}
 			if j.Stale {
 				state = st.Fail.Render("STALE")
 			}
