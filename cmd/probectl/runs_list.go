@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +122,7 @@ func writeRunsTable(w io.Writer, runs []queries.Run) error {
 		if r.ProbectlFault {
 			why += " (probectl's fault)"
 		}
-		tbl.Row(r.ID, r.Server, r.Outcome, r.StartedAt.Format(time.RFC3339), seconds(r.Duration()), idText(r.RoundID), why)
+		tbl.Row(r.ID, r.Server, r.Outcome, r.StartedAt.Format(time.RFC3339), render.Duration(r.Duration()), idText(r.RoundID), why)
 	}
 	return tbl.Render()
 }
@@ -133,10 +132,8 @@ var runsCSVHeader = []string{"id", "job_id", "round_id", "server", "kind", "outc
 	"started_at", "finished_at", "duration_seconds", "key_id", "probectl_fault"}
 
 func writeRunsCSV(w io.Writer, runs []queries.Run) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(runsCSVHeader); err != nil {
-		return err
-	}
+	cw := render.NewCSV(w)
+	cw.Write(runsCSVHeader...)
 	for _, r := range runs {
 		round, msg, key := "", "", ""
 		if r.RoundID != nil {
@@ -148,22 +145,11 @@ func writeRunsCSV(w io.Writer, runs []queries.Run) error {
 		if r.KeyID != nil {
 			key = *r.KeyID
 		}
-		err := cw.Write([]string{strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.JobID, 10), round, r.Server, r.Kind,
+		cw.Write(strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.JobID, 10), round, r.Server, r.Kind,
 			r.Outcome, r.Summary, msg, strconv.Itoa(r.Requests), r.StartedAt.Format(time.RFC3339Nano),
 			r.FinishedAt.Format(time.RFC3339Nano), strconv.FormatFloat(r.Duration().Seconds(), 'f', -1, 64), key,
-			strconv.FormatBool(r.ProbectlFault)})
-		if err != nil {
-			return err
-		}
+			strconv.FormatBool(r.ProbectlFault))
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
+	return cw.Flush()
 }
 
-// seconds prints a duration as seconds with millisecond precision ("0.123 s").
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + " s"
-}

@@ -107,7 +107,7 @@ func writeRunShow(w io.Writer, v history.RunView) error {
 	kv.Row("server", fmt.Sprintf("%s (%s) %s", v.Server, v.Kind, check.RedactURL(v.EndpointURL)))
 	kv.Row("outcome", why)
 	kv.Row("started", v.StartedAt.Format(time.RFC3339Nano))
-	kv.Row("duration", seconds(v.Duration()))
+	kv.Row("duration", render.Duration(v.Duration()))
 	if res.ServerName != "" || res.Tools != nil {
 		tools := "-"
 		if res.Tools != nil {
@@ -134,7 +134,7 @@ func writeRunShow(w io.Writer, v history.RunView) error {
 		if r.TLS != nil {
 			tlsText = fmt.Sprintf("%s, cert until %s", r.TLS.Version, r.TLS.CertNotAfter.UTC().Format(time.DateOnly))
 		}
-		tbl.Row(i+1, r.Method, r.URL, dash(r.RPC), status, seconds(time.Duration(r.LatencySeconds*float64(time.Second))),
+		tbl.Row(i+1, r.Method, r.URL, dash(r.RPC), status, render.Duration(time.Duration(r.LatencySeconds*float64(time.Second))),
 			r.Bytes, tlsText, dash(r.Error))
 	}
 	return tbl.Render()

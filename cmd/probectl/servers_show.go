@@ -148,7 +148,7 @@ func runServersShow(ctx context.Context, opts *serversShowOptions) error {
 func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	w := io.Out
 	s := v.Server
-	kv := render.NewTable(w, "SERVER", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, s.CheckInterval))
+	kv := render.NewTable(w, "SERVER", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, render.Duration(s.CheckInterval)))
 	kv.Row("url", s.EndpointURL)
 	status := s.Status
 	if c := v.StatusChange; c != nil {
@@ -163,7 +163,7 @@ func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	kv.Row("uptime", fmt.Sprintf("24h %s  7d %s  30d %s", percent(v.Uptime24h), percent(v.Uptime7d), percent(v.Uptime30d)))
 	lat := "-"
 	if v.LatencyP50 != nil {
-		lat = fmt.Sprintf("p50 %s  p95 %s (ok checks, 30 d)", seconds(*v.LatencyP50), seconds(*v.LatencyP95))
+		lat = fmt.Sprintf("p50 %s  p95 %s (ok checks, 30 d)", render.Duration(*v.LatencyP50), render.Duration(*v.LatencyP95))
 	}
 	kv.Row("latency", lat)
 	cert := "-"

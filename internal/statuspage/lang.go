@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/audit"
-	"github.com/probectl/probectl/internal/status"
+	"github.com/probectl/probectl/internal/render"
 )
 
 // lang is one language of the page: every label a person reads, and how times and durations are
@@ -42,9 +42,7 @@ type lang struct {
 	Classes                                                                                             map[audit.Class]string
 	Triggers                                                                                            map[string]string
 
-	Units status.Units
-	// SecondsSuffix follows a gap written in seconds with three decimals, as the audit writes it.
-	SecondsSuffix string
+	Units render.DurationUnits
 }
 
 var english = lang{
@@ -90,8 +88,7 @@ var english = lang{
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "manual"},
 
-	Units:         status.Units{Day: "d", Hour: "h", Minute: "m", Second: "s", Sep: " "},
-	SecondsSuffix: " s",
+	Units: render.English,
 }
 
 var chinese = lang{
@@ -136,16 +133,11 @@ var chinese = lang{
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "手动"},
 
-	Units:         status.Units{Day: "天", Hour: "小时", Minute: "分", Second: "秒"},
-	SecondsSuffix: " 秒",
+	Units: render.DurationUnits{Day: "天", Hour: "小时", Minute: "分", Second: "秒"},
 }
 
 // duration writes d in this language.
-func (l *lang) duration(d time.Duration) string { return status.FormatDuration(d, l.Units) }
-
-// seconds writes a gap the way the audit does ("0.168 s"): the incident turned on fractions of a
-// second.
-func (l *lang) seconds(d time.Duration) string { return audit.FormatSeconds(d) + l.SecondsSuffix }
+func (l *lang) duration(d time.Duration) string { return render.DurationIn(d, l.Units) }
 
 // timestamp writes t the way both pages show it: UTC, to the second (or the millisecond when it
 // has a fraction, as duplicate claims do).

@@ -123,9 +123,9 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 			}
 			pv := pairView{Server: p.Slug, FirstJob: strconv.FormatInt(p.FirstJobID, 10),
 				SecondJob: strconv.FormatInt(p.SecondJobID, 10), SecondRequested: timestamp(p.SecondRequestedAt),
-				RequestGap: l.seconds(p.RequestGap), Class: translate(l.Classes, p.Class), Explained: p.Explained()}
+				RequestGap: l.duration(p.RequestGap), Class: translate(l.Classes, p.Class), Explained: p.Explained()}
 			if p.GapAfterFinish != nil {
-				pv.GapAfterFinish = l.seconds(*p.GapAfterFinish)
+				pv.GapAfterFinish = l.duration(*p.GapAfterFinish)
 			} else {
 				pv.GapAfterFinish = "–"
 			}
