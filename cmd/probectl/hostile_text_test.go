@@ -49,7 +49,9 @@ func hostileMCP(t *testing.T) string {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "weather" + hostile, Title: hostile, Version: "1.0" + hostile},
 		&mcp.ServerOptions{Instructions: hostile})
 	srv.AddTool(&mcp.Tool{Name: "search" + hostile, Description: hostile, InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	h, _ := counted(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	return h.URL + "/mcp"
 }

@@ -152,4 +152,3 @@ func writeRunsCSV(w io.Writer, runs []queries.Run) error {
 	}
 	return cw.Flush()
 }
-
