@@ -13,6 +13,7 @@ import (
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/history"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -149,7 +150,7 @@ func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	w := io.Out
 	s := v.Server
 	kv := render.NewTable(w, "SERVER", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, render.Duration(s.CheckInterval)))
-	kv.Row("url", s.EndpointURL)
+	kv.Row("url", check.RedactURL(s.EndpointURL))
 	status := s.Status
 	if c := v.StatusChange; c != nil {
 		status += fmt.Sprintf(" (%s -> %s by %s at %s: %s)", c.StatusFrom, c.StatusTo, c.ChangedBy, io.Time(c.ChangedAt), c.Reason)
@@ -186,7 +187,7 @@ func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	if _, err := fmt.Fprintf(w, "\nlast runs (probectl runs list --server %s)\n", s.Slug); err != nil {
 		return err
 	}
-	return writeRunsTable(w, v.LastRuns)
+	return writeRunsTable(io, v.LastRuns)
 }
 
 // percent prints an uptime fraction as a percentage, "-" when there is none.
