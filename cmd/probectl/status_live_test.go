@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,16 @@ func TestStatusOfALiveRoundShowsItsJobsInFlightNotAdvanced(t *testing.T) {
 	assert.NotContains(t, table.Stdout, "advanced", "no job of a healthy round is the incident's signature")
 	assert.NotContains(t, table.Stdout, "died between its two writes")
 	assert.Contains(t, table.Stdout, "in flight")
+
+	// The page reads the same rows, while the checks are still held.
+	h := statuspage.Handler(statuspage.Options{DB: pool})
+	for path, inFlight := range map[string]string{"/status": "in flight", "/zh/status": "检查中"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		require.Equal(t, http.StatusOK, rec.Code, path)
+		assert.NotContains(t, rec.Body.String(), `class="badge advanced"`, "%s: no job of a healthy round is advanced", path)
+		assert.Equal(t, servers, strings.Count(rec.Body.String(), `<span class="badge open">`+inFlight+`</span>`), path)
+	}
 
 	once.Do(func() { close(release) })
 	res := <-done
