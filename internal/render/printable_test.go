@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -66,4 +67,25 @@ func TestCSVDefusesFormulasAndEscapesControls(t *testing.T) {
 	require.NoError(t, w.Flush())
 	assert.Equal(t, `'=1+1,'+cmd,'-2+3+cmd|' /C calc'!A0,'@SUM(A1),-12.5,+3,plain,a\x1b[2Jb\nc,`+"\n", out.String())
 	assert.False(t, strings.ContainsAny(out.String(), "\x1b\r"))
+}
+
+// Every colour Styles writes, on every colour profile, passes a guarded colour terminal unchanged:
+// a style added or changed must be added to colourSGR, or it would show as escapes.
+func TestOurOwnColoursPassTheGuard(t *testing.T) { //nolint:paralleltest // sets lipgloss's colour profile
+	before := lipgloss.ColorProfile()
+	t.Cleanup(func() { lipgloss.SetColorProfile(before) })
+	// termenv's TrueColor, ANSI256 and ANSI profiles (0, 1, 2), without importing termenv.
+	for p, set := range map[string]func(){
+		"truecolor": func() { lipgloss.SetColorProfile(0) },
+		"ansi256":   func() { lipgloss.SetColorProfile(1) },
+		"ansi":      func() { lipgloss.SetColorProfile(2) },
+	} {
+		set()
+		st := StylesFor(&Streams{OutTTY: true})
+		for _, s := range []lipgloss.Style{st.Title, st.Pass, st.Fail, st.Warn, st.Muted} {
+			out := s.Render("x")
+			require.Contains(t, out, "\x1b[", "profile %s colours", p)
+			assert.Equal(t, out, sanitize(out, keepColour), "profile %s", p)
+		}
+	}
 }
