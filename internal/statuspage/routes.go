@@ -57,12 +57,13 @@ func Routes() []Route { return append([]Route(nil), routeTable...) }
 
 // RoutesHelp writes the routes as the help lists them: one per line, indented, paths aligned.
 func RoutesHelp() string {
+	routes := Routes()
 	width := 0
-	for _, r := range routeTable {
+	for _, r := range routes {
 		width = max(width, len(r.Path))
 	}
 	var b strings.Builder
-	for _, r := range routeTable {
+	for _, r := range routes {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, r.Path, r.Help)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
