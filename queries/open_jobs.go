@@ -20,14 +20,17 @@ type OpenJob struct {
 	Reason      string    `db:"reason"`
 	RequestedAt time.Time `db:"requested_at"`
 	NextCheckAt time.Time `db:"next_check_at"`
-	// Advanced says the server's next check lies after the job's request: the probe advanced it
-	// and has not finished the job.
+	// Leased says the server's next check is the job's lease end (requested_at + the in-flight
+	// window), where the claim put it: the job is in flight under its lease.
+	Leased bool `db:"leased"`
+	// Advanced says the server's next check moved past the job's request to anything but the lease
+	// end: the probe advanced it and has not finished the job (it died between its two writes).
 	Advanced bool `db:"advanced"`
 }
 
 // OpenJobs calls fn for every open job, oldest first, as the rows arrive.
 func OpenJobs(ctx context.Context, db DBTX, fn func(OpenJob) error) error {
-	if err := eachRow(ctx, db, "OpenJobs", fn); err != nil {
+	if err := eachRow(ctx, db, "OpenJobs", fn, InFlightWindow); err != nil {
 		return fmt.Errorf("read open jobs: %w", err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -169,10 +168,8 @@ var duplicatesCSVHeader = []string{"server_id", "slug", "first_job_id", "second_
 	"second_reason", "class", "explained", "first_before_since"}
 
 func writeDuplicatesCSV(w io.Writer, r *audit.DuplicatesReport) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(duplicatesCSVHeader); err != nil {
-		return err
-	}
+	cw := render.NewCSV(w)
+	cw.Write(duplicatesCSVHeader...)
 	for _, p := range r.Pairs {
 		finished, afterFinish := "", ""
 		if p.FirstFinishedAt != nil {
@@ -181,17 +178,10 @@ func writeDuplicatesCSV(w io.Writer, r *audit.DuplicatesReport) error {
 		if p.GapAfterFinish != nil {
 			afterFinish = audit.FormatSeconds(*p.GapAfterFinish)
 		}
-		err := cw.Write([]string{strconv.FormatInt(p.ServerID, 10), p.Slug, strconv.FormatInt(p.FirstJobID, 10),
+		cw.Write(strconv.FormatInt(p.ServerID, 10), p.Slug, strconv.FormatInt(p.FirstJobID, 10),
 			strconv.FormatInt(p.SecondJobID, 10), p.FirstRequestedAt.UTC().Format(time.RFC3339Nano), finished,
 			p.SecondRequestedAt.UTC().Format(time.RFC3339Nano), audit.FormatSeconds(p.RequestGap), afterFinish,
-			p.SecondReason, string(p.Class), strconv.FormatBool(p.Explained()), strconv.FormatBool(p.FirstBeforeSince)})
-		if err != nil {
-			return err
-		}
+			p.SecondReason, string(p.Class), strconv.FormatBool(p.Explained()), strconv.FormatBool(p.FirstBeforeSince))
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
+	return cw.Flush()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -108,8 +107,8 @@ func orDash[T any](v *T) string {
 }
 
 func writeOpenCSV(w io.Writer, r *audit.OpenReport) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"job_id", "server_id", "slug", "round_id", "invocation", "reason", "requested_at", "age_seconds", "stale"})
+	cw := render.NewCSV(w)
+	cw.Write("job_id", "server_id", "slug", "round_id", "invocation", "reason", "requested_at", "age_seconds", "stale")
 	for _, j := range r.Jobs {
 		round, invocation := "", ""
 		if j.RoundID != nil {
@@ -118,13 +117,9 @@ func writeOpenCSV(w io.Writer, r *audit.OpenReport) error {
 		if j.Invocation != nil {
 			invocation = strconv.Itoa(int(*j.Invocation))
 		}
-		_ = cw.Write([]string{strconv.FormatInt(j.JobID, 10), strconv.FormatInt(j.ServerID, 10), j.Slug, round,
+		cw.Write(strconv.FormatInt(j.JobID, 10), strconv.FormatInt(j.ServerID, 10), j.Slug, round,
 			invocation, j.Reason, j.RequestedAt.Format(time.RFC3339Nano), audit.FormatSeconds(j.Age),
-			strconv.FormatBool(j.Stale)})
+			strconv.FormatBool(j.Stale))
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
+	return cw.Flush()
 }

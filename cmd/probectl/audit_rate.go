@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -95,22 +94,18 @@ func writeRateTable(io *render.Streams, r *audit.RateReport) error {
 }
 
 func writeRateCSV(w io.Writer, r *audit.RateReport) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"server_id", "slug", "plan", "check_interval_seconds", "rounds", "allowed_rounds",
-		"rechecks", "requests", "allowed_requests", "max_requests_per_round", "short_gaps", "closest_gap_seconds"})
+	cw := render.NewCSV(w)
+	cw.Write("server_id", "slug", "plan", "check_interval_seconds", "rounds", "allowed_rounds",
+		"rechecks", "requests", "allowed_requests", "max_requests_per_round", "short_gaps", "closest_gap_seconds")
 	for _, s := range r.Over {
 		closest := ""
 		if s.ClosestGap != nil {
 			closest = audit.FormatSeconds(*s.ClosestGap)
 		}
-		_ = cw.Write([]string{strconv.FormatInt(s.ServerID, 10), s.Slug, s.Plan, audit.FormatSeconds(s.CheckInterval),
+		cw.Write(strconv.FormatInt(s.ServerID, 10), s.Slug, s.Plan, audit.FormatSeconds(s.CheckInterval),
 			strconv.FormatInt(s.Rounds, 10), strconv.FormatInt(s.AllowedRounds, 10), strconv.FormatInt(s.Rechecks, 10),
 			strconv.FormatInt(s.Requests, 10), strconv.FormatInt(s.AllowedRequests(), 10), strconv.Itoa(s.MaxRequests),
-			strconv.FormatInt(s.ShortGaps, 10), closest})
+			strconv.FormatInt(s.ShortGaps, 10), closest)
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
+	return cw.Flush()
 }

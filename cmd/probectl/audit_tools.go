@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -137,9 +136,9 @@ func changedCell(changed []audit.ChangedTool) string {
 }
 
 func writeToolsCSV(w io.Writer, r *audit.ToolsReport) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"server", "from_run", "to_run", "at", "added", "removed", "changed", "version_before",
-		"version_after", "flag"})
+	cw := render.NewCSV(w)
+	cw.Write("server", "from_run", "to_run", "at", "added", "removed", "changed", "version_before",
+		"version_after", "flag")
 	for _, c := range r.Changes {
 		changed := make([]string, 0, len(c.Changed))
 		for _, ct := range c.Changed {
@@ -151,13 +150,9 @@ func writeToolsCSV(w io.Writer, r *audit.ToolsReport) error {
 			}
 			return *s
 		}
-		_ = cw.Write([]string{c.Server, strconv.FormatInt(c.FromRun, 10), strconv.FormatInt(c.ToRun, 10),
+		cw.Write(c.Server, strconv.FormatInt(c.FromRun, 10), strconv.FormatInt(c.ToRun, 10),
 			c.At.UTC().Format(time.RFC3339Nano), strings.Join(c.Added, " "), strings.Join(c.Removed, " "),
-			strings.Join(changed, " "), opt(c.VersionBefore), opt(c.VersionAfter), c.Flag})
+			strings.Join(changed, " "), opt(c.VersionBefore), opt(c.VersionAfter), c.Flag)
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
+	return cw.Flush()
 }

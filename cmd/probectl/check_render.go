@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe"
@@ -18,12 +19,14 @@ func writeCheck(io *render.Streams, out probe.OneResult) error {
 	if res.Outcome != check.OutcomeOK {
 		outcome = st.Fail.Render(res.Outcome)
 	}
-	fmt.Fprintf(w, "%s %s (%s)\n", outcome, res.Summary, out.Target.Kind)
+	// The summary and the error carry what the server sent (its name, an error body, a redirect's
+	// target): one line each, through the one sanitizer.
+	fmt.Fprintf(w, "%s %s (%s)\n", outcome, render.Printable(res.Summary), out.Target.Kind)
 	if res.Error != "" {
-		fmt.Fprintf(w, "error       %s\n", res.Error)
+		fmt.Fprintf(w, "error       %s\n", render.Printable(res.Error))
 	}
 	fmt.Fprintf(w, "requests    %d of %d\n\n", len(res.Requests), check.MaxRequests)
-	tbl := render.NewTable(w, "METHOD", "RPC", "STATUS", "LATENCY (S)", "BYTES", "TLS", "URL")
+	tbl := render.NewTable(w, "METHOD", "RPC", "STATUS", "LATENCY", "BYTES", "TLS", "URL")
 	for _, q := range res.Requests {
 		tls := "-"
 		if q.TLS != nil {
@@ -36,7 +39,7 @@ func writeCheck(io *render.Streams, out probe.OneResult) error {
 		if q.Error != "" {
 			status += " (" + q.Error + ")"
 		}
-		tbl.Row(q.Method, orText(q.RPC), status, fmt.Sprintf("%.3f", q.LatencySeconds), q.Bytes, tls, q.URL)
+		tbl.Row(q.Method, orText(q.RPC), status, render.Duration(time.Duration(q.LatencySeconds*float64(time.Second))), q.Bytes, tls, q.URL)
 	}
 	if err := tbl.Render(); err != nil {
 		return err
@@ -73,7 +76,7 @@ func writeCheck(io *render.Streams, out probe.OneResult) error {
 		rows = append(rows, [2]string{"prompts", fmt.Sprint(*res.Prompts)})
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-18s%s\n", r[0], r[1])
+		fmt.Fprintf(w, "%-18s%s\n", r[0], render.Printable(r[1]))
 	}
 	if len(res.ToolFingerprints) > 0 {
 		fmt.Fprintln(w)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -92,7 +91,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if err == nil {
 		err = rep.err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "\n%s.\ndone in %s; %s\n", res.Conclusion(), res.Duration.Round(100*time.Millisecond), cleanedUp(res))
+	fmt.Fprintf(f.IO.ErrOut, "\n%s.\ndone in %s; %s\n", res.Conclusion(), render.Duration(res.Duration), cleanedUp(res))
 	return err
 }
 

@@ -82,7 +82,7 @@ func runDeployList(ctx context.Context, opts *deployListOptions) error {
 		if r.Active {
 			mark = "*"
 		}
-		tbl.Row(mark, r.ID, r.Version, r.Kind, r.Fanout, r.ClaimLimit, r.Concurrency, r.MinSpacing, r.FinishMode,
+		tbl.Row(mark, r.ID, r.Version, r.Kind, r.Fanout, r.ClaimLimit, r.Concurrency, render.Duration(r.MinSpacing), r.FinishMode,
 			waysText(r.WaysBack), f.IO.Time(r.DeployedAt), r.DeployedBy, idText(r.PreviousID))
 	}
 	if err := tbl.Render(); err != nil {

@@ -13,6 +13,10 @@ import (
 // Execute runs the command line and returns the process's exit code. It is the one place where
 // errors become exit codes and where they are printed.
 func Execute(ctx context.Context, args []string, io *render.Streams, getenv func(string) string) int {
+	// Every byte any command writes passes render's one sanitizer (server text must not drive the
+	// terminal), whatever the command did or forgot.
+	io = io.Guard()
+	defer io.Flush()
 	f := newFactory(io, getenv, currentBuild())
 	defer f.Close()
 	root := newRootCmd(f)

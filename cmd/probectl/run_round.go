@@ -229,7 +229,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	}
 	var progress *roundProgress
 	if f.IO.ErrTTY && !opts.Quiet {
-		progress = newRoundProgress(f.IO.ErrOut, settings.Invocations(), settings.ClaimLimit)
+		progress = newRoundProgress(f.IO.Progress(), settings.Invocations(), settings.ClaimLimit)
 		round.Progress = progress.report
 	}
 	sum, err := round.Run(ctx)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,8 @@ type runsListOptions struct {
 	Outcome string
 	Since   string
 	Limit   int
+	// roundSet: --round was given (0 is then refused, not taken for "every round").
+	roundSet bool
 }
 
 func newRunsListCmd(f *factory) *cobra.Command {
@@ -43,12 +44,13 @@ the server and is left out of its uptime. --limit is at most %d.`, history.MaxLi
   probectl runs list --outcome error -o csv > errors.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.roundSet = cmd.Flags().Changed("round")
 			return runRunsList(cmd.Context(), opts)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Server, "server", "", "only the runs of the server with this slug")
-	fl.Int64Var(&opts.Round, "round", 0, "only the runs of this round")
+	fl.Int64Var(&opts.Round, "round", 0, "only the runs of this round (a round id; leave it out for every round)")
 	fl.StringVar(&opts.Outcome, "outcome", "", "only runs with these outcomes, comma-separated: ok, failed, error")
 	fl.StringVar(&opts.Since, "since", "", "only runs started from then on: RFC 3339 or a duration back from now (24h, 7d)")
 	fl.IntVar(&opts.Limit, "limit", 50, fmt.Sprintf("at most this many runs (1..%d)", history.MaxListLimit))
@@ -61,8 +63,8 @@ func parseRunFilter(opts *runsListOptions, now time.Time) (queries.RunFilter, er
 	if opts.Limit < 1 || opts.Limit > history.MaxListLimit {
 		return rf, exit.UsageError(fmt.Errorf("--limit: must be between 1 and %d, got %d", history.MaxListLimit, opts.Limit))
 	}
-	if opts.Round < 0 {
-		return rf, exit.UsageError(fmt.Errorf("--round: must be a round id (positive), got %d", opts.Round))
+	if opts.Round < 0 || (opts.roundSet && opts.Round == 0) {
+		return rf, exit.UsageError(fmt.Errorf("--round: must be a round id (1 or more), got %d; leave --round out to list the runs of every round", opts.Round))
 	}
 	if opts.Round > 0 {
 		rf.RoundID = &opts.Round
@@ -113,17 +115,18 @@ func runRunsList(ctx context.Context, opts *runsListOptions) error {
 	case "csv":
 		return writeRunsCSV(f.IO.Out, runs)
 	}
-	return writeRunsTable(f.IO.Out, runs)
+	return writeRunsTable(f.IO, runs)
 }
 
-func writeRunsTable(w io.Writer, runs []queries.Run) error {
-	tbl := render.NewTable(w, "ID", "SERVER", "OUTCOME", "STARTED", "DURATION", "ROUND", "WHY")
+// writeRunsTable lists runs, their start in the zone --tz chose (named in the heading).
+func writeRunsTable(io *render.Streams, runs []queries.Run) error {
+	tbl := render.NewTable(io.Out, "ID", "SERVER", "OUTCOME", io.TimeHeader("STARTED"), "DURATION", "ROUND", "WHY")
 	for _, r := range runs {
 		why := runWhy(r)
 		if r.ProbectlFault {
 			why += " (probectl's fault)"
 		}
-		tbl.Row(r.ID, r.Server, r.Outcome, r.StartedAt.Format(time.RFC3339), seconds(r.Duration()), idText(r.RoundID), why)
+		tbl.Row(r.ID, r.Server, r.Outcome, io.Time(r.StartedAt), render.Duration(r.Duration()), idText(r.RoundID), why)
 	}
 	return tbl.Render()
 }
@@ -133,10 +136,8 @@ var runsCSVHeader = []string{"id", "job_id", "round_id", "server", "kind", "outc
 	"started_at", "finished_at", "duration_seconds", "key_id", "probectl_fault"}
 
 func writeRunsCSV(w io.Writer, runs []queries.Run) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(runsCSVHeader); err != nil {
-		return err
-	}
+	cw := render.NewCSV(w)
+	cw.Write(runsCSVHeader...)
 	for _, r := range runs {
 		round, msg, key := "", "", ""
 		if r.RoundID != nil {
@@ -148,22 +149,10 @@ func writeRunsCSV(w io.Writer, runs []queries.Run) error {
 		if r.KeyID != nil {
 			key = *r.KeyID
 		}
-		err := cw.Write([]string{strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.JobID, 10), round, r.Server, r.Kind,
+		cw.Write(strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.JobID, 10), round, r.Server, r.Kind,
 			r.Outcome, r.Summary, msg, strconv.Itoa(r.Requests), r.StartedAt.Format(time.RFC3339Nano),
 			r.FinishedAt.Format(time.RFC3339Nano), strconv.FormatFloat(r.Duration().Seconds(), 'f', -1, 64), key,
-			strconv.FormatBool(r.ProbectlFault)})
-		if err != nil {
-			return err
-		}
+			strconv.FormatBool(r.ProbectlFault))
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
-}
-
-// seconds prints a duration as seconds with millisecond precision ("0.123 s").
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + " s"
+	return cw.Flush()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -90,10 +89,12 @@ func runRunsShow(ctx context.Context, opts *runsShowOptions) error {
 		return render.JSON(f.IO.Out, runShowJSON{runJSON: toRunJSON(v.Run), URL: check.RedactURL(v.EndpointURL),
 			Result: v.Result, EnvelopeVerified: v.Verified, EnvelopeError: v.VerifyError})
 	}
-	return writeRunShow(f.IO.Out, v)
+	return writeRunShow(f.IO, v)
 }
 
-func writeRunShow(w io.Writer, v history.RunView) error {
+// writeRunShow prints one run, its times in the zone --tz chose.
+func writeRunShow(io *render.Streams, v history.RunView) error {
+	w := io.Out
 	var res check.Result
 	_ = json.Unmarshal(v.Result, &res) // a result a newer release wrote still shows what this one knows
 	why := v.Outcome
@@ -106,8 +107,8 @@ func writeRunShow(w io.Writer, v history.RunView) error {
 	kv := render.NewTable(w, "RUN", fmt.Sprintf("%d (job %d, round %s)", v.ID, v.JobID, idText(v.RoundID)))
 	kv.Row("server", fmt.Sprintf("%s (%s) %s", v.Server, v.Kind, check.RedactURL(v.EndpointURL)))
 	kv.Row("outcome", why)
-	kv.Row("started", v.StartedAt.Format(time.RFC3339Nano))
-	kv.Row("duration", seconds(v.Duration()))
+	kv.Row("started", io.TimeNano(v.StartedAt))
+	kv.Row("duration", render.Duration(v.Duration()))
 	if res.ServerName != "" || res.Tools != nil {
 		tools := "-"
 		if res.Tools != nil {
@@ -132,9 +133,9 @@ func writeRunShow(w io.Writer, v history.RunView) error {
 			status = strconv.Itoa(r.Status)
 		}
 		if r.TLS != nil {
-			tlsText = fmt.Sprintf("%s, cert until %s", r.TLS.Version, r.TLS.CertNotAfter.UTC().Format(time.DateOnly))
+			tlsText = fmt.Sprintf("%s, cert until %s", r.TLS.Version, io.Date(r.TLS.CertNotAfter))
 		}
-		tbl.Row(i+1, r.Method, r.URL, dash(r.RPC), status, seconds(time.Duration(r.LatencySeconds*float64(time.Second))),
+		tbl.Row(i+1, r.Method, r.URL, dash(r.RPC), status, render.Duration(time.Duration(r.LatencySeconds*float64(time.Second))),
 			r.Bytes, tlsText, dash(r.Error))
 	}
 	return tbl.Render()

@@ -80,7 +80,7 @@ func TestRunsListJSONHasTheDocumentedShapeAndFilters(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	out := lines(res.Stdout)
 	require.Len(t, out, 2, res.Stdout)
-	assert.Equal(t, strings.Fields("ID SERVER OUTCOME STARTED DURATION ROUND WHY"), strings.Fields(out[0]))
+	assert.Equal(t, strings.Fields("ID SERVER OUTCOME STARTED (UTC) DURATION ROUND WHY"), strings.Fields(out[0]))
 	assert.Equal(t, []string{"up-1", "ok"}, strings.Fields(out[1])[1:3])
 
 	res = runCLI(t, "--database-url", url, "runs", "list", "--server", "nope")

@@ -26,14 +26,11 @@ func newServeCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8080]",
 		Short: "Serve the status as web pages (English and Chinese), JSON and Prometheus metrics",
-		Long: `Serve what 'probectl status' shows, over HTTP, until interrupted:
+		// The routes are listed from the table the server registers (statuspage.Routes): the help
+		// cannot omit one.
+		Long: `Serve what 'probectl status' shows, and the directory's pages, over HTTP, until interrupted:
 
-  /status        the status page in English
-  /zh/status     the same page in Chinese
-  /status.json   the report in the shape of 'probectl status -o json' (docs/status.md)
-  /metrics       Prometheus gauges: due servers, open and stale jobs, rounds, duplicate
-                 pairs in the last 24 h (text format 0.0.4)
-  /healthz       "ok" while the database answers, 503 otherwise
+` + statuspage.RoutesHelp() + `
 
 The pages are rendered on the server, load nothing from elsewhere, read well on a phone and
 refresh themselves every 30 seconds. Each request reads the database afresh (one READ ONLY

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -52,7 +53,7 @@ type serverJSON struct {
 
 func toServerJSON(s queries.Server) serverJSON {
 	return serverJSON{
-		ID: s.ID, Slug: s.Slug, URL: s.EndpointURL, Kind: s.Kind, Plan: s.Plan,
+		ID: s.ID, Slug: s.Slug, URL: check.RedactURL(s.EndpointURL), Kind: s.Kind, Plan: s.Plan,
 		CheckIntervalSeconds: s.CheckInterval.Seconds(), Status: s.Status,
 		MaintainerClaimedAt: s.MaintainerClaimedAt, NextCheckAt: s.NextCheckAt, CreatedAt: s.CreatedAt,
 		Transport: s.Transport,

@@ -9,6 +9,7 @@ import (
 	"github.com/probectl/probectl/internal/directory"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/check"
 )
 
 type serversListOptions struct {
@@ -64,7 +65,7 @@ func runServersList(ctx context.Context, opts *serversListOptions) error {
 		if s.Transport != nil {
 			transport = *s.Transport
 		}
-		tbl.Row(s.Slug, s.Kind, transport, s.Plan, s.Status, f.IO.Time(s.NextCheckAt), s.EndpointURL)
+		tbl.Row(s.Slug, s.Kind, transport, s.Plan, s.Status, f.IO.Time(s.NextCheckAt), check.RedactURL(s.EndpointURL))
 	}
 	return tbl.Render()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/history"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -148,8 +149,8 @@ func runServersShow(ctx context.Context, opts *serversShowOptions) error {
 func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	w := io.Out
 	s := v.Server
-	kv := render.NewTable(w, "SERVER", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, s.CheckInterval))
-	kv.Row("url", s.EndpointURL)
+	kv := render.NewTable(w, "SERVER", fmt.Sprintf("%s (%s, %s plan: every %s)", s.Slug, s.Kind, s.Plan, render.Duration(s.CheckInterval)))
+	kv.Row("url", check.RedactURL(s.EndpointURL))
 	status := s.Status
 	if c := v.StatusChange; c != nil {
 		status += fmt.Sprintf(" (%s -> %s by %s at %s: %s)", c.StatusFrom, c.StatusTo, c.ChangedBy, io.Time(c.ChangedAt), c.Reason)
@@ -163,7 +164,7 @@ func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	kv.Row("uptime", fmt.Sprintf("24h %s  7d %s  30d %s", percent(v.Uptime24h), percent(v.Uptime7d), percent(v.Uptime30d)))
 	lat := "-"
 	if v.LatencyP50 != nil {
-		lat = fmt.Sprintf("p50 %s  p95 %s (ok checks, 30 d)", seconds(*v.LatencyP50), seconds(*v.LatencyP95))
+		lat = fmt.Sprintf("p50 %s  p95 %s (ok checks, 30 d)", render.Duration(*v.LatencyP50), render.Duration(*v.LatencyP95))
 	}
 	kv.Row("latency", lat)
 	cert := "-"
@@ -186,7 +187,7 @@ func writeServerShow(io *render.Streams, v *history.ServerView) error {
 	if _, err := fmt.Fprintf(w, "\nlast runs (probectl runs list --server %s)\n", s.Slug); err != nil {
 		return err
 	}
-	return writeRunsTable(w, v.LastRuns)
+	return writeRunsTable(io, v.LastRuns)
 }
 
 // percent prints an uptime fraction as a percentage, "-" when there is none.

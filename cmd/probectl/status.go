@@ -29,8 +29,10 @@ func newStatusCmd(f *factory) *cobra.Command {
   due servers      how many, how many of those a round holds, and the one waiting longest
   open jobs        every job claimed and not finished, with its age, server and round; jobs
                    open past the 15-minute in-flight window are flagged stale (a probe that
-                   died between its writes shows here), and a job whose server's next check
-                   already moved on is flagged advanced
+                   died between its writes shows here); a job whose server waits for its
+                   lease's end (where the claim put it) is in flight, as every job of a
+                   healthy round is, and one whose server's next check moved anywhere else
+                   is flagged advanced (its probe died between advance and finish)
   recent rounds    the last 10: jobs, runs, servers, failures, open jobs and duration, or
                    running, or dead (no heartbeat for 60 s: its process is gone)
   duplicates       pairs of jobs of one server less than 10 minutes apart, requested in the
@@ -91,9 +93,9 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	if rel := r.ActiveRelease; rel != nil {
 		p.linef("%s (%s), deployed %s by %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s",
 			rel.Version, rel.Kind, statusTime(rel.DeployedAt), rel.DeployedBy, rel.Fanout, rel.ClaimLimit,
-			rel.Concurrency, status.HumanDuration(rel.MinSpacing), rel.FinishMode)
+			rel.Concurrency, render.Duration(rel.MinSpacing), rel.FinishMode)
 		if rel.Every > 0 {
-			p.linef("probectl worker starts a round every %s", status.HumanDuration(rel.Every))
+			p.linef("probectl worker starts a round every %s", render.Duration(rel.Every))
 		}
 	} else {
 		p.linef("%s", st.Muted.Render("none"))
@@ -102,7 +104,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	p.title(st, "DUE SERVERS")
 	if o := r.Due.Oldest; o != nil {
 		p.linef("%d due, %d held by an open job; waiting longest: %s, due for %s (since %s)",
-			r.Due.Count, r.Due.Held, o.Slug, status.HumanDuration(o.Overdue), statusTime(o.NextCheckAt))
+			r.Due.Count, r.Due.Held, o.Slug, render.Duration(o.Overdue), statusTime(o.NextCheckAt))
 	} else {
 		p.linef("%s", st.Muted.Render("none due"))
 	}
@@ -112,12 +114,15 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	if r.StaleCount > 0 {
 		stale = st.Fail.Render(stale)
 	}
-	p.linef("%d open, %s (open past the %s in-flight window)", r.OpenCount, stale, status.HumanDuration(status.InFlight))
+	p.linef("%d open, %s (open past the %s in-flight window)", r.OpenCount, stale, render.Duration(status.InFlight))
 	if len(r.OpenJobs) > 0 {
 		tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", io.TimeHeader("REQUESTED"), "AGE", "STATE")
 		var anyAdvanced bool
 		for _, j := range r.OpenJobs {
 			state := "open"
+			if j.Leased {
+				state = "in flight"
+			}
 			if j.Stale {
 				state = st.Fail.Render("STALE")
 			}
@@ -126,7 +131,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 				anyAdvanced = true
 			}
 			tbl.Row(j.JobID, j.Slug, orDash(j.RoundID), orDash(j.Invocation), statusTime(j.RequestedAt),
-				status.HumanDuration(j.Age), state)
+				render.Duration(j.Age), state)
 		}
 		p.table(tbl)
 		if more := r.OpenCount - len(r.OpenJobs); more > 0 {
@@ -151,7 +156,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 			// An unfinished round is running, or dead: its heartbeat stopped.
 			duration := rd.State
 			if d := rd.Duration(); d != nil {
-				duration = status.HumanDuration(*d)
+				duration = render.Duration(*d)
 			} else if rd.State == queries.RoundDead {
 				duration = st.Fail.Render(duration)
 			}
@@ -168,7 +173,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	d := r.Duplicates
 	p.title(st, "DUPLICATE CLAIMS IN THE LAST 24 H")
 	if d.Pairs() == 0 {
-		p.linef("%s", st.Muted.Render(fmt.Sprintf("none: no server has two jobs within %s", status.HumanDuration(d.Window))))
+		p.linef("%s", st.Muted.Render(fmt.Sprintf("none: no server has two jobs within %s", render.Duration(d.Window))))
 	} else {
 		unexplained := fmt.Sprintf("%d unexplained", d.Unexplained())
 		if d.Unexplained() > 0 {
@@ -178,7 +183,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 		if d.Pairs() == 1 {
 			pairs = "pair"
 		}
-		p.linef("%d %s of jobs of one server within %s, %s", d.Pairs(), pairs, status.HumanDuration(d.Window), unexplained)
+		p.linef("%d %s of jobs of one server within %s, %s", d.Pairs(), pairs, render.Duration(d.Window), unexplained)
 		tbl := render.NewTable(w, "SERVER", "CLASS", "FIRST JOB", "SECOND JOB", io.TimeHeader("SECOND REQUESTED"),
 			"REQUEST GAP", "AFTER FIRST FINISHED")
 		for _, pair := range d.Report.Pairs {

@@ -27,12 +27,12 @@ func writeWorkers(p *statusPrinter, io *render.Streams, st render.Styles, r *sta
 		discarded = st.Fail.Render(discarded)
 	}
 	p.linef("%d alive of %d heard from in the last %s; queue: %d waiting, %d running, %d to retry; "+
-		"in the last 24 h: %s, %s", alive, len(r.Workers), status.HumanDuration(status.WorkersWindow), q.Waiting, q.Running,
+		"in the last 24 h: %s, %s", alive, len(r.Workers), render.Duration(status.WorkersWindow), q.Waiting, q.Running,
 		q.Retrying, retried, discarded)
+	if r.NoWorkerAlive() {
+		p.linef("%s", st.Fail.Render("no worker is alive to run the waiting invocations: start 'probectl worker'"))
+	}
 	if len(r.Workers) == 0 {
-		if q.Waiting > 0 {
-			p.linef("%s", st.Fail.Render("no worker is alive to run the waiting invocations: start 'probectl worker'"))
-		}
 		return
 	}
 	tbl := render.NewTable(p.w, "WORKER", "STATE", "LEADER", "RUNNING", "SPOOL", "VERSION", "HOST", io.TimeHeader("HEARTBEAT"))

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
+	"unicode"
 
 	"github.com/probectl/probectl/queries"
 )
@@ -36,7 +38,8 @@ func DecodeCursor(s string) (*queries.DirectoryCursor, error) {
 		return nil, errors.New("not a cursor of this page")
 	}
 	var j cursorJSON
-	if err := json.Unmarshal(raw, &j); err != nil || j.Slug == "" {
+	// A control character (NUL among them) is in no slug or outcome, and PostgreSQL refuses a NUL.
+	if err := json.Unmarshal(raw, &j); err != nil || j.Slug == "" || strings.ContainsFunc(j.Slug+j.Outcome, unicode.IsControl) {
 		return nil, errors.New("not a cursor of this page")
 	}
 	c := &queries.DirectoryCursor{Slug: j.Slug, Outcome: j.Outcome, Uptime: -1}

@@ -39,3 +39,12 @@ func TestDurationReadsBackAsAFlag(t *testing.T) {
 		assert.Equal(t, d, got)
 	}
 }
+
+func TestDurationInChineseHasTheSameGrammar(t *testing.T) {
+	t.Parallel()
+	zh := render.DurationUnits{Day: "天", Hour: "小时", Minute: "分", Second: "秒"}
+	assert.Equal(t, "40分", render.DurationIn(40*time.Minute, zh))
+	assert.Equal(t, "3分52秒", render.DurationIn(3*time.Minute+52*time.Second, zh))
+	assert.Equal(t, "1天2小时", render.DurationIn(26*time.Hour, zh))
+	assert.Equal(t, "0.08秒", render.DurationIn(80*time.Millisecond, zh))
+}

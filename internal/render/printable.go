@@ -1,19 +1,251 @@
 package render
 
 import (
+	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
-// Printable returns s with every rune a terminal would not print as text (escape sequences,
-// carriage returns, other control and format characters) replaced by U+FFFD. Text that a probed
-// server chose (a tool's name or description) goes through it before it reaches a terminal, so a
-// hostile server cannot move the cursor, clear the screen or hide a line of the report.
-func Printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
+// Server-chosen text (a tool's name or description, a server's name, title, version or
+// instructions, an error body, a redirect's target) reaches a terminal only through the one rule
+// written here. A rune a terminal would obey rather than print, or that hides or reorders what
+// follows, is written as a visible escape instead:
+//
+//   - C0 controls (ESC, CR, BEL, backspace, ...) and DEL: \x1b, \r, \x07, \x08, \x7f;
+//   - C1 controls (U+0080–U+009F, CSI among them: \u009b);
+//   - bidi overrides, embeddings and isolates (U+202A–U+202E, U+2066–U+2069), marks, zero-width
+//     and every other format character (Unicode category Cf: \u202e, \u200b, \ufeff, ...);
+//   - line and paragraph separators (\u2028, \u2029), and bytes that are not UTF-8 (\xff).
+//
+// A cell of a table, a field of a CSV file and a line of text each escape all of them, newline and
+// tab included (a newline would forge a row or a line). The streams themselves (Guard) pass what
+// probectl's own output needs, newline and tab, and on a colour terminal the colours of Styles,
+// and escape everything else: a command that forgets to call Printable still cannot let a server
+// move the cursor, rewrite a line or hide one. JSON needs none of this: encoding/json escapes
+// every control character, and a JSON reader does not interpret the rest.
+
+// Printable returns s with every rune a terminal would not print as text written as a visible
+// escape (\x1b, \r, \u202e, ...). Backslashes are left as they are: the escapes are for a person
+// to read, not to be decoded.
+func Printable(s string) string { return sanitize(s, keepNothing) }
+
+// keep says which of the otherwise escaped text a writer lets through.
+type keep int
+
+const (
+	keepNothing keep = 0
+	keepLines   keep = 1 << iota // newline and tab: the layout of probectl's own output
+	keepColour                   // the SGR sequences of Styles (colourSGR)
+)
+
+// escaped says whether r is shown as an escape rather than printed.
+func escaped(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r == '\u2028', r == '\u2029':
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
+// visible is the escape that stands for r.
+func visible(r rune) string {
+	switch r {
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	if r < 0x80 {
+		return fmt.Sprintf(`\x%02x`, r)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
+}
+
+func sanitize(s string, k keep) string {
+	if clean(s, k) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case k&keepLines != 0 && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r == 0x1b && k&keepColour != 0 && colourAt(s[i:]) > 0:
+			n := colourAt(s[i:])
+			b.WriteString(s[i : i+n])
+			size = n
+		case escaped(r):
+			b.WriteString(visible(r))
+		default:
+			b.WriteString(s[i : i+size])
 		}
-		return unicode.ReplacementChar
-	}, s)
+		i += size
+	}
+	return b.String()
+}
+
+// clean says whether s has nothing to escape (the common case, which then costs no copy).
+func clean(s string, k keep) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			return cleanRunes(s[i:], k)
+		}
+		if k&keepLines != 0 && (c == '\n' || c == '\t') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func cleanRunes(s string, k keep) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size <= 1) || (escaped(r) && !(k&keepLines != 0 && (r == '\n' || r == '\t'))) {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+// colourSGR are the SGR parameters Styles write (bold, its reset, the foreground colours 1, 2, 3
+// and 8 and their reset, the full reset): on a colour terminal these, and only these, pass. None of
+// them moves the cursor, erases, conceals or sets a background.
+var colourSGR = map[string]bool{"": true, "0": true, "1": true, "22": true, "31": true, "32": true,
+	"33": true, "39": true, "90": true}
+
+// colourAt returns the length of the SGR sequence of colourSGR that s starts with, 0 if it starts
+// with none.
+func colourAt(s string) int {
+	if len(s) < 3 || s[0] != 0x1b || s[1] != '[' {
+		return 0
+	}
+	end := strings.IndexByte(s[2:], 'm')
+	if end < 0 || end > 32 {
+		return 0
+	}
+	params := s[2 : 2+end]
+	for _, p := range strings.Split(params, ";") {
+		if !colourSGR[p] {
+			return 0
+		}
+	}
+	return 2 + end + 1
+}
+
+// guarded is a stream that escapes what Printable escapes, but for newline, tab and (on a colour
+// terminal) the colours of Styles. A rune cut in two by a writer's buffer (encoding/csv writes in
+// 4 KiB pieces) is held back until its end arrives, so that it is not taken for two bad bytes.
+type guarded struct {
+	mu    *sync.Mutex
+	w     io.Writer
+	k     keep
+	carry *[]byte
+}
+
+func (g guarded) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	data := append(*g.carry, p...)
+	cut := len(data)
+	// A UTF-8 sequence is at most 4 bytes: look back at most 3 for the start of an unfinished one.
+	for i := len(data) - 1; i >= 0 && i >= len(data)-3; i-- {
+		if utf8.RuneStart(data[i]) {
+			if !utf8.FullRune(data[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	*g.carry = append((*g.carry)[:0:0], data[cut:]...)
+	if _, err := io.WriteString(g.w, sanitize(string(data[:cut]), g.k)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flush writes what is held back: the start of a rune that never ended, as escapes.
+func (g guarded) flush() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(*g.carry) > 0 {
+		_, _ = io.WriteString(g.w, sanitize(string(*g.carry), g.k))
+		*g.carry = nil
+	}
+}
+
+// guardedSized is a guarded stream that knows its terminal's width (see WithWidth).
+type guardedSized struct {
+	guarded
+	width int
+}
+
+func (g guardedSized) Width() int { return g.width }
+
+func guard(w io.Writer, k keep) io.Writer {
+	if w == nil {
+		return nil
+	}
+	g := guarded{mu: &sync.Mutex{}, w: w, k: k, carry: new([]byte)}
+	if width := widthOf(w); width > 0 {
+		return guardedSized{guarded: g, width: width}
+	}
+	return g
+}
+
+// Guard returns the streams with Out and ErrOut passing only printable text, newline and tab,
+// and on a colour terminal the colours of Styles: the last line of defence, so that no command can
+// print a server's escape sequence even when it forgets Printable. Execute guards the streams
+// before any command runs. The progress display (Progress) keeps the raw stderr: it redraws the
+// terminal with cursor movements, and shows only probectl's own counts.
+func (s *Streams) Guard() *Streams {
+	if s.progress != nil {
+		return s // already guarded
+	}
+	g := *s
+	g.progress = s.ErrOut
+	k := keepLines
+	if s.ColorEnabled() {
+		k |= keepColour
+	}
+	g.Out, g.ErrOut = guard(s.Out, k), guard(s.ErrOut, k)
+	return &g
+}
+
+// Flush writes what a guarded stream held back (the start of a rune whose end never came). Execute
+// calls it once the command is done.
+func (s *Streams) Flush() {
+	for _, w := range []io.Writer{s.Out, s.ErrOut} {
+		switch g := w.(type) {
+		case guarded:
+			g.flush()
+		case guardedSized:
+			g.flush()
+		}
+	}
+}
+
+// Progress is the stream a progress display redraws: stderr as it is, cursor movements allowed.
+// Only probectl's own words and counts may be written to it, never a server's text.
+func (s *Streams) Progress() io.Writer {
+	if s.progress != nil {
+		return s.progress
+	}
+	return s.ErrOut
 }

@@ -26,6 +26,9 @@ type Streams struct {
 	// Zone is where tables and text show times (--tz, PROBECTL_TZ); nil means UTC. JSON and CSV
 	// ignore it.
 	Zone *time.Location
+
+	// progress is stderr before Guard wrapped it: the progress display's (Progress).
+	progress io.Writer
 }
 
 // System returns the process's own streams.

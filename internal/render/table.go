@@ -25,11 +25,13 @@ func NewTable(w io.Writer, header ...string) *Table {
 	return &Table{w: w, header: header}
 }
 
-// Row adds one row; values are formatted with %v.
+// Row adds one row; values are formatted with %v and pass Printable (a server's name or error
+// cannot add a line, move the cursor or reorder the row), keeping only the colours of Styles, which
+// the guarded stream drops in turn where colour is off.
 func (t *Table) Row(values ...any) {
 	row := make([]string, len(values))
 	for i, v := range values {
-		row[i] = fmt.Sprint(v)
+		row[i] = sanitize(fmt.Sprint(v), keepColour)
 	}
 	t.rows = append(t.rows, row)
 }

@@ -47,3 +47,6 @@ func (s *Streams) Clock(t time.Time) string { return t.In(s.zone()).Format("15:0
 func (s *Streams) TimeMillis(t time.Time) string {
 	return t.In(s.zone()).Format("2006-01-02T15:04:05.000Z07:00")
 }
+
+// Date is the day of t in the chosen zone ("2026-12-01"), for a certificate's expiry.
+func (s *Streams) Date(t time.Time) string { return t.In(s.zone()).Format(time.DateOnly) }

@@ -74,6 +74,7 @@ type openJobJSON struct {
 	AgeSeconds     audit.Seconds `json:"age_seconds"`
 	Stale          bool          `json:"stale"`
 	ServerAdvanced bool          `json:"server_advanced"`
+	ServerLeased   bool          `json:"server_leased"`
 	NextCheckAt    time.Time     `json:"next_check_at"`
 }
 
@@ -148,7 +149,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	for _, j := range r.OpenJobs {
 		out.OpenJobs = append(out.OpenJobs, openJobJSON{JobID: j.JobID, ServerID: j.ServerID, Slug: j.Slug,
 			RoundID: j.RoundID, Invocation: j.Invocation, Reason: j.Reason, RequestedAt: j.RequestedAt,
-			AgeSeconds: audit.Seconds(j.Age), Stale: j.Stale, ServerAdvanced: j.Advanced,
+			AgeSeconds: audit.Seconds(j.Age), Stale: j.Stale, ServerAdvanced: j.Advanced, ServerLeased: j.Leased,
 			NextCheckAt: j.NextCheckAt})
 	}
 	if r.Spool != nil {

@@ -106,10 +106,12 @@ type DueServer struct {
 }
 
 // OpenJob is a claim whose probe has not finished it, aged at the report's moment: the type
-// `probectl audit open` shows too, with its one staleness rule (audit.IsStale). Advanced says the
-// server's next check already moved past the request, so the probe made its first write (advance)
-// and not its second (finish): a probe that died between its writes leaves exactly this, no
-// duplicate can follow, the job just stays open.
+// `probectl audit open` shows too, with its one staleness rule (audit.IsStale). Leased says the
+// server's next check is the job's lease end, where the claim put it: the job is in flight, as
+// every job of a healthy round is. Advanced says the server's next check moved past the request to
+// anything else, so the probe made its first write (advance) and not its second (finish): a probe
+// that died between its writes leaves exactly this, no duplicate can follow, the job just stays
+// open (queries/open_jobs.sql holds the rule).
 type OpenJob = audit.OpenJob
 
 // Round is a recent round and what it left: its FinishedAt is nil while it runs (or if it died);

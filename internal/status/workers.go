@@ -116,3 +116,19 @@ func queueToJSON(q *Queue) *queueJSON {
 	return &queueJSON{Waiting: q.Waiting, Running: q.Running, Retrying: q.Retrying, Retried24h: q.Retried,
 		Discarded24h: q.Discarded}
 }
+
+// NoWorkerAlive says invocations wait in the queue (to run, or to be retried) and no worker is
+// alive to run them. It is the one rule by which `probectl status` and the status page warn that
+// the schedule stands still: a worker that stopped or whose heartbeat went silent runs nothing, so
+// only live workers count, whether or not dead ones were heard from.
+func (r *Report) NoWorkerAlive() bool {
+	if r.Queue == nil || r.Queue.Waiting+r.Queue.Retrying == 0 {
+		return false
+	}
+	for _, w := range r.Workers {
+		if w.Alive {
+			return false
+		}
+	}
+	return true
+}

@@ -122,7 +122,7 @@ func TestABrowserShowsTheJobLeftBetweenItsWritesInBothLanguages(t *testing.T) {
 		open, advanced, stale, bwAge, staleAge string
 		switchTo                               string
 	}{
-		{"in English", "/status", "en", "open", "advanced, not finished", "stale", "4m 12s", "40m", "中文"},
+		{"in English", "/status", "en", "open", "advanced, not finished", "stale", "4m12s", "40m", "中文"},
 		{"in Chinese", "/zh/status", "zh-CN", "未结束", "已推后、未结束", "已超时", "4分12秒", "40分", "English"},
 	}
 	for _, c := range cases {

@@ -30,7 +30,7 @@ func TestPagesShowTheOpenJobsInTheirLanguage(t *testing.T) {
 		heading                                string
 	}{
 		{"the English page", "/status", "en", "/zh/status",
-			"stale", "open", "advanced, not finished", "40m", "4m 12s", "Open jobs"},
+			"stale", "open", "advanced, not finished", "40m", "4m12s", "Open jobs"},
 		{"the Chinese page", "/zh/status", "zh-CN", "/status",
 			"已超时", "未结束", "已推后、未结束", "40分", "4分12秒", "未结束的任务"},
 	}

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/audit"
-	"github.com/probectl/probectl/internal/status"
+	"github.com/probectl/probectl/internal/render"
 )
 
 // lang is one language of the page: every label a person reads, and how times and durations are
@@ -29,7 +29,7 @@ type lang struct {
 	FullStop string
 
 	Open, OpenNone, Job, Server, Round, Invocation, RequestedAt, Age, State string
-	StateOpen, StateStale, StateAdvanced                                    string
+	StateOpen, StateLeased, StateStale, StateAdvanced                       string
 	StaleLegend, AdvancedLegend                                             string
 	// MoreJobs and MorePairs are fmt formats taking the number not listed.
 	MoreJobs, MorePairs string
@@ -42,9 +42,7 @@ type lang struct {
 	Classes                                                                                             map[audit.Class]string
 	Triggers                                                                                            map[string]string
 
-	Units status.Units
-	// SecondsSuffix follows a gap written in seconds with three decimals, as the audit writes it.
-	SecondsSuffix string
+	Units render.DurationUnits
 }
 
 var english = lang{
@@ -54,7 +52,7 @@ var english = lang{
 	Unavailable:     "The database could not be read.",
 	UnavailableHint: "The page will try again at the next refresh; probectl serve logs the error.",
 
-	CardDue: "due servers", CardOpen: "open jobs", CardStale: "stale jobs", CardDuplicates: "duplicate pairs, 24 h",
+	CardDue: "due servers", CardOpen: "open jobs", CardStale: "stale jobs", CardDuplicates: "unexplained duplicate pairs, 24 h",
 
 	Release: "Active release", NoRelease: "No active release.", Version: "Version", Kind: "Kind",
 	DeployedAt: "Deployed at", DeployedBy: "Deployed by", Fanout: "Fan-out (messages per round)",
@@ -66,7 +64,7 @@ var english = lang{
 
 	Open: "Open jobs", OpenNone: "No open jobs.", Job: "Job", Server: "Server", Round: "Round",
 	Invocation: "Invocation", RequestedAt: "Requested", Age: "Age", State: "State",
-	StateOpen: "open", StateStale: "stale", StateAdvanced: "advanced, not finished",
+	StateOpen: "open", StateLeased: "in flight", StateStale: "stale", StateAdvanced: "advanced, not finished",
 	StaleLegend: "stale: still open after the 15-minute in-flight window, so its probe is presumed dead; " +
 		"the next claim closes it as abandoned.",
 	AdvancedLegend: "advanced, not finished: the server's next check was already moved on but the job " +
@@ -90,8 +88,7 @@ var english = lang{
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "manual"},
 
-	Units:         status.Units{Day: "d", Hour: "h", Minute: "m", Second: "s", Sep: " "},
-	SecondsSuffix: " s",
+	Units: render.English,
 }
 
 var chinese = lang{
@@ -101,7 +98,7 @@ var chinese = lang{
 	Unavailable:     "读不到数据库。",
 	UnavailableHint: "页面会在下次刷新时重试；错误记录在 probectl serve 的日志里。",
 
-	CardDue: "到期的 server", CardOpen: "未结束的任务", CardStale: "已超时的任务", CardDuplicates: "重复领取（24 小时）",
+	CardDue: "到期的 server", CardOpen: "未结束的任务", CardStale: "已超时的任务", CardDuplicates: "无法解释的重复领取（24 小时）",
 
 	Release: "当前发布", NoRelease: "没有生效的发布。", Version: "版本", Kind: "类型",
 	DeployedAt: "部署时间", DeployedBy: "部署人", Fanout: "扇出（每轮的队列消息数）",
@@ -113,7 +110,7 @@ var chinese = lang{
 
 	Open: "未结束的任务", OpenNone: "没有未结束的任务。", Job: "任务", Server: "server", Round: "轮次",
 	Invocation: "调用", RequestedAt: "请求时间", Age: "已持续", State: "状态",
-	StateOpen: "未结束", StateStale: "已超时", StateAdvanced: "已推后、未结束",
+	StateOpen: "未结束", StateLeased: "检查中", StateStale: "已超时", StateAdvanced: "已推后、未结束",
 	StaleLegend: "已超时：超过 15 分钟的在途窗口仍未结束，它的探测器多半已经停了；" +
 		"下一次领取会把它标为已放弃（abandoned）。",
 	AdvancedLegend: "已推后、未结束：这台 server 的下次检查时间已经推后，任务却没有标为结束，" +
@@ -136,16 +133,11 @@ var chinese = lang{
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "手动"},
 
-	Units:         status.Units{Day: "天", Hour: "小时", Minute: "分", Second: "秒"},
-	SecondsSuffix: " 秒",
+	Units: render.DurationUnits{Day: "天", Hour: "小时", Minute: "分", Second: "秒"},
 }
 
 // duration writes d in this language.
-func (l *lang) duration(d time.Duration) string { return status.FormatDuration(d, l.Units) }
-
-// seconds writes a gap the way the audit does ("0.168 s"): the incident turned on fractions of a
-// second.
-func (l *lang) seconds(d time.Duration) string { return audit.FormatSeconds(d) + l.SecondsSuffix }
+func (l *lang) duration(d time.Duration) string { return render.DurationIn(d, l.Units) }
 
 // timestamp writes t the way both pages show it: UTC, to the second (or the millisecond when it
 // has a fraction, as duplicate claims do).

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,21 +31,19 @@ var serversPage = template.Must(template.ParseFS(serversTemplates, "templates/se
 // and a few minutes' staleness is what such badges promise.
 const BadgeMaxAge = 5 * time.Minute
 
-// routeServers adds the directory's pages: /servers and /servers/SLUG in both languages,
-// /servers.json, /keys, /keys.pem and /badge/SLUG.svg.
-func (h *handler) routeServers(mux *http.ServeMux) {
-	for _, l := range []*pagesLang{&pagesEnglish, &pagesChinese} {
-		other := &pagesChinese
-		if l == &pagesChinese {
-			other = &pagesEnglish
-		}
-		mux.HandleFunc("GET "+l.Prefix+"/servers", h.directoryPage(l, other))
-		mux.HandleFunc("GET "+l.Prefix+"/servers/{slug}", h.serverPage(l, other))
+// slugOK answers, before any read, a slug the database could not even compare: not UTF-8 is a bad
+// request (400); one holding a control character, NUL among them, names no server (404). Either
+// used to reach PostgreSQL, fail there, and answer 503 as if the database were down.
+func (h *handler) slugOK(w http.ResponseWriter, slug string) bool {
+	if !utf8.ValidString(slug) {
+		http.Error(w, "the server's name in the address is not UTF-8", http.StatusBadRequest)
+		return false
 	}
-	mux.HandleFunc("GET /servers.json", h.directoryJSON)
-	mux.HandleFunc("GET /keys", h.keysJSON)
-	mux.HandleFunc("GET /keys.pem", h.keysPEM)
-	mux.HandleFunc("GET /badge/{file}", h.badge)
+	if strings.ContainsFunc(slug, unicode.IsControl) {
+		http.Error(w, "no such server", http.StatusNotFound)
+		return false
+	}
+	return true
 }
 
 // inTx reads within the read timeout, in one read-only transaction.
@@ -63,7 +63,14 @@ func (h *handler) now() *time.Time {
 
 // directoryQuery reads ?sort=&desc=&page=&per_page=&after=&before=; bad values are the caller's to report.
 func directoryQuery(v url.Values) (history.DirectoryQuery, error) {
-	q := history.DirectoryQuery{Sort: v.Get("sort"), Desc: v.Get("desc") == "1" || v.Get("desc") == "true"}
+	q := history.DirectoryQuery{Sort: v.Get("sort")}
+	if s := v.Get("desc"); s != "" {
+		desc, err := strconv.ParseBool(s)
+		if err != nil {
+			return q, fmt.Errorf("desc %q: want true or false (1 or 0)", s)
+		}
+		q.Desc = desc
+	}
 	for name, dst := range map[string]*int{"page": &q.Page, "per_page": &q.PerPage} {
 		if s := v.Get(name); s != "" {
 			n, err := strconv.Atoi(s)
@@ -122,6 +129,9 @@ func (h *handler) directoryPage(l, other *pagesLang) http.HandlerFunc {
 func (h *handler) serverPage(l, other *pagesLang) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		slug := r.PathValue("slug")
+		if !h.slugOK(w, slug) {
+			return
+		}
 		v := &serverView{pageView: pageView{L: l, Other: other, OtherPath: other.Prefix + "/servers/" + url.PathEscape(slug),
 			Title: l.Title + " " + slug}}
 		var sh *history.ServerHistory
@@ -228,6 +238,9 @@ func (h *handler) badge(w http.ResponseWriter, r *http.Request) {
 	slug, ok := strings.CutSuffix(r.PathValue("file"), ".svg")
 	if !ok || slug == "" {
 		http.NotFound(w, r)
+		return
+	}
+	if !h.slugOK(w, slug) {
 		return
 	}
 	var e *queries.DirectoryEntry

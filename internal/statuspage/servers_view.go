@@ -156,7 +156,7 @@ func (v *serverView) fill(h *history.ServerHistory) {
 	s := h.Server
 	v.AsOf, v.StatusPath = timestamp(h.At), l.Prefix+"/status"
 	v.Slug, v.Kind, v.URL, v.Status = s.Slug, s.Kind, check.RedactURL(s.EndpointURL), s.Status
-	v.Plan = fmt.Sprintf("%s, %s", s.Plan, s.CheckInterval)
+	v.Plan = fmt.Sprintf("%s, %s", s.Plan, l.duration(s.CheckInterval))
 	if c := h.StatusChange; c != nil {
 		v.StatusChange = fmt.Sprintf(l.StatusChange, c.StatusTo, c.ChangedBy, timestamp(c.ChangedAt), c.Reason)
 	}
@@ -174,7 +174,7 @@ func (v *serverView) fill(h *history.ServerHistory) {
 	v.Uptime24h, v.Uptime7d, v.Uptime30d = opt(h.Uptime24h), opt(h.Uptime7d), opt(h.Uptime30d)
 	v.Latency, v.Cert, v.Tools = "-", "-", l.ToolsNone
 	if h.LatencyP50 != nil {
-		v.Latency = fmt.Sprintf(l.LatencyOK, secondsText(*h.LatencyP50), secondsText(*h.LatencyP95))
+		v.Latency = fmt.Sprintf(l.LatencyOK, l.duration(*h.LatencyP50), l.duration(*h.LatencyP95))
 	}
 	if h.Cert != nil {
 		v.Cert = fmt.Sprintf(l.DaysLeft, timestamp(h.Cert.CertNotAfter), *h.CertDaysLeft())
@@ -197,7 +197,7 @@ func (v *serverView) fill(h *history.ServerHistory) {
 		}
 	}
 	v.LatencyChart = timeChart("latency-chart", lat, from, h.At, false, func(s float64) string {
-		return secondsText(time.Duration(s * float64(time.Second)))
+		return l.duration(time.Duration(s * float64(time.Second)))
 	}, l.NoData)
 	v.ToolsChart = timeChart("tools-chart", tools, from, h.At, true, func(n float64) string { return strconv.Itoa(int(n)) }, l.NoData)
 	for _, r := range h.LastRuns {
@@ -206,11 +206,17 @@ func (v *serverView) fill(h *history.ServerHistory) {
 			why = *r.Error
 		}
 		v.Runs = append(v.Runs, runView{ID: strconv.FormatInt(r.ID, 10), Started: timestamp(r.StartedAt), Outcome: l.outcome(r.Outcome),
-			OutcomeClass: r.Outcome, Duration: secondsText(r.Duration()), Why: why})
+			OutcomeClass: r.Outcome, Duration: l.duration(r.Duration()), Why: why})
 	}
 }
 
-func secondsText(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + " s" }
+// duration writes d as the page's language writes durations (lang.duration).
+func (l *pagesLang) duration(d time.Duration) string {
+	if l.Code == chinese.Code {
+		return chinese.duration(d)
+	}
+	return english.duration(d)
+}
 
 // directoryJSON is the documented shape of /servers.json.
 type directoryJSON struct {

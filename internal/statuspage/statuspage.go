@@ -57,8 +57,9 @@ type handler struct {
 	log  *slog.Logger
 }
 
-// Handler returns the routes: GET /status, /zh/status, /status.json, /metrics, /healthz, and /
-// (which redirects to the page in the browser's preferred language).
+// Handler returns the routes of routeTable (Routes): the status pages, the directory's pages, their
+// JSON, the keys, the badges, /metrics, /healthz, and / (which redirects to the page in the
+// browser's preferred language).
 func Handler(opts Options) http.Handler {
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
@@ -72,13 +73,7 @@ func Handler(opts Options) http.Handler {
 	}
 	h := &handler{opts: opts, log: log}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", h.root)
-	mux.HandleFunc("GET /status", h.page(&english, &chinese))
-	mux.HandleFunc("GET /zh/status", h.page(&chinese, &english))
-	mux.HandleFunc("GET /status.json", h.json)
-	mux.HandleFunc("GET /metrics", h.metrics)
-	mux.HandleFunc("GET /healthz", h.healthz)
-	h.routeServers(mux)
+	h.route(mux)
 	return h.logged(secured(mux))
 }
 

@@ -52,7 +52,7 @@ type dueView struct {
 
 type openJobView struct {
 	Job, Server, Round, Invocation, Requested, RequestedISO, Age string
-	Stale, Advanced                                              bool
+	Stale, Leased, Advanced                                      bool
 }
 
 type roundView struct {
@@ -78,7 +78,8 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		{Label: l.CardDue, Value: strconv.Itoa(r.Due.Count)},
 		{Label: l.CardOpen, Value: strconv.Itoa(r.OpenCount)},
 		{Label: l.CardStale, Value: strconv.Itoa(r.StaleCount), Alert: r.StaleCount > 0},
-		{Label: l.CardDuplicates, Value: strconv.Itoa(r.Duplicates.Pairs()), Alert: r.Duplicates.Unexplained() > 0},
+		// Explained pairs (an explicit re-check) are not the incident's: the card counts the others.
+		{Label: l.CardDuplicates, Value: strconv.Itoa(r.Duplicates.Unexplained()), Alert: r.Duplicates.Unexplained() > 0},
 	}
 	if rel := r.ActiveRelease; rel != nil {
 		v.Release = &releaseView{Version: rel.Version, Kind: rel.Kind, DeployedAt: timestamp(rel.DeployedAt),
@@ -94,7 +95,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		v.OpenJobs = append(v.OpenJobs, openJobView{Job: strconv.FormatInt(j.JobID, 10), Server: j.Slug,
 			Round: optional(j.RoundID), Invocation: optional(j.Invocation), Requested: timestamp(j.RequestedAt),
 			RequestedISO: j.RequestedAt.Format(time.RFC3339Nano), Age: l.duration(j.Age),
-			Stale: j.Stale, Advanced: j.Advanced})
+			Stale: j.Stale, Leased: j.Leased, Advanced: j.Advanced})
 		v.AnyStale = v.AnyStale || j.Stale
 		v.AnyAdvanced = v.AnyAdvanced || j.Advanced
 	}
@@ -122,9 +123,9 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 			}
 			pv := pairView{Server: p.Slug, FirstJob: strconv.FormatInt(p.FirstJobID, 10),
 				SecondJob: strconv.FormatInt(p.SecondJobID, 10), SecondRequested: timestamp(p.SecondRequestedAt),
-				RequestGap: l.seconds(p.RequestGap), Class: translate(l.Classes, p.Class), Explained: p.Explained()}
+				RequestGap: l.duration(p.RequestGap), Class: translate(l.Classes, p.Class), Explained: p.Explained()}
 			if p.GapAfterFinish != nil {
-				pv.GapAfterFinish = l.seconds(*p.GapAfterFinish)
+				pv.GapAfterFinish = l.duration(*p.GapAfterFinish)
 			} else {
 				pv.GapAfterFinish = "–"
 			}

@@ -78,6 +78,6 @@ func newWorkersView(l *lang, r *status.Report) *workersView {
 		v.Rows = append(v.Rows, row)
 	}
 	v.Summary = fmt.Sprintf(w.Summary, alive, len(r.Workers))
-	v.NoneAlive = alive == 0 && q.Waiting > 0
+	v.NoneAlive = r.NoWorkerAlive()
 	return v
 }
