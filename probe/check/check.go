@@ -150,6 +150,7 @@ func outcomeOf(err error) string {
 	var refused *RefusedError
 	var budget *BudgetError
 	var oversize *OversizeError
+	var shape *ShapeError
 	var cert *tls.CertificateVerificationError
 	var unknownAuth x509.UnknownAuthorityError
 	var hostname x509.HostnameError
@@ -160,7 +161,7 @@ func outcomeOf(err error) string {
 	switch {
 	case errors.As(err, &limited),
 		errors.As(err, &refused), errors.As(err, &budget), errors.As(err, &oversize),
-		errors.As(err, &cert), errors.As(err, &unknownAuth), errors.As(err, &hostname),
+		errors.As(err, &shape), errors.As(err, &cert), errors.As(err, &unknownAuth), errors.As(err, &hostname),
 		errors.As(err, &invalid), errors.As(err, &redirect), errors.As(err, &status):
 		return OutcomeFailed
 	}
@@ -178,6 +179,7 @@ func summaryOf(err error) string {
 	var refused *RefusedError
 	var budget *BudgetError
 	var oversize *OversizeError
+	var shape *ShapeError
 	var timeout *TimeoutError
 	var status *statusError
 	var limited *RateLimitedError
@@ -190,6 +192,8 @@ func summaryOf(err error) string {
 		return "request budget spent"
 	case errors.As(err, &oversize):
 		return "response too large"
+	case errors.As(err, &shape):
+		return "response too large to decode"
 	case errors.As(err, &timeout):
 		return "timed out"
 	case errors.As(err, &status):

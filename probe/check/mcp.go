@@ -31,6 +31,7 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 	if transport == "" {
 		transport = TransportStreamableHTTP
 	}
+	rec.shape = &shapeBudget{} // every answer's structure is bounded before the SDK decodes it
 	watch := &wireWatch{next: client.Transport}
 	client = &http.Client{Transport: watch, CheckRedirect: client.CheckRedirect}
 	cs, used, err := c.connectMCP(ctx, client, rec, watch, t.URL, transport)

@@ -54,6 +54,9 @@ type recorder struct {
 	timeout   time.Duration
 	maxBody   int64
 	userAgent string
+	// shape, when set (an MCP check), bounds the JSON structure of every response before the SDK
+	// decodes it (see shape.go).
+	shape *shapeBudget
 
 	mu       sync.Mutex
 	requests []Request
@@ -138,7 +141,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.fail(idx, err, nil)
 		return nil, err
 	}
-	resp.Body = &cappedBody{rc: resp.Body, rec: r, idx: idx, parent: req.Context(), ctx: ctx, cancel: cancel}
+	resp.Body = &cappedBody{rc: resp.Body, rec: r, idx: idx, parent: req.Context(), ctx: ctx, cancel: cancel,
+		shape: newShapeScan(r.shape, req, resp)}
 	return resp, nil
 }
 
@@ -240,6 +244,7 @@ type cappedBody struct {
 	n      int64
 	err    error
 	once   sync.Once
+	shape  *shapeScan // nil: the body's structure is not bounded
 	// closed: the client closed the body (the SDK ends an SSE stream that way); a read that then
 	// fails says nothing about the server.
 	closed atomic.Bool
@@ -258,6 +263,16 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	total := b.n
 	b.rec.update(b.idx, func(q *Request) { q.Bytes = total })
+	if b.shape != nil && n > 0 && b.n <= limit {
+		if serr := b.shape.scan(p[:n]); serr != nil {
+			// None of this read is passed on: it would complete the message that passed the
+			// bound, and a buffered reader may hand that on before it sees the error.
+			b.err = serr
+			b.rec.fail(b.idx, serr, nil)
+			b.done()
+			return 0, serr
+		}
+	}
 	switch {
 	case b.n > limit:
 		n -= int(b.n - limit)

@@ -1,0 +1,103 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/fakefleet"
+)
+
+// A hostile server's page is refused before it is decoded: 15,000 tiny tools (700 KB, under the
+// body cap) and a schema of 75,000 sub-schemas, as JSON and as server-sent events, each fail the
+// check as the server's fault, naming the bound, and cost the check little memory.
+func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
+	t.Parallel()
+	many, bomb := fakefleet.ManyToolsResult(15000), fakefleet.SchemaBombResult(75000)
+	require.Less(t, len(many), 1<<20, "under the body cap: only the decode bounds stop it")
+	require.Less(t, len(bomb), 2<<20)
+	for _, tc := range []struct {
+		name string
+		page []byte
+		sse  bool
+		want string
+	}{
+		{"15,000 tools as json", many, false, "more than 2000 items in one array"},
+		{"15,000 tools as events", many, true, "more than 2000 items in one array"},
+		{"a schema bomb as json", bomb, false, "more than 20000 JSON values in one message"},
+		{"a schema bomb as events", bomb, true, "more than 20000 JSON values in one message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFleet(t, fakefleet.HostileMCP(tc.page, tc.sse))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			res := New(Config{AllowPrivate: true, MaxBodyBytes: 4 << 20}).Check(context.Background(), Target{URL: srv.URL, Kind: "mcp"})
+			runtime.ReadMemStats(&after)
+			assert.Equal(t, OutcomeFailed, res.Outcome, "the server's fault")
+			assert.Equal(t, "response too large to decode", res.Summary)
+			assert.Contains(t, res.Error, tc.want)
+			assert.Contains(t, res.Error, "stopped reading before decoding it")
+			assert.Nil(t, res.Tools)
+			t.Logf("allocated %.1f MB during the check", float64(after.TotalAlloc-before.TotalAlloc)/1e6)
+		})
+	}
+}
+
+// The bounds leave room for a large honest server: 500 tools of 32 values each.
+func TestALargeHonestToolListIsWithinTheDecodeBounds(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, &mcp.ServerOptions{PageSize: 500})
+	props := map[string]any{}
+	for i := range 3 {
+		props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string", "description": "a property"}
+	}
+	for i := range 500 {
+		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), Description: "does a thing",
+			InputSchema: map[string]any{"type": "object", "properties": props, "required": []any{"p0"}}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	}
+	fleet := newFleet(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: fleet.URL, Kind: "mcp"})
+	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+	assert.Equal(t, 500, *res.Tools)
+}
+
+func TestTheShapeScanCountsStructureNotText(t *testing.T) {
+	t.Parallel()
+	count := func(sse bool, body string) (int, error) {
+		s := &shapeScan{budget: &shapeBudget{}, sse: sse}
+		s.reset()
+		err := s.scan([]byte(body))
+		return s.budget.values, err
+	}
+	n, err := count(false, `{"a":"{[{[\"]}","b":[1,true,null,-2.5e3]}`)
+	require.NoError(t, err)
+	assert.Equal(t, 9, n, "object, two keys, a string, an array and its four items; braces in strings are text")
+
+	n, err = count(true, "event: message\r\nid: \"{{{\r\ndata: {\"a\":\r\ndata: [1,2]}\r\n\r\n: {[\ndata: 7\n\n")
+	require.NoError(t, err)
+	assert.Equal(t, 6, n, "only data fields are JSON; a comment or an id with a quote hides nothing")
+
+	_, err = count(false, strings.Repeat("[", MaxMessageDepth+1))
+	assert.ErrorContains(t, err, "more than 64 levels of nesting")
+
+	_, err = count(true, "data: ["+strings.Repeat("0,", MaxArrayItems)+"0]\n\n")
+	assert.ErrorContains(t, err, "more than 2000 items in one array")
+
+	// The per-message bound resets at each event; the check's does not.
+	inner := "[" + strings.Repeat("0,", MaxArrayItems-1) + "0]"
+	event := "data: [" + strings.Repeat(inner+",", 3) + inner + "]\n\n" // 8,005 values
+	s := &shapeScan{budget: &shapeBudget{}, sse: true}
+	s.reset()
+	for range 4 {
+		require.NoError(t, s.scan([]byte(event)))
+	}
+	assert.ErrorContains(t, s.scan([]byte(event)), "more than 40000 JSON values in all of the check's responses")
+}
