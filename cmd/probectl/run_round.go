@@ -12,6 +12,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/history"
+	"github.com/probectl/probectl/internal/memlimit"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
@@ -184,6 +185,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err := errors.Join(release.CheckBounds(settings), settings.Validate()); err != nil {
 		return inFlagWords(err)
 	}
+	memlimit.Set() // checks run in this process: its memory is bounded as a worker's is
 	if err := opts.checkQueueFlags(); err != nil {
 		return err
 	}

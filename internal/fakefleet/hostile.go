@@ -24,7 +24,8 @@ func ManyToolsResult(n int) []byte {
 	return b.Bytes()
 }
 
-// SchemaBombResult is a tools/list result of one tool whose input schema has n sub-schemas.
+// SchemaBombResult is a tools/list result of one tool whose input schema has n sub-schemas
+// (empty ones: 75,000 of them are about 700 KB).
 func SchemaBombResult(n int) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"tools":[{"name":"bomb","inputSchema":{"type":"object","properties":{`)
@@ -32,7 +33,7 @@ func SchemaBombResult(n int) []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `"p%d":{"type":"string"}`, i)
+		fmt.Fprintf(&b, `"p%d":{}`, i)
 	}
 	b.WriteString(`}}}]}`)
 	return b.Bytes()

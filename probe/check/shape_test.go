@@ -22,7 +22,7 @@ func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
 	t.Parallel()
 	many, bomb := fakefleet.ManyToolsResult(15000), fakefleet.SchemaBombResult(75000)
 	require.Less(t, len(many), 1<<20, "under the body cap: only the decode bounds stop it")
-	require.Less(t, len(bomb), 2<<20)
+	require.Less(t, len(bomb), 1<<20)
 	for _, tc := range []struct {
 		name string
 		page []byte
@@ -38,7 +38,7 @@ func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
 			srv := newFleet(t, fakefleet.HostileMCP(tc.page, tc.sse))
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			res := New(Config{AllowPrivate: true, MaxBodyBytes: 4 << 20}).Check(context.Background(), Target{URL: srv.URL, Kind: "mcp"})
+			res := New(Config{AllowPrivate: true, }).Check(context.Background(), Target{URL: srv.URL, Kind: "mcp"})
 			runtime.ReadMemStats(&after)
 			assert.Equal(t, OutcomeFailed, res.Outcome, "the server's fault")
 			assert.Equal(t, "response too large to decode", res.Summary)
@@ -61,7 +61,9 @@ func TestALargeHonestToolListIsWithinTheDecodeBounds(t *testing.T) {
 	for i := range 500 {
 		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), Description: "does a thing",
 			InputSchema: map[string]any{"type": "object", "properties": props, "required": []any{"p0"}}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	fleet := newFleet(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: fleet.URL, Kind: "mcp"})
