@@ -1,9 +1,11 @@
 package worker_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,10 +15,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/fakefleet"
+	"github.com/probectl/probectl/internal/memlimit"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/release"
 )
 
 // peakBound is the memory a process that checks 60 hostile servers at once may reach: the
@@ -84,3 +89,109 @@ func vmHWM(t *testing.T, pid int) int64 {
 	return 0
 }
 
+
+// manifest is what the tests read of deploy/kubernetes/worker.yaml.
+type manifest struct {
+	Spec struct {
+		Template struct {
+			Spec struct {
+				SecurityContext struct {
+					RunAsUser  *int64 `yaml:"runAsUser"`
+					RunAsGroup *int64 `yaml:"runAsGroup"`
+					FSGroup    *int64 `yaml:"fsGroup"`
+				} `yaml:"securityContext"`
+				Containers []struct {
+					Args      []string `yaml:"args"`
+					Resources struct {
+						Limits struct {
+							Memory string `yaml:"memory"`
+						} `yaml:"limits"`
+					} `yaml:"resources"`
+				} `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+func readManifest(t *testing.T) manifest {
+	t.Helper()
+	raw, err := os.ReadFile("../../deploy/kubernetes/worker.yaml")
+	require.NoError(t, err)
+	var m manifest
+	require.NoError(t, yaml.Unmarshal(raw, &m))
+	require.Len(t, m.Spec.Template.Spec.Containers, 1)
+	return m
+}
+
+// mebibytes reads a Kubernetes quantity in Mi.
+func mebibytes(t *testing.T, q string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(strings.TrimSuffix(q, "Mi"), 10, 64)
+	require.NoError(t, err, "a memory limit in Mi: %q", q)
+	return n << 20
+}
+
+// The manifest's worker (its arguments, its memory limit given to the runtime as the container
+// would: GOMEMLIMIT at memlimit.Share of it) survives a round of the 60 hostile servers, stores
+// every result and stays under the limit.
+func TestTheKubernetesWorkerSurvivesARoundOfSixtyHostileServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds probectl and runs a worker through a round of 60 checks")
+	}
+	m := readManifest(t)
+	c := m.Spec.Template.Spec.Containers[0]
+	limit := mebibytes(t, c.Resources.Limits.Memory)
+	require.Equal(t, int64(256<<20), limit, "the limit this test is about")
+
+	bin := buildBinary(t)
+	url := migrated.NewDB(t)
+	pool := dbtest.Pool(t, url)
+	hostileFleet(t, pool)
+	_, err := release.Record(context.Background(), pool, release.RecordRequest{Version: "dev",
+		Settings: release.DefaultSettings(), Every: 5 * time.Second, Actor: "test"})
+	require.NoError(t, err)
+
+	args := slices.Clone(c.Args)
+	spool := filepath.Join(t.TempDir(), "spool")
+	i := slices.Index(args, "--spool-dir")
+	require.Positive(t, i)
+	args[i+1] = spool
+	// The fleet is on loopback, and this test is about memory, not keys (see the securityContext test).
+	args = append(args, "--unsigned", "--allow-private-targets")
+	p := &proc{cmd: exec.Command(bin, args...), done: make(chan error, 1), spool: spool}
+	p.cmd.Env = append(os.Environ(), "PROBECTL_DATABASE_URL="+url,
+		"GOMEMLIMIT="+strconv.FormatInt(int64(float64(limit)*memlimit.Share), 10))
+	logs, err := os.Create(filepath.Join(t.TempDir(), "worker.log"))
+	require.NoError(t, err)
+	p.cmd.Stderr = logs
+	require.NoError(t, p.cmd.Start())
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		if t.Failed() {
+			raw, _ := os.ReadFile(logs.Name())
+			t.Logf("worker:\n%s", raw)
+		}
+	})
+
+	eventually(t, "60 runs stored", 2*time.Minute, func() bool {
+		select {
+		case err := <-p.done:
+			t.Fatalf("the worker died mid-round: %v", err)
+		default:
+		}
+		return queryInt(t, pool, "SELECT count(*)::int FROM probe_runs") == 60
+	})
+	peak := vmHWM(t, p.cmd.Process.Pid)
+	t.Logf("worker (%s): peak RSS %.1f MiB", strings.Join(c.Args, " "), float64(peak)/(1<<20))
+	assert.Less(t, peak, limit)
+	requireAllFailedBeforeDecoding(t, pool)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-p.done:
+		require.NoError(t, err, "alive until asked to stop, then exits 0")
+	case <-time.After(60 * time.Second):
+		t.Fatal("the worker did not stop within 60 s of SIGTERM")
+	}
+}
