@@ -38,7 +38,7 @@ func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
 			srv := newFleet(t, fakefleet.HostileMCP(tc.page, tc.sse))
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			res := New(Config{AllowPrivate: true, }).Check(context.Background(), Target{URL: srv.URL, Kind: "mcp"})
+			res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL, Kind: "mcp"})
 			runtime.ReadMemStats(&after)
 			assert.Equal(t, OutcomeFailed, res.Outcome, "the server's fault")
 			assert.Equal(t, "response too large to decode", res.Summary)

@@ -89,7 +89,6 @@ func vmHWM(t *testing.T, pid int) int64 {
 	return 0
 }
 
-
 // manifest is what the tests read of deploy/kubernetes/worker.yaml.
 type manifest struct {
 	Spec struct {
