@@ -127,8 +127,9 @@ func (o *checkOptions) validate() error {
 		return exit.UsageError(fmt.Errorf("--request-timeout %s: must be positive and at most %s (a round's bound)",
 			render.Duration(o.Settings.RequestTimeout), render.Duration(release.MaxRequestTimeout)))
 	}
-	if o.Settings.MaxBodyBytes <= 0 {
-		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive", o.Settings.MaxBodyBytes))
+	if o.Settings.MaxBodyBytes <= 0 || o.Settings.MaxBodyBytes > release.MaxMaxBody {
+		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive and at most %d (8 MiB, a round's bound)",
+			o.Settings.MaxBodyBytes, release.MaxMaxBody))
 	}
 	// The URL a round could hold: the directory's rule (length, scheme, host, no credentials).
 	if err := directory.ValidateURL(o.URL); err != nil {
