@@ -17,8 +17,10 @@ const (
 	// object's keys count too) of one JSON-RPC message. A list of 500 tools with schemas of 30
 	// values each is 15,000.
 	MaxMessageValues = 20000
-	// MaxCheckValues bounds the JSON values of all the messages of one check together.
-	MaxCheckValues = 40000
+	// MaxCheckValues bounds the JSON values of all the messages of one check together. A list's
+	// next page is asked for only while a whole message's worth (MaxMessageValues) is left: the
+	// list is then recorded as truncated, not failed.
+	MaxCheckValues = 60000
 	// MaxMessageDepth bounds how deep a message's arrays and objects nest.
 	MaxMessageDepth = 64
 	// MaxArrayItems bounds the items of any one array of a message: the tools of one page among
@@ -42,6 +44,16 @@ func (e *ShapeError) Error() string {
 type shapeBudget struct {
 	mu     sync.Mutex
 	values int
+}
+
+// left is how many values the check may still read; a check without a budget has all of them.
+func (b *shapeBudget) left() int {
+	if b == nil {
+		return MaxCheckValues
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return MaxCheckValues - b.values
 }
 
 // shapeScan counts the JSON structure of one response body as it is read: raw JSON

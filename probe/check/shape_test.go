@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,7 +16,7 @@ import (
 
 // A hostile server's page is refused before it is decoded: 15,000 tiny tools (700 KB, under the
 // body cap) and a schema of 75,000 sub-schemas, as JSON and as server-sent events, each fail the
-// check as the server's fault, naming the bound, and cost the check little memory.
+// check as the server's fault, naming the bound.
 func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
 	t.Parallel()
 	many, bomb := fakefleet.ManyToolsResult(15000), fakefleet.SchemaBombResult(75000)
@@ -36,16 +35,12 @@ func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFleet(t, fakefleet.HostileMCP(tc.page, tc.sse))
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
 			res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: srv.URL, Kind: "mcp"})
-			runtime.ReadMemStats(&after)
 			assert.Equal(t, OutcomeFailed, res.Outcome, "the server's fault")
 			assert.Equal(t, "response too large to decode", res.Summary)
 			assert.Contains(t, res.Error, tc.want)
 			assert.Contains(t, res.Error, "stopped reading before decoding it")
 			assert.Nil(t, res.Tools)
-			t.Logf("allocated %.1f MB during the check", float64(after.TotalAlloc-before.TotalAlloc)/1e6)
 		})
 	}
 }
@@ -95,11 +90,28 @@ func TestTheShapeScanCountsStructureNotText(t *testing.T) {
 
 	// The per-message bound resets at each event; the check's does not.
 	inner := "[" + strings.Repeat("0,", MaxArrayItems-1) + "0]"
-	event := "data: [" + strings.Repeat(inner+",", 3) + inner + "]\n\n" // 8,005 values
+	event := "data: [" + strings.Repeat(inner+",", 5) + inner + "]\n\n" // 12,007 values
 	s := &shapeScan{budget: &shapeBudget{}, sse: true}
 	s.reset()
 	for range 4 {
 		require.NoError(t, s.scan([]byte(event)))
 	}
-	assert.ErrorContains(t, s.scan([]byte(event)), "more than 40000 JSON values in all of the check's responses")
+	assert.ErrorContains(t, s.scan([]byte(event)), "more than 60000 JSON values in all of the check's responses")
+}
+
+// A long list whose pages would pass the check's decode budget is listed while a whole message
+// still fits in it, then recorded as truncated (not failed), as the request budget does.
+func TestAListIsCutAtTheChecksDecodeBudget(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "long", Version: "1"}, &mcp.ServerOptions{PageSize: 1800})
+	for i := range 10_000 {
+		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%05d", i), Description: "d", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	}
+	fleet := newFleet(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: fleet.URL, Kind: "mcp"})
+	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+	assert.True(t, res.ToolsTruncated)
+	assert.Equal(t, "at least 5400 tools (listing stopped at the decode budget) from long", res.Summary)
+	assert.Less(t, len(res.Requests), MaxRequests, "the request budget was not what stopped it")
 }
