@@ -39,6 +39,23 @@ func SchemaBombResult(n int) []byte {
 	return b.Bytes()
 }
 
+// NearBoundsResult is a tools/list result just inside a check's decode bounds: n tools of eleven JSON
+// values each, with descriptions of desc bytes, and a next cursor, so that a check asks for page
+// after page while its budgets allow.
+func NearBoundsResult(n, desc int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"tools":[`)
+	d := strings.Repeat("d", desc)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"t%d","description":"%s","inputSchema":{"type":"object","properties":{}}}`, i, d)
+	}
+	b.WriteString(`],"nextCursor":"more"}`)
+	return b.Bytes()
+}
+
 // HostileMCP is an MCP server written straight on HTTP (streamable HTTP, no SDK), so that it can
 // send what no SDK server would: it answers initialize, accepts the initialized notification,
 // answers tools/list with toolsResult (the raw JSON of a result) and DELETE with 200. With sse,

@@ -23,9 +23,11 @@ const (
 	MaxCheckValues = 60000
 	// MaxMessageDepth bounds how deep a message's arrays and objects nest.
 	MaxMessageDepth = 64
-	// MaxArrayItems bounds the items of any one array of a message: the tools of one page among
-	// them (a longer list is served in pages, and MaxToolsFingerprinted are fingerprinted).
-	MaxArrayItems = 2000
+	// MaxArrayItems bounds the items of any one array of a message, the tools of one page among
+	// them (a longer list is served in pages; the Go SDK's servers send 1,000 a page). The SDK
+	// re-encodes each listed tool's input schema, some 30 KB of garbage a tool whatever its size,
+	// so tools per page cost more than values do.
+	MaxArrayItems = 1000
 )
 
 // ShapeError says a response went past a decode bound; reading stopped there, before it was

@@ -28,8 +28,8 @@ func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
 		sse  bool
 		want string
 	}{
-		{"15,000 tools as json", many, false, "more than 2000 items in one array"},
-		{"15,000 tools as events", many, true, "more than 2000 items in one array"},
+		{"15,000 tools as json", many, false, "more than 1000 items in one array"},
+		{"15,000 tools as events", many, true, "more than 1000 items in one array"},
 		{"a schema bomb as json", bomb, false, "more than 20000 JSON values in one message"},
 		{"a schema bomb as events", bomb, true, "more than 20000 JSON values in one message"},
 	} {
@@ -86,14 +86,14 @@ func TestTheShapeScanCountsStructureNotText(t *testing.T) {
 	assert.ErrorContains(t, err, "more than 64 levels of nesting")
 
 	_, err = count(true, "data: ["+strings.Repeat("0,", MaxArrayItems)+"0]\n\n")
-	assert.ErrorContains(t, err, "more than 2000 items in one array")
+	assert.ErrorContains(t, err, "more than 1000 items in one array")
 
 	// The per-message bound resets at each event; the check's does not.
 	inner := "[" + strings.Repeat("0,", MaxArrayItems-1) + "0]"
-	event := "data: [" + strings.Repeat(inner+",", 5) + inner + "]\n\n" // 12,007 values
+	event := "data: [" + strings.Repeat(inner+",", 9) + inner + "]\n\n" // 10,011 values
 	s := &shapeScan{budget: &shapeBudget{}, sse: true}
 	s.reset()
-	for range 4 {
+	for range 5 {
 		require.NoError(t, s.scan([]byte(event)))
 	}
 	assert.ErrorContains(t, s.scan([]byte(event)), "more than 60000 JSON values in all of the check's responses")
@@ -103,9 +103,11 @@ func TestTheShapeScanCountsStructureNotText(t *testing.T) {
 // still fits in it, then recorded as truncated (not failed), as the request budget does.
 func TestAListIsCutAtTheChecksDecodeBudget(t *testing.T) {
 	t.Parallel()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "long", Version: "1"}, &mcp.ServerOptions{PageSize: 1800})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "long", Version: "1"}, &mcp.ServerOptions{PageSize: MaxArrayItems})
+	str := map[string]any{"type": "string"}
+	schema := map[string]any{"type": "object", "properties": map[string]any{"a": str, "b": str}} // 19 values a tool
 	for i := range 10_000 {
-		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%05d", i), Description: "d", InputSchema: map[string]any{"type": "object"}},
+		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%05d", i), Description: "d", InputSchema: schema},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return &mcp.CallToolResult{}, nil
 			})
@@ -114,6 +116,6 @@ func TestAListIsCutAtTheChecksDecodeBudget(t *testing.T) {
 	res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: fleet.URL, Kind: "mcp"})
 	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
 	assert.True(t, res.ToolsTruncated)
-	assert.Equal(t, "at least 5400 tools (listing stopped at the decode budget) from long", res.Summary)
+	assert.Equal(t, "at least 3000 tools (listing stopped at the decode budget) from long", res.Summary)
 	assert.Less(t, len(res.Requests), MaxRequests, "the request budget was not what stopped it")
 }

@@ -73,6 +73,39 @@ func TestARoundOfSixtyHostileServersStaysUnder256MiB(t *testing.T) {
 	requireAllFailedBeforeDecoding(t, pool)
 }
 
+// A round over 60 servers whose pages are just inside every decode bound (990 tools of eleven
+// values and 900-byte descriptions, about 1 MB a page, page after page) is the most the bounds
+// let through: its checks succeed, and under the soft limit a 256Mi container gives the runtime
+// (memlimit.Share of it) it too stays under 256 MiB. Without that limit it peaked at 235 MiB.
+func TestARoundOfSixtyServersJustInsideTheBoundsStaysUnder256MiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds probectl and runs a round of 60 checks in it")
+	}
+	page := fakefleet.NearBoundsResult(990, 900)
+	require.Less(t, len(page), 1<<20)
+	bin := buildBinary(t)
+	url := migrated.NewDB(t)
+	pool := dbtest.Pool(t, url)
+	opts := testfactory.ServerOpts{Kind: "mcp", Plan: "frequent", NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Minute))}
+	fakefleet.New(t, fakefleet.HostileMCP(page, false)).AddServers(t, pool, 60, "near", opts)
+
+	cmd := exec.Command(bin, "run", "round", "--unsigned", "--allow-private-targets", "-o", "json")
+	cmd.Env = append(os.Environ(), "PROBECTL_DATABASE_URL="+url, "GOMEMLIMIT="+podLimit())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	t.Logf("run round: peak RSS %.1f MiB", float64(peak)/(1<<20))
+	assert.Less(t, peak, int64(peakBound))
+	assert.Equal(t, 60, queryInt(t, pool, `SELECT count(*)::int FROM probe_runs
+	   WHERE result ->> 'outcome' = 'ok' AND (result ->> 'tools_truncated')::boolean`), "%s", out)
+}
+
+// podLimit is the soft limit the worker sets itself in a container of the manifest's 256Mi.
+func podLimit() string {
+	limit := int64(peakBound)
+	return strconv.FormatInt(int64(float64(limit)*memlimit.Share), 10)
+}
+
 // vmHWM reads a live process's peak resident set from /proc.
 func vmHWM(t *testing.T, pid int) int64 {
 	t.Helper()
