@@ -58,7 +58,7 @@ is ok, 1 when the server answered wrongly (failed), 3 when the check could not b
 	fl.StringVar(&opts.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
 	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses (a test network)")
 	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request")
-	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body")
+	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body (at most 8 MiB)")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file: also print the signed envelope")
 	return cmd
 }

@@ -120,7 +120,7 @@ waits there, each result exactly once ('probectl runs recover' does only that).`
 	durationVar(fl, &opts.MinSpacing, "min-spacing", d.MinSpacing, "skip servers with a job within this (maintainer claims excepted)")
 	durationVar(fl, &opts.MaxDuration, "max-duration", d.MaxDuration, "the round's time budget: no claim after it")
 	durationVar(fl, &opts.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of each request of a check")
-	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body")
+	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body (at most 8 MiB)")
 	fl.StringVar(&opts.Finish, "finish", d.Finish, "finish mode: tx or advance-first")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress display on the terminal (the summary is still printed)")
 	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback, private and link-local addresses")
