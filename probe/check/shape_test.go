@@ -2,7 +2,9 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -118,4 +120,62 @@ func TestAListIsCutAtTheChecksDecodeBudget(t *testing.T) {
 	assert.True(t, res.ToolsTruncated)
 	assert.Equal(t, "at least 3000 tools (listing stopped at the decode budget) from long", res.Summary)
 	assert.Less(t, len(res.Requests), MaxRequests, "the request budget was not what stopped it")
+}
+
+// The scan counts exactly the values a decoder sees in valid JSON (keys included), as raw JSON
+// and as the data lines of an event, so no input decodes into more than the scan let through.
+func FuzzShapeScanCountsWhatADecoderSees(f *testing.F) {
+	for _, seed := range []string{`{"a":[1,"x{",true,null,{"b":-2.5e3}]}`, `"\"\\\\"`, "[\n1,\n2\n]", `{}`, `[[],[{}]]`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		want, depth, items := decoderCount(t, doc)
+		if depth > MaxMessageDepth || items > MaxArrayItems || want > MaxMessageValues {
+			return
+		}
+		for _, sse := range []bool{false, true} {
+			body := doc
+			if sse {
+				body = "event: message\ndata: " + strings.ReplaceAll(doc, "\n", "\ndata: ") + "\n\n"
+			}
+			s := &shapeScan{budget: &shapeBudget{}, sse: sse}
+			s.reset()
+			require.NoError(t, s.scan([]byte(body)))
+			require.Equal(t, want, s.budget.values, "sse %v: %q", sse, body)
+		}
+	})
+}
+
+// decoderCount counts a document's values with encoding/json's tokenizer, and its deepest nesting
+// and longest array.
+func decoderCount(t *testing.T, doc string) (values, maxDepth, maxItems int) {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	type level struct {
+		array bool
+		items int
+	}
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return values, maxDepth, maxItems
+		}
+		require.NoError(t, err)
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		values++
+		if n := len(stack); n > 0 && stack[n-1].array {
+			stack[n-1].items++
+			maxItems = max(maxItems, stack[n-1].items)
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, level{array: d == '['})
+			maxDepth = max(maxDepth, len(stack))
+		}
+	}
 }
