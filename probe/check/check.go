@@ -38,6 +38,9 @@ type Config struct {
 	AllowPrivate bool
 	// UserAgent is sent with every request (default UserAgent(<module version>, DefaultContact)).
 	UserAgent string
+	// DecodeSlots bound the large answers read and decoded at once, shared by the Checkers of a
+	// process (nil: the Checker's own).
+	DecodeSlots *DecodeSlots
 }
 
 // Checker makes checks. It is safe for concurrent use; each check gets its own connections,
@@ -54,6 +57,8 @@ type Checker struct {
 	lookup  lookupFunc // a resolver that answers what a test needs; nil is the system's
 	// started, if set, sees each check's context once its budget is set (tests read the deadline).
 	started func(ctx context.Context)
+	// decodes are the slots large answers are decoded in (MaxLargeDecodes), shared by its checks.
+	decodes chan struct{}
 }
 
 // New returns a Checker with cfg's zero fields set to the defaults.
@@ -68,7 +73,10 @@ func New(cfg Config) *Checker {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = UserAgent(version, DefaultContact)
 	}
-	return &Checker{cfg: cfg, version: version, allow: defaultPolicy(cfg.AllowPrivate)}
+	if cfg.DecodeSlots == nil {
+		cfg.DecodeSlots = NewDecodeSlots()
+	}
+	return &Checker{cfg: cfg, version: version, allow: defaultPolicy(cfg.AllowPrivate), decodes: cfg.DecodeSlots.ch}
 }
 
 // Check checks one server. It never panics and never returns an error: whatever happened is

@@ -32,9 +32,12 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 		transport = TransportStreamableHTTP
 	}
 	rec.shape = &shapeBudget{} // every answer's structure is bounded before the SDK decodes it
+	rec.gate = &decodeGate{slots: c.decodes}
+	defer rec.gate.close()
 	watch := &wireWatch{next: client.Transport}
 	client = &http.Client{Transport: watch, CheckRedirect: client.CheckRedirect}
 	cs, used, err := c.connectMCP(ctx, client, rec, watch, t.URL, transport)
+	rec.gate.release() // what initialize answered is decoded
 	if err != nil {
 		return c.connectFailed(ctx, client, watch, t, used, err)
 	}
@@ -49,9 +52,11 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 	stopped, err := pages(ctx, rec, reserve, func(cursor string) (string, error) {
 		page, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
+			rec.gate.release()
 			return "", err
 		}
 		tools.add(page.Tools)
+		rec.gate.release()
 		return page.NextCursor, nil
 	})
 	if err != nil {
@@ -188,6 +193,7 @@ func (c *Checker) countOthers(ctx context.Context, cs *mcp.ClientSession, rec *r
 	if caps.Resources != nil {
 		res.Resources = count(func(cursor string) (int, string, error) {
 			p, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			rec.gate.release()
 			if err != nil {
 				return 0, "", err
 			}
@@ -197,6 +203,7 @@ func (c *Checker) countOthers(ctx context.Context, cs *mcp.ClientSession, rec *r
 	if caps.Prompts != nil {
 		res.Prompts = count(func(cursor string) (int, string, error) {
 			p, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			rec.gate.release()
 			if err != nil {
 				return 0, "", err
 			}

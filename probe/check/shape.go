@@ -1,6 +1,8 @@
 package check
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -29,6 +31,84 @@ const (
 	// so tools per page cost more than values do.
 	MaxArrayItems = 1000
 )
+
+// MaxLargeDecodes bounds how many large answers (past largeAnswer bytes) one Checker's checks
+// read and decode at once. A 1 MB answer costs the SDK several times its size to read and decode:
+// 60 checks doing so at once peaked near 256 MiB. An answer waits for a slot when its body passes
+// largeAnswer bytes; a check holds one slot at most, until the call the answer was for returns
+// (or the check ends), and answers under largeAnswer never wait. A server that sends a large
+// answer slowly holds its slot at most a request's timeout.
+const MaxLargeDecodes = 8
+
+// DecodeSlots are the MaxLargeDecodes slots large answers are read and decoded in. Checkers of one
+// process share one (Config.DecodeSlots: a worker makes a Checker per invocation), so that the
+// bound is the process's.
+type DecodeSlots struct{ ch chan struct{} }
+
+// NewDecodeSlots returns MaxLargeDecodes free slots.
+func NewDecodeSlots() *DecodeSlots { return &DecodeSlots{ch: make(chan struct{}, MaxLargeDecodes)} }
+
+// largeAnswer is the size from which an answer waits for a decode slot.
+const largeAnswer = 64 << 10
+
+// decodeGate is one check's hold on its Checker's decode slots. Its lock is held while an
+// acquire waits, so two answers of one check never take two slots.
+type decodeGate struct {
+	slots  chan struct{}
+	mu     sync.Mutex
+	held   bool
+	closed bool // the check has ended: what the SDK still reads is not decoded for it
+}
+
+// errCheckEnded refuses a slot to an answer read after its check ended.
+var errCheckEnded = errors.New("check ended")
+
+// acquire takes a slot unless the check holds one; it waits at most as long as ctx.
+func (g *decodeGate) acquire(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errCheckEnded
+	}
+	if g.held {
+		return nil
+	}
+	select {
+	case g.slots <- struct{}{}:
+		g.held = true
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// release gives the check's slot back, if it holds one.
+func (g *decodeGate) release() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.releaseLocked()
+}
+
+func (g *decodeGate) releaseLocked() {
+	if g.held {
+		<-g.slots
+		g.held = false
+	}
+}
+
+// close releases the slot for good when the check ends.
+func (g *decodeGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.releaseLocked()
+	g.closed = true
+}
 
 // ShapeError says a response went past a decode bound; reading stopped there, before it was
 // decoded, and the check failed as the server's fault.

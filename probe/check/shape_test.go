@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -178,4 +179,41 @@ func decoderCount(t *testing.T, doc string) (values, maxDepth, maxItems int) {
 			maxDepth = max(maxDepth, len(stack))
 		}
 	}
+}
+
+// A large answer is read on only in one of the Checker's decode slots; a small one never waits.
+// With every slot taken, a check of a server whose page is large runs out of its request's time
+// (the check could not be made: an error, not the server's fault), while a small page is listed.
+func TestALargeAnswerWaitsForADecodeSlot(t *testing.T) {
+	t.Parallel()
+	large := newFleet(t, fakefleet.HostileMCP(fakefleet.NearBoundsResult(200, 400), false))
+	small := newFleet(t, fakefleet.HostileMCP(fakefleet.ManyToolsResult(3), false))
+	c := New(Config{AllowPrivate: true, RequestTimeout: 500 * time.Millisecond})
+	for range MaxLargeDecodes {
+		c.decodes <- struct{}{}
+	}
+	res := c.Check(context.Background(), Target{URL: small.URL, Kind: "mcp"})
+	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+
+	res = c.Check(context.Background(), Target{URL: large.URL, Kind: "mcp"})
+	assert.Equal(t, OutcomeError, res.Outcome)
+	assert.Equal(t, "timed out", res.Summary, res.Error)
+
+	<-c.decodes
+	res = c.Check(context.Background(), Target{URL: large.URL, Kind: "mcp"})
+	require.Equal(t, OutcomeOK, res.Outcome, res.Error)
+	assert.Len(t, c.decodes, MaxLargeDecodes-1, "the check gave its slot back")
+}
+
+func TestADecodeGateHoldsOneSlotAndNoneAfterItsCheck(t *testing.T) {
+	t.Parallel()
+	g := &decodeGate{slots: make(chan struct{}, 2)}
+	require.NoError(t, g.acquire(context.Background()))
+	require.NoError(t, g.acquire(context.Background()), "a check holds one slot at most")
+	assert.Len(t, g.slots, 1)
+	g.release()
+	assert.Empty(t, g.slots)
+	g.close()
+	assert.ErrorIs(t, g.acquire(context.Background()), errCheckEnded, "an answer read after its check ended takes no slot")
+	assert.Empty(t, g.slots)
 }
