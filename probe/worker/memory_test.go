@@ -76,7 +76,8 @@ func TestARoundOfSixtyHostileServersStaysUnder256MiB(t *testing.T) {
 // A round over 60 servers whose pages are just inside every decode bound (990 tools of eleven
 // values and 900-byte descriptions, about 1 MB a page, page after page) is the most the bounds
 // let through: its checks succeed, and under the soft limit a 256Mi container gives the runtime
-// (memlimit.Share of it) it too stays under 256 MiB. Without that limit it peaked at 235 MiB.
+// (memlimit.Share of it) it too stays under 256 MiB (155–167 MiB measured; 204–240 without the
+// decode slots).
 func TestARoundOfSixtyServersJustInsideTheBoundsStaysUnder256MiB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds probectl and runs a round of 60 checks in it")
