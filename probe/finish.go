@@ -38,6 +38,13 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		st.mu.Unlock()
 	}
 
+	// The writes outlive a cancelled round: the check was made, so it is recorded. The tools go
+	// first: what the server's day had no room for is said in the run, which is then signed.
+	all, each := r.finishBudgets()
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), all)
+	defer wcancel()
+	res.ToolDefinitionsCut += r.storeTools(wctx, each, st, job, res)
+
 	var envelope json.RawMessage
 	if r.Signer != nil {
 		env, err := r.Signer.Sign(attest.Run{JobID: job.JobID, ServerID: job.ServerID, Slug: job.Slug,
@@ -59,11 +66,6 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		Outcome: res.Outcome, Error: res.Error, StartedAt: res.StartedAt, CheckFinishedAt: res.FinishedAt,
 		Requests: len(res.Requests), Result: result, Envelope: envelope, Kind: job.Kind}
 
-	// The writes outlive a cancelled round: the check was made, so it is recorded.
-	all, each := r.finishBudgets()
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), all)
-	defer wcancel()
-	r.storeTools(wctx, each, st, job, res)
 	var fr queries.FinishResult
 	if r.Settings.Finish == FinishAdvanceFirst {
 		fr, err = r.finishAdvanceFirst(wctx, each, st, job, p)

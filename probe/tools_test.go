@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,4 +198,49 @@ func TestFingerprintStorageCostPerRun(t *testing.T) {
 			float64(raw-rawWithout)/float64(n), with, with-without, defs, list)
 		assert.Positive(t, with-without)
 	}
+}
+
+// A server that serves new definitions at every check stores at most MaxToolTextPerDay of them a
+// day, and at most check.MaxToolDefinitionBytes a run; the runs say how many were cut and keep
+// every fingerprint.
+func TestToolDefinitionsAreBoundedInBytesPerRunAndPerServerPerDay(t *testing.T) {
+	t.Parallel()
+	pool := testDB(t)
+	ts := newToolServer(t, 200, false)
+	id := testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{URL: ts.URL, Kind: "mcp"})
+
+	var runs []check.Result
+	for i := range 6 {
+		// About 1.1 KB a definition, 220 KB a run: within a run's bytes, not within a day's.
+		ts.desc.Store(fmt.Sprintf("round %d: %s", i, strings.Repeat("x", 1024)))
+		res := mcpRound(t, pool, id)
+		require.Equal(t, check.OutcomeOK, res.Outcome, res.Error)
+		require.Len(t, res.ToolFingerprints, 200, "the run keeps every fingerprint")
+		runs = append(runs, res)
+	}
+	var stored, definitions int64
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT coalesce(sum(bytes), 0) FROM tool_definition_bytes WHERE server_id = $1`,
+		id).Scan(&stored))
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM tool_definitions`).Scan(&definitions))
+	assert.LessOrEqual(t, stored, int64(MaxToolTextPerDay))
+	assert.Greater(t, stored, int64(MaxToolTextPerDay)*3/4)
+	cut := 0
+	for i, res := range runs {
+		t.Logf("run %d: %d definitions cut", i, res.ToolDefinitionsCut)
+		cut += res.ToolDefinitionsCut
+	}
+	assert.Zero(t, runs[0].ToolDefinitionsCut, "the first run is within the day")
+	assert.Equal(t, 200, runs[5].ToolDefinitionsCut, "a full day stores nothing more")
+	assert.Equal(t, int64(6*200-cut), definitions, "every definition is stored or counted as cut")
+
+	// One run alone holds to its bound: 300 definitions of 1.1 KB are more than a run may store.
+	big := newToolServer(t, 300, false)
+	big.desc.Store(strings.Repeat("y", 1024))
+	other := testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{URL: big.URL, Kind: "mcp"})
+	res := mcpRound(t, pool, other)
+	require.Equal(t, check.OutcomeOK, res.Outcome, res.Error)
+	require.Positive(t, res.ToolDefinitionsCut)
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT bytes FROM tool_definition_bytes WHERE server_id = $1`,
+		other).Scan(&stored))
+	assert.LessOrEqual(t, stored, int64(check.MaxToolDefinitionBytes))
 }

@@ -1,18 +1,45 @@
 -- name: StoreTools
 -- A run's tool list and definitions, stored once per fingerprint: a list or a definition seen
 -- before is left as it is (its first_seen_at stands). Content-addressed, so storing twice (a
--- retry, a replay) stores nothing new. $1 list fingerprint, $2 its [{name, fingerprint}],
--- $3 and $4 the definitions' fingerprints and canonical JSON, in the same order.
-WITH lists AS (
+-- retry, a replay) stores nothing new. Definitions new to the table are stored in the order given
+-- while the server's bytes of the day (UTC, tool_definition_bytes) stay within @day_budget; the
+-- rest are not stored and counted as cut (their fingerprints stay in the run). The bytes counted
+-- are those of the canonical JSON given. The server's rows older than yesterday are removed.
+WITH clock AS (
+    SELECT coalesce(@now::timestamptz, now()) AS at,
+           (coalesce(@now::timestamptz, now()) AT TIME ZONE 'UTC')::date AS day
+), used AS (
+    SELECT coalesce((SELECT b.bytes FROM tool_definition_bytes b, clock
+                      WHERE b.server_id = @server_id AND b.day = clock.day), 0) AS bytes
+), fresh AS (
+    SELECT d.fingerprint, d.definition,
+           sum(octet_length(d.definition)) OVER (ORDER BY d.ord) + used.bytes <= @day_budget AS within
+      FROM unnest(@fingerprints::text[], @definitions::text[]) WITH ORDINALITY AS d (fingerprint, definition, ord), used
+     WHERE NOT EXISTS (SELECT 1 FROM tool_definitions t WHERE t.fingerprint = d.fingerprint)
+), lists AS (
     INSERT INTO tool_lists (fingerprint, tools, first_seen_at)
-    VALUES ($1, $2::jsonb, coalesce($5::timestamptz, now()))
+    SELECT @list_fingerprint, @list::jsonb, clock.at FROM clock
     ON CONFLICT (fingerprint) DO NOTHING
     RETURNING 1
 ), defs AS (
     INSERT INTO tool_definitions (fingerprint, definition, first_seen_at)
-    SELECT d.fingerprint, d.definition, coalesce($5::timestamptz, now())
-      FROM unnest($3::text[], $4::jsonb[]) AS d (fingerprint, definition)
+    SELECT f.fingerprint, f.definition::jsonb, clock.at
+      FROM fresh f, clock
+     WHERE f.within
     ON CONFLICT (fingerprint) DO NOTHING
+    RETURNING fingerprint
+), spent AS (
+    INSERT INTO tool_definition_bytes (server_id, day, bytes)
+    SELECT @server_id, clock.day, sum(octet_length(f.definition))
+      FROM defs JOIN fresh f USING (fingerprint), clock
+     GROUP BY clock.day
+    ON CONFLICT (server_id, day) DO UPDATE SET bytes = tool_definition_bytes.bytes + excluded.bytes
+    RETURNING 1
+), old AS (
+    DELETE FROM tool_definition_bytes b
+     USING clock
+     WHERE b.server_id = @server_id AND b.day < clock.day - 1
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM lists) AS lists_added, (SELECT count(*) FROM defs) AS definitions_added;
+SELECT (SELECT count(*) FROM lists) AS lists_added, (SELECT count(*) FROM defs) AS definitions_added,
+       (SELECT count(*) FROM fresh WHERE NOT within) AS definitions_cut;

@@ -23,6 +23,9 @@ const (
 	MaxFanout      = 1000
 	MaxClaimLimit  = 10000
 	MaxConcurrency = 10000
+	// MaxMaxBody bounds the cap on each response body a check reads (run round and check's
+	// --max-body): a check holds a body while the SDK decodes it, several at once per process.
+	MaxMaxBody = 8 << 20
 	// MaxVerifyWait bounds `deploy verify --wait`.
 	MaxVerifyWait = 24 * time.Hour
 )
@@ -49,6 +52,8 @@ var bounds = []bound{
 		func(s probe.Settings) bool { return s.ClaimLimit <= MaxClaimLimit }, "at most 10000"},
 	{probe.SettingConcurrency, func(s probe.Settings) string { return fmt.Sprint(s.Concurrency) },
 		func(s probe.Settings) bool { return s.Concurrency <= MaxConcurrency }, "at most 10000"},
+	{probe.SettingMaxBody, func(s probe.Settings) string { return fmt.Sprint(s.MaxBodyBytes) },
+		func(s probe.Settings) bool { return s.MaxBodyBytes <= MaxMaxBody }, "at most 8388608 (8 MiB)"},
 }
 
 // CheckBounds refuses settings outside the bounds above, each error naming its setting and its

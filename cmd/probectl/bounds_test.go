@@ -44,6 +44,25 @@ func TestEveryRoundSettingOutOfBoundsIsRefusedByRunRoundAndDeployRecord(t *testi
 	}
 }
 
+// A body cap has a bound, at check and run round alike.
+func TestABodyCapOver8MiBIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "https://example.com/mcp", "--max-body", "8388609"},
+			"--max-body 8388609: must be positive and at most 8388608 (8 MiB, a round's bound)"},
+		{[]string{"run", "round", "--unsigned", "--max-body", "8388609"},
+			"--max-body: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},
+	} {
+		res := cli{env: map[string]string{"USER": "ana"}}.run(t, tc.args...)
+		require.Equal(t, 2, res.Code, res.Stderr)
+		require.Contains(t, res.Stderr, tc.want)
+		require.Empty(t, res.Stdout)
+	}
+}
+
 func TestTheBoundsThemselvesAreAccepted(t *testing.T) {
 	t.Parallel()
 	res := cli{env: map[string]string{"USER": "ana"}}.run(t, "deploy", "record", "--min-spacing", "10m",

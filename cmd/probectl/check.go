@@ -65,7 +65,7 @@ server's doing: failed, exit 1.
 	fl.StringVar(&opts.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
 	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses, a test network (never cloud metadata or link-local)")
 	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request")
-	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body")
+	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body (at most 8 MiB)")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file: also print the signed envelope")
 	return cmd
 }
@@ -156,8 +156,9 @@ func (o *checkOptions) validate() error {
 		return exit.UsageError(fmt.Errorf("--request-timeout %s: must be positive and at most %s (a round's bound)",
 			render.Duration(o.Settings.RequestTimeout), render.Duration(release.MaxRequestTimeout)))
 	}
-	if o.Settings.MaxBodyBytes <= 0 {
-		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive", o.Settings.MaxBodyBytes))
+	if o.Settings.MaxBodyBytes <= 0 || o.Settings.MaxBodyBytes > release.MaxMaxBody {
+		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive and at most %d (8 MiB, a round's bound)",
+			o.Settings.MaxBodyBytes, release.MaxMaxBody))
 	}
 	// The URL a round could hold: the directory's rule (length, scheme, host, no credentials).
 	if err := directory.ValidateURL(o.URL); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/history"
+	"github.com/probectl/probectl/internal/memlimit"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
@@ -120,7 +121,7 @@ waits there, each result exactly once ('probectl runs recover' does only that).`
 	durationVar(fl, &opts.MinSpacing, "min-spacing", d.MinSpacing, "skip servers with a job within this (maintainer claims excepted)")
 	durationVar(fl, &opts.MaxDuration, "max-duration", d.MaxDuration, "the round's time budget: no claim after it")
 	durationVar(fl, &opts.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of each request of a check")
-	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body")
+	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body (at most 8 MiB)")
 	fl.StringVar(&opts.Finish, "finish", d.Finish, "finish mode: tx or advance-first")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress display on the terminal (the summary is still printed)")
 	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback and private addresses (never cloud metadata or link-local)")
@@ -185,6 +186,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err := errors.Join(release.CheckBounds(settings), settings.Validate()); err != nil {
 		return inFlagWords(err)
 	}
+	memlimit.Set() // checks run in this process: its memory is bounded as a worker's is
 	if err := opts.checkQueueFlags(); err != nil {
 		return err
 	}

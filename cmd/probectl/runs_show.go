@@ -119,6 +119,10 @@ func writeRunShow(io *render.Streams, v history.RunView) error {
 		}
 		kv.Row("mcp", fmt.Sprintf("server %s, tools %s", dash(res.ServerName), tools))
 	}
+	if res.ToolDefinitionsCut > 0 {
+		kv.Row("tool definitions", fmt.Sprintf("%d not stored: over the bytes a run or the server's day may store "+
+			"(their fingerprints are in the run)", res.ToolDefinitionsCut))
+	}
 	kv.Row("envelope", envelopeText(v))
 	if err := kv.Render(); err != nil {
 		return err

@@ -169,6 +169,29 @@ func TestRunsShowVerifiesTheEnvelopeAndSaysWhenItDoesNot(t *testing.T) {
 	assert.Contains(t, res.Stderr, `run id: want a positive number, got "abc"`)
 }
 
+// A run whose tool definitions were cut says so.
+func TestRunsShowSaysWhenToolDefinitionsWereCut(t *testing.T) {
+	t.Parallel()
+	url, pool, _ := signedMixedRound(t, 1, 0)
+	var runID int64
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT id FROM run_facts`).Scan(&runID))
+	_, err := pool.Exec(t.Context(), `UPDATE probe_runs SET result = result || '{"tools": 300, "tool_definitions_cut": 71}' WHERE id = $1`, runID)
+	require.NoError(t, err)
+
+	res := runCLI(t, "--database-url", url, "runs", "show", fmt.Sprint(runID))
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "71 not stored: over the bytes a run or the server's day may store")
+	res = runCLI(t, "--database-url", url, "runs", "show", fmt.Sprint(runID), "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got struct {
+		Result struct {
+			Cut int `json:"tool_definitions_cut"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got), res.Stdout)
+	assert.Equal(t, 71, got.Result.Cut)
+}
+
 func TestAnExportedRunVerifiesOfflineWithTheExportedKey(t *testing.T) {
 	t.Parallel()
 	url, pool, _ := signedMixedRound(t, 1, 0)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/internal/memlimit"
 	"github.com/probectl/probectl/probe/worker"
 )
 
@@ -74,6 +75,9 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 		Version: f.Build.Version, Log: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}
 	if err := cfg.Validate(); err != nil {
 		return inFlagWords(err)
+	}
+	if limit, from := memlimit.Set(); from != "" {
+		cfg.Log.Info("soft memory limit set", "bytes", limit, "from", from)
 	}
 	signer, err := (&runRoundOptions{f: f, SigningKey: opts.SigningKey, Unsigned: opts.Unsigned}).signer()
 	if err != nil {

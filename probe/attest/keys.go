@@ -84,7 +84,8 @@ func WritePrivateKey(path string, priv ed25519.PrivateKey) error {
 
 // LoadSigner reads a private key written by WritePrivateKey (or `openssl genpkey -algorithm
 // ed25519`). A file that group or others may read is refused: a key others could read can sign
-// runs that are not ours.
+// runs that are not ours. The one exception is the file Kubernetes gives a pod that does not run
+// as root (see podSecret): root's, readable by the pod's group only.
 func LoadSigner(path string) (*Signer, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -98,7 +99,7 @@ func LoadSigner(path string) (*Signer, error) {
 	if !info.Mode().IsRegular() {
 		return nil, &KeyFileError{Path: path, Err: errors.New("not a regular file")}
 	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" && !podSecret(info) {
 		return nil, &KeyFileError{Path: path, Err: fmt.Errorf(
 			"is readable or writable by group or others (mode %04o); run: chmod 600 %s", perm, path)}
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	AllowPrivate bool
 	// UserAgent is sent with every request (default UserAgent(<module version>, DefaultContact)).
 	UserAgent string
+	// DecodeSlots bound the large answers read and decoded at once, shared by the Checkers of a
+	// process (nil: the Checker's own).
+	DecodeSlots *DecodeSlots
 }
 
 // Checker makes checks. It is safe for concurrent use; each check gets its own connections,
@@ -56,6 +59,8 @@ type Checker struct {
 	dial    dialFunc   // a dialer that records and never connects; nil is the guard's own
 	// started, if set, sees each check's context once its budget is set (tests read the deadline).
 	started func(ctx context.Context)
+	// decodes are the slots large answers are decoded in (MaxLargeDecodes), shared by its checks.
+	decodes chan struct{}
 }
 
 // New returns a Checker with cfg's zero fields set to the defaults.
@@ -70,7 +75,10 @@ func New(cfg Config) *Checker {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = UserAgent(version, DefaultContact)
 	}
-	return &Checker{cfg: cfg, version: version, allow: defaultPolicy(cfg.AllowPrivate)}
+	if cfg.DecodeSlots == nil {
+		cfg.DecodeSlots = NewDecodeSlots()
+	}
+	return &Checker{cfg: cfg, version: version, allow: defaultPolicy(cfg.AllowPrivate), decodes: cfg.DecodeSlots.ch}
 }
 
 // Check checks one server. It never panics and never returns an error: whatever happened is
@@ -152,6 +160,7 @@ func outcomeOf(err error) string {
 	var refused *RefusedError
 	var budget *BudgetError
 	var oversize *OversizeError
+	var shape *ShapeError
 	var cert *tls.CertificateVerificationError
 	var unknownAuth x509.UnknownAuthorityError
 	var hostname x509.HostnameError
@@ -162,7 +171,7 @@ func outcomeOf(err error) string {
 	switch {
 	case errors.As(err, &limited),
 		errors.As(err, &refused), errors.As(err, &budget), errors.As(err, &oversize),
-		errors.As(err, &cert), errors.As(err, &unknownAuth), errors.As(err, &hostname),
+		errors.As(err, &shape), errors.As(err, &cert), errors.As(err, &unknownAuth), errors.As(err, &hostname),
 		errors.As(err, &invalid), errors.As(err, &redirect), errors.As(err, &status):
 		return OutcomeFailed
 	}
@@ -180,6 +189,7 @@ func summaryOf(err error) string {
 	var refused *RefusedError
 	var budget *BudgetError
 	var oversize *OversizeError
+	var shape *ShapeError
 	var timeout *TimeoutError
 	var status *statusError
 	var limited *RateLimitedError
@@ -195,6 +205,8 @@ func summaryOf(err error) string {
 		return "request budget spent"
 	case errors.As(err, &oversize):
 		return "response too large"
+	case errors.As(err, &shape):
+		return "response too large to decode"
 	case errors.As(err, &timeout):
 		return "timed out"
 	case errors.As(err, &status):

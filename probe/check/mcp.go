@@ -31,9 +31,13 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 	if transport == "" {
 		transport = TransportStreamableHTTP
 	}
+	rec.shape = &shapeBudget{} // every answer's structure is bounded before the SDK decodes it
+	rec.gate = &decodeGate{slots: c.decodes}
+	defer rec.gate.close()
 	watch := &wireWatch{next: client.Transport}
 	client = &http.Client{Transport: watch, CheckRedirect: client.CheckRedirect}
 	cs, used, err := c.connectMCP(ctx, client, rec, watch, t.URL, transport)
+	rec.gate.release() // what initialize answered is decoded
 	if err != nil {
 		return c.connectFailed(ctx, client, watch, t, used, err)
 	}
@@ -45,12 +49,14 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 		reserve = 1 // the DELETE that closes the session
 	}
 	var tools toolSet
-	truncated, err := pages(ctx, rec, reserve, func(cursor string) (string, error) {
+	stopped, err := pages(ctx, rec, reserve, func(cursor string) (string, error) {
 		page, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
+			rec.gate.release()
 			return "", err
 		}
 		tools.add(page.Tools)
+		rec.gate.release()
 		return page.NextCursor, nil
 	})
 	if err != nil {
@@ -59,16 +65,17 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 		return res, fmt.Errorf("tools/list: %w", err)
 	}
 	res.Tools = &tools.count
+	truncated := stopped != ""
 	res.ToolsTruncated = truncated || tools.capped
 	res.ToolFingerprints, res.ToolsFingerprint = tools.list()
-	res.ToolDefinitions = tools.defs
+	res.ToolDefinitions, res.ToolDefinitionsCut = tools.defs, len(tools.cut)
 	c.countOthers(ctx, cs, rec, reserve, &res)
 	// Close sends the DELETE that ends the session; its failure does not undo what was seen.
 	_ = cs.Close()
 
 	res.Summary = fmt.Sprintf("%d tools", tools.count)
 	if res.ToolsTruncated {
-		res.Summary = fmt.Sprintf("at least %d tools (listing stopped at the request budget)", tools.count)
+		res.Summary = fmt.Sprintf("at least %d tools (listing stopped at the %s)", tools.count, stopped)
 		if !truncated {
 			res.Summary = fmt.Sprintf("%d tools (the first %d fingerprinted)", tools.count, MaxToolsFingerprinted)
 		}
@@ -173,12 +180,12 @@ func (c *Checker) countOthers(ctx context.Context, cs *mcp.ClientSession, rec *r
 			return nil
 		}
 		n := 0
-		truncated, err := pages(ctx, rec, reserve, func(cursor string) (string, error) {
+		stopped, err := pages(ctx, rec, reserve, func(cursor string) (string, error) {
 			k, next, err := list(cursor)
 			n += k
 			return next, err
 		})
-		if err != nil || truncated {
+		if err != nil || stopped != "" {
 			return nil
 		}
 		return &n
@@ -186,6 +193,7 @@ func (c *Checker) countOthers(ctx context.Context, cs *mcp.ClientSession, rec *r
 	if caps.Resources != nil {
 		res.Resources = count(func(cursor string) (int, string, error) {
 			p, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			rec.gate.release()
 			if err != nil {
 				return 0, "", err
 			}
@@ -195,6 +203,7 @@ func (c *Checker) countOthers(ctx context.Context, cs *mcp.ClientSession, rec *r
 	if caps.Prompts != nil {
 		res.Prompts = count(func(cursor string) (int, string, error) {
 			p, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			rec.gate.release()
 			if err != nil {
 				return 0, "", err
 			}
@@ -204,20 +213,24 @@ func (c *Checker) countOthers(ctx context.Context, cs *mcp.ClientSession, rec *r
 }
 
 // pages follows a paginated list while a page and the reserved requests both still fit in the
-// budget; truncated says pages were left.
-func pages(ctx context.Context, rec *recorder, reserve int, page func(cursor string) (string, error)) (truncated bool, err error) {
+// request budget, and a page of the most a message may hold still fits in the check's decode
+// budget; stopped says which budget left pages unread ("" when none was left).
+func pages(ctx context.Context, rec *recorder, reserve int, page func(cursor string) (string, error)) (stopped string, err error) {
 	seen := map[string]bool{}
 	cursor := ""
 	for {
 		next, err := page(cursor)
 		if err != nil {
-			return false, err
+			return "", err
 		}
 		if next == "" {
-			return false, nil
+			return "", nil
 		}
 		if seen[next] || rec.remaining() <= reserve || ctx.Err() != nil {
-			return true, nil
+			return "request budget", nil
+		}
+		if rec.shape.left() < MaxMessageValues {
+			return "decode budget", nil
 		}
 		seen[next] = true
 		cursor = next

@@ -304,7 +304,7 @@ func TestTenThousandToolsStayWithinBounds(t *testing.T) {
 	assert.Len(t, res.ToolDefinitions, MaxToolsFingerprinted)
 	encoded, err := json.Marshal(res)
 	require.NoError(t, err)
-	t.Logf("10,000 tools: %d listed in %d requests, %s; result %d bytes", *res.Tools, len(res.Requests), took, len(encoded))
+	t.Logf("10,000 tools: %d listed in %d requests, %s; result %d bytes; %s", *res.Tools, len(res.Requests), took, len(encoded), res.Summary)
 	budgetHeld(t, f, res)
 }
 

@@ -79,6 +79,10 @@ type Result struct {
 	// ToolDefinitions maps each fingerprint to its canonical definition: stored once per
 	// fingerprint beside the run (tool_definitions), never in the run itself.
 	ToolDefinitions map[string]json.RawMessage `json:"-"`
+	// ToolDefinitionsCut counts the definitions this check saw that were not stored, for want of
+	// room in the bytes one run (check.MaxToolDefinitionBytes) or one server's day
+	// (probe.MaxToolTextPerDay) may store; the run keeps their fingerprints.
+	ToolDefinitionsCut int `json:"tool_definitions_cut,omitempty"`
 	// RefusedRequests counts requests the check wanted to make past MaxRequests: refused, never
 	// sent, and not in Requests (which holds only requests attempted, at most MaxRequests).
 	RefusedRequests int `json:"refused_requests,omitempty"`

@@ -18,6 +18,12 @@ import (
 // a truncated list is never compared (see audit tools).
 const MaxToolsFingerprinted = 1000
 
+// MaxToolDefinitionBytes bounds the bytes of canonical definitions one check offers for storage
+// (tool_definitions): 1,000 definitions of a few kilobytes each made one hostile server store
+// ~5 MB per check. Definitions past it keep their fingerprints in the run, and the run counts
+// them (Result.ToolDefinitionsCut). A server's day has its own budget (probe.MaxToolTextPerDay).
+const MaxToolDefinitionBytes = 256 << 10
+
 // ToolPrint is one tool of a run's list: its name and the fingerprint of its definition.
 type ToolPrint struct {
 	Name        string `json:"name"`
@@ -30,6 +36,10 @@ type toolSet struct {
 	defs   map[string]json.RawMessage // fingerprint → canonical definition
 	count  int
 	capped bool
+	// defBytes is the size of defs; cut counts the distinct definitions left out of defs for
+	// want of room under MaxToolDefinitionBytes.
+	defBytes int
+	cut      map[string]bool
 }
 
 // add fingerprints the page's tools while under the cap; a tool it cannot canonicalise (a schema
@@ -50,12 +60,28 @@ func (s *toolSet) add(tools []*mcp.Tool) {
 			canon = mustCanonical(map[string]string{"name": t.Name, "error": err.Error()})
 		}
 		fp := fingerprint(canon)
-		if s.defs == nil {
-			s.defs = map[string]json.RawMessage{}
-		}
-		s.defs[fp] = canon
+		s.keep(fp, canon)
 		s.prints = append(s.prints, ToolPrint{Name: t.Name, Fingerprint: fp})
 	}
+}
+
+// keep offers a definition for storage while the check's bytes allow.
+func (s *toolSet) keep(fp string, canon json.RawMessage) {
+	if _, kept := s.defs[fp]; kept || s.cut[fp] {
+		return
+	}
+	if s.defBytes+len(canon) > MaxToolDefinitionBytes {
+		if s.cut == nil {
+			s.cut = map[string]bool{}
+		}
+		s.cut[fp] = true
+		return
+	}
+	if s.defs == nil {
+		s.defs = map[string]json.RawMessage{}
+	}
+	s.defs[fp] = canon
+	s.defBytes += len(canon)
 }
 
 // list sorts the prints by name (then fingerprint) and returns them with the list's fingerprint:

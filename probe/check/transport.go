@@ -54,6 +54,10 @@ type recorder struct {
 	timeout   time.Duration
 	maxBody   int64
 	userAgent string
+	// shape, when set (an MCP check), bounds the JSON structure of every response before the SDK
+	// decodes it, and gate makes a large answer wait for a decode slot (see shape.go).
+	shape *shapeBudget
+	gate  *decodeGate
 
 	mu       sync.Mutex
 	requests []Request
@@ -138,7 +142,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.fail(idx, err, nil)
 		return nil, err
 	}
-	resp.Body = &cappedBody{rc: resp.Body, rec: r, idx: idx, parent: req.Context(), ctx: ctx, cancel: cancel}
+	resp.Body = &cappedBody{rc: resp.Body, rec: r, idx: idx, parent: req.Context(), ctx: ctx, cancel: cancel,
+		shape: newShapeScan(r.shape, req, resp)}
 	return resp, nil
 }
 
@@ -240,6 +245,8 @@ type cappedBody struct {
 	n      int64
 	err    error
 	once   sync.Once
+	shape  *shapeScan // nil: the body's structure is not bounded
+	gated  bool       // the body passed largeAnswer bytes and its check took a decode slot
 	// closed: the client closed the body (the SDK ends an SSE stream that way); a read that then
 	// fails says nothing about the server.
 	closed atomic.Bool
@@ -258,6 +265,24 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	total := b.n
 	b.rec.update(b.idx, func(q *Request) { q.Bytes = total })
+	if b.shape != nil && b.n <= limit {
+		serr := b.shape.scan(p[:n])
+		if serr == nil && b.n >= largeAnswer && !b.gated {
+			// A large answer: read on, and decoded, once the check has a decode slot.
+			b.gated = true
+			if serr = b.rec.gate.acquire(b.ctx); serr != nil && !errors.Is(serr, errCheckEnded) {
+				serr = b.rec.explain(b.parent, b.ctx, serr) // the wait counts in the request's time
+			}
+		}
+		if serr != nil {
+			// None of this read is passed on: it would complete the message that passed the
+			// bound, and a buffered reader may hand that on before it sees the error.
+			b.err = serr
+			b.rec.fail(b.idx, serr, nil)
+			b.done()
+			return 0, serr
+		}
+	}
 	switch {
 	case b.n > limit:
 		n -= int(b.n - limit)

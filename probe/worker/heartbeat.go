@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -21,6 +22,8 @@ type process struct {
 
 	mu     sync.Mutex
 	rounds map[int64]int // round id -> invocations of it running here
+	// decodes are the process's slots for large answers, shared by its invocations' checkers.
+	decodes *check.DecodeSlots
 }
 
 func newProcess(cfg Config) *process {
@@ -28,7 +31,7 @@ func newProcess(cfg Config) *process {
 	if err != nil {
 		host = "unknown"
 	}
-	return &process{cfg: cfg, id: ClientID(), host: host, rounds: map[int64]int{}}
+	return &process{cfg: cfg, id: ClientID(), host: host, rounds: map[int64]int{}, decodes: check.NewDecodeSlots()}
 }
 
 // running counts an invocation of round id as running here until the returned done is called.

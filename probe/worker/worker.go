@@ -240,7 +240,9 @@ func (w *invocationWorker) Work(ctx context.Context, j *river.Job[InvocationArgs
 	if cfg.NewChecker != nil {
 		c = cfg.NewChecker(s)
 	} else {
-		c = check.New(s.CheckConfig())
+		cc := s.CheckConfig()
+		cc.DecodeSlots = w.p.decodes // the bound is the process's, not each invocation's
+		c = check.New(cc)
 	}
 	inv := &probe.Invocation{DB: cfg.Pool, Settings: s, Checker: c, Signer: cfg.Signer, Log: cfg.Log,
 		RoundID: j.Args.RoundID, Index: j.Args.Invocation, Deadline: j.Args.StartedAt.Add(s.MaxDuration),

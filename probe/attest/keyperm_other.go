@@ -1,0 +1,8 @@
+//go:build !unix
+
+package attest
+
+import "os"
+
+// podSecret: Kubernetes' secret volumes are a unix shape.
+func podSecret(os.FileInfo) bool { return false }
