@@ -46,9 +46,10 @@ func RegistryServerBySlug(ctx context.Context, tx pgx.Tx, slug string) (Registry
 	return s, nil
 }
 
-// RegistryServersByName returns the servers a registry name owns, locked.
-func RegistryServersByName(ctx context.Context, tx pgx.Tx, name string) ([]RegistryServer, error) {
-	return collect[RegistryServer](ctx, tx, "RegistryServersByName", pgx.NamedArgs{"name": name})
+// RegistryServersByName returns the servers a registry name owns in registryURL's registry,
+// locked.
+func RegistryServersByName(ctx context.Context, tx pgx.Tx, registryURL, name string) ([]RegistryServer, error) {
+	return collect[RegistryServer](ctx, tx, "RegistryServersByName", pgx.NamedArgs{"registry_url": registryURL, "name": name})
 }
 
 // RegistryServersNotListed returns the servers last synced from registryURL, not delisted, whose
@@ -92,11 +93,12 @@ func InsertRegistryServer(ctx context.Context, tx pgx.Tx, p RegistryServerParams
 	return id, nil
 }
 
-// ErrOtherName says an update found the server owned by another registry name (or none).
-var ErrOtherName = errors.New("the server belongs to another registry name")
+// ErrOtherName says an update found the server owned by another registry name (or none), or
+// synced from another registry.
+var ErrOtherName = errors.New("the server belongs to another registry name or registry")
 
 // UpdateRegistryServer updates server id from its registry entry; ErrOtherName when the server is
-// not p.Name's.
+// not p.Name's, or another registry's than p.RegistryURL (a file import: any registry's).
 func UpdateRegistryServer(ctx context.Context, tx pgx.Tx, id int64, p RegistryServerParams) error {
 	args := p.args()
 	args["id"] = id

@@ -13,12 +13,14 @@ SELECT id, slug, endpoint_url, transport, status, registry_name, registry_url,
    FOR UPDATE;
 
 -- name: RegistryServersByName
--- The servers a registry name owns (any registry), locked for the sync's update.
+-- The servers a registry name owns in one registry, locked for the sync's update: another
+-- registry's servers of the same name, and those of a file import, are not this sync's to delist.
 SELECT id, slug, endpoint_url, transport, status, registry_name, registry_url,
        registry_deprecated_at IS NOT NULL AS deprecated,
        registry_delisted_at IS NOT NULL AS registry_delisted
   FROM servers
  WHERE registry_name = @name
+   AND registry_url = @registry_url
  ORDER BY slug
    FOR UPDATE;
 
@@ -50,8 +52,10 @@ RETURNING id;
 -- name: UpdateRegistryServer
 -- The registry moved a server's remote, changed its transport or its deprecation: the row (and so
 -- its id and history) stays. The registry name must still be the server's own: the guard that a
--- sync never changes a server of another name holds in this statement too. The plan, the status
--- and the next check time stay the operator's.
+-- sync never changes a server of another name holds in this statement too, and so does the one
+-- that a server another registry syncs is never changed by this one (a sync may adopt a server a
+-- file import added; a file import, NULL @registry_url, only changes such servers). The plan, the
+-- status and the next check time stay the operator's.
 UPDATE servers
    SET endpoint_url = @url,
        transport = @transport,
@@ -60,6 +64,7 @@ UPDATE servers
                                      THEN coalesce(registry_deprecated_at, coalesce(@now::timestamptz, now())) END
  WHERE id = @id
    AND registry_name = @name
+   AND (registry_url IS NULL OR registry_url = @registry_url::text)
 RETURNING id;
 
 -- name: MarkRegistryDelisted

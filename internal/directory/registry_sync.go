@@ -226,7 +226,7 @@ func (a *registryApplier) applyName(ctx context.Context, n syncName) error {
 		}
 		keep[row.Slug] = true
 	}
-	owned, err := queries.RegistryServersByName(ctx, a.tx, n.name)
+	owned, err := queries.RegistryServersByName(ctx, a.tx, a.registryURL, n.name)
 	if err != nil {
 		return err
 	}

@@ -417,3 +417,51 @@ func TestAScheduledRegistryIsSyncedOncePerInterval(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, due, "no schedule: never due")
 }
+
+// A server is the registry's whose sync added it: a second registry listing the same name never
+// updates it (not its URL, not its registry), never delists it when its copy of the entry is
+// deleted, and a file import never changes it either.
+func TestASyncNeverChangesAServerAnotherRegistryOwns(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	regA, regB := newFakeRegistry(t), newFakeRegistry(t)
+	regA.set([]regEntry{{Name: "io.github.acme/one", Remotes: []string{"sse https://one.example/sse"}, UpdatedAt: t0}})
+	_, err := directory.Sync(ctx, pool, syncOpts(regA))
+	require.NoError(t, err)
+	ownedBy := func() string {
+		var u string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT registry_url FROM servers WHERE slug = 'io-github-acme-one'").Scan(&u))
+		return u
+	}
+	require.Equal(t, regA.srv.URL, ownedBy())
+
+	regB.set([]regEntry{{Name: "io.github.acme/one", Remotes: []string{"sse https://attacker.example/sse"}, UpdatedAt: t1}})
+	syncFails(t, pool, regB, exit.Found, `registry name "io.github.acme/one" is synced from registry `+regA.srv.URL+`, not `+regB.srv.URL)
+	require.Equal(t, "https://one.example/sse", servers(t, pool)["io-github-acme-one"].URL)
+	require.Equal(t, regA.srv.URL, ownedBy())
+
+	regB.set([]regEntry{{Name: "io.github.acme/one", Remotes: []string{"sse https://one.example/sse"}, Status: "deleted", UpdatedAt: t1}})
+	res, err := directory.Sync(ctx, pool, directory.SyncOptions{RegistryURL: regB.srv.URL, Full: true, AllowPrivate: true, Actor: "b"})
+	require.NoError(t, err)
+	require.Zero(t, res.Delisted)
+	require.Equal(t, "active", servers(t, pool)["io-github-acme-one"].Status, "registry B's deletion is not A's")
+
+	rows := []directory.RegistryRow{{Row: directory.Row{Entry: directory.Entry{Slug: "io-github-acme-one",
+		URL: "https://file.example/sse", Kind: "mcp", Plan: "standard", Transport: "sse"}}, Name: "io.github.acme/one"}}
+	_, err = directory.ImportRegistry(ctx, pool, rows, "file", nil, false)
+	var collision *directory.CollisionError
+	require.ErrorAs(t, err, &collision)
+	require.Contains(t, err.Error(), "a file import never changes a server a registry sync owns")
+	require.Equal(t, "https://one.example/sse", servers(t, pool)["io-github-acme-one"].URL)
+
+	// A file import's server (no registry) is adopted by the first sync that lists its name.
+	rows[0].Slug, rows[0].Name = "io-github-acme-filed", "io.github.acme/filed"
+	_, err = directory.ImportRegistry(ctx, pool, rows, "file", nil, false)
+	require.NoError(t, err)
+	regB.set([]regEntry{{Name: "io.github.acme/filed", Remotes: []string{"sse https://filed.example/sse"}, UpdatedAt: t2}})
+	res, err = directory.Sync(ctx, pool, syncOpts(regB))
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Updated)
+	require.Equal(t, "https://filed.example/sse", servers(t, pool)["io-github-acme-filed"].URL)
+}
