@@ -120,6 +120,15 @@ func MarkRegistryDelisted(ctx context.Context, tx pgx.Tx, id int64, delisted boo
 	return nil
 }
 
+// RegistrySyncClock returns now, or the database's clock when now is nil.
+func RegistrySyncClock(ctx context.Context, db DBTX, now *time.Time) (time.Time, error) {
+	t, err := valueOf[time.Time](ctx, db, "RegistrySyncClock", pgx.NamedArgs{"now": now})
+	if err != nil {
+		return t, fmt.Errorf("read the database's clock: %w", err)
+	}
+	return t, nil
+}
+
 // RegistrySync is one registry's sync state and schedule.
 type RegistrySync struct {
 	RegistryURL     string         `db:"registry_url"`

@@ -74,6 +74,10 @@ UPDATE servers
    SET registry_delisted_at = CASE WHEN @delisted::boolean THEN coalesce(@now::timestamptz, now()) END
  WHERE id = @id;
 
+-- name: RegistrySyncClock
+-- A sync's start: the given time, or the database's (the clock registry_syncs is kept on).
+SELECT coalesce(@now::timestamptz, clock_timestamp()) AS now;
+
 -- name: RegistrySyncState
 SELECT registry_url, newest_updated_at, every, scheduled_by, scheduled_at, started_at, finished_at,
        full_sync, pages, added, updated, delisted, unchanged, errors, last_error, last_error_at
@@ -85,10 +89,14 @@ SELECT registry_url, newest_updated_at, every, scheduled_by, scheduled_at, start
 -- A sync applied its changes: where the next incremental one starts, and what this one did.
 INSERT INTO registry_syncs (registry_url, newest_updated_at, started_at, finished_at, full_sync, pages,
                             added, updated, delisted, unchanged, errors, last_error, last_error_at)
-VALUES (@registry_url, @newest_updated_at, @started_at, coalesce(@now::timestamptz, now()), @full_sync, @pages,
+VALUES (@registry_url, least(@newest_updated_at::timestamptz, @started_at::timestamptz), @started_at,
+        coalesce(@now::timestamptz, now()), @full_sync, @pages,
         @added, @updated, @delisted, @unchanged, 0, NULL, NULL)
 ON CONFLICT (registry_url) DO UPDATE
-   SET newest_updated_at = greatest(registry_syncs.newest_updated_at, EXCLUDED.newest_updated_at),
+   -- Never later than this sync's start (the database's clock): an entry the registry dated in
+   -- the future, now or by an earlier binary, must not stop every later incremental sync.
+   SET newest_updated_at = greatest(least(registry_syncs.newest_updated_at, @started_at::timestamptz),
+                                    least(EXCLUDED.newest_updated_at, @started_at::timestamptz)),
        started_at = EXCLUDED.started_at,
        finished_at = EXCLUDED.finished_at,
        full_sync = EXCLUDED.full_sync,

@@ -80,12 +80,12 @@ func Sync(ctx context.Context, pool queries.DB, o SyncOptions) (SyncResult, erro
 		return SyncResult{}, err
 	}
 	res := SyncResult{RegistryURL: base, Full: o.Full, DryRun: o.DryRun}
-	started := time.Now()
-	switch {
-	case o.startedAt != nil:
+	// The start is on the database's clock: the newest updatedAt stored is capped at it.
+	var started time.Time
+	if o.startedAt != nil {
 		started = *o.startedAt
-	case o.Now != nil:
-		started = *o.Now
+	} else if started, err = queries.RegistrySyncClock(ctx, pool, o.Now); err != nil {
+		return res, err
 	}
 	if !o.Full {
 		states, err := queries.RegistrySyncs(ctx, pool, base)
@@ -180,6 +180,12 @@ func applySync(ctx context.Context, pool queries.DB, o SyncOptions, entries []fe
 	names, newest, err := planSync(entries, &res.Skipped)
 	if err != nil {
 		return &SyncError{Err: err}
+	}
+	// An entry dated after the sync started (a registry's clock or data wrong) is read again by
+	// the next sync rather than moving its start past every real change.
+	if newest != nil && newest.After(started) {
+		capped := started.UTC()
+		newest = &capped
 	}
 	res.NewestUpdatedAt = newest
 	return inTxOrDryRun(ctx, pool, o.DryRun, func(tx pgx.Tx) error {

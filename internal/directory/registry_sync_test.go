@@ -465,3 +465,45 @@ func TestASyncNeverChangesAServerAnotherRegistryOwns(t *testing.T) {
 	require.Equal(t, 1, res.Updated)
 	require.Equal(t, "https://filed.example/sse", servers(t, pool)["io-github-acme-filed"].URL)
 }
+
+// An entry the registry dates in the future does not move where the next incremental sync starts
+// past now: the stored newest updatedAt is capped at the sync's start on the database's clock, and
+// a future value already stored (by an earlier binary) is capped by the next sync.
+func TestAFutureUpdatedAtDoesNotStopIncrementalSyncs(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	reg := newFakeRegistry(t)
+	future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	reg.set([]regEntry{
+		{Name: "io.github.acme/one", Remotes: []string{"sse https://one.example/sse"}, UpdatedAt: t0},
+		{Name: "io.github.acme/clock", Remotes: []string{"sse https://clock.example/sse"}, UpdatedAt: future},
+	})
+	var dbNow time.Time
+	require.NoError(t, pool.QueryRow(ctx, "SELECT now()").Scan(&dbNow))
+	res, err := directory.Sync(ctx, pool, syncOpts(reg))
+	require.NoError(t, err)
+	require.True(t, res.NewestUpdatedAt.Before(future), "capped at the sync's start: %s", res.NewestUpdatedAt)
+	stored := func() time.Time {
+		states, err := queries.RegistrySyncs(ctx, pool, reg.srv.URL)
+		require.NoError(t, err)
+		require.Len(t, states, 1)
+		return *states[0].NewestUpdatedAt
+	}
+	require.WithinDuration(t, dbNow, stored(), time.Minute)
+
+	_, err = pool.Exec(ctx, "UPDATE registry_syncs SET newest_updated_at = $1", future.AddDate(100, 0, 0))
+	require.NoError(t, err)
+	reg.takeRequests()
+	_, err = directory.Sync(ctx, pool, syncOpts(reg))
+	require.NoError(t, err)
+	require.WithinDuration(t, dbNow, stored(), time.Minute, "greatest() keeps no future value")
+	reg.takeRequests()
+	_, err = directory.Sync(ctx, pool, syncOpts(reg))
+	require.NoError(t, err)
+	for _, q := range reg.takeRequests() {
+		since, err := time.Parse(time.RFC3339Nano, q.Get("updated_since"))
+		require.NoError(t, err)
+		require.WithinDuration(t, dbNow, since, time.Minute)
+	}
+}
