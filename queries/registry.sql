@@ -89,14 +89,17 @@ SELECT registry_url, newest_updated_at, every, scheduled_by, scheduled_at, start
 -- A sync applied its changes: where the next incremental one starts, and what this one did.
 INSERT INTO registry_syncs (registry_url, newest_updated_at, started_at, finished_at, full_sync, pages,
                             added, updated, delisted, unchanged, errors, last_error, last_error_at)
-VALUES (@registry_url, least(@newest_updated_at::timestamptz, @started_at::timestamptz), @started_at,
+VALUES (@registry_url, CASE WHEN @newest_updated_at::timestamptz IS NOT NULL
+                            THEN least(@newest_updated_at::timestamptz, @started_at::timestamptz) END, @started_at,
         coalesce(@now::timestamptz, now()), @full_sync, @pages,
         @added, @updated, @delisted, @unchanged, 0, NULL, NULL)
 ON CONFLICT (registry_url) DO UPDATE
    -- Never later than this sync's start (the database's clock): an entry the registry dated in
    -- the future, now or by an earlier binary, must not stop every later incremental sync.
-   SET newest_updated_at = greatest(least(registry_syncs.newest_updated_at, @started_at::timestamptz),
-                                    least(EXCLUDED.newest_updated_at, @started_at::timestamptz)),
+   -- (least() and greatest() skip a NULL: none seen stays none.)
+   SET newest_updated_at = greatest(CASE WHEN registry_syncs.newest_updated_at IS NOT NULL
+                                         THEN least(registry_syncs.newest_updated_at, @started_at::timestamptz) END,
+                                    EXCLUDED.newest_updated_at),
        started_at = EXCLUDED.started_at,
        finished_at = EXCLUDED.finished_at,
        full_sync = EXCLUDED.full_sync,

@@ -507,3 +507,19 @@ func TestAFutureUpdatedAtDoesNotStopIncrementalSyncs(t *testing.T) {
 		require.WithinDuration(t, dbNow, since, time.Minute)
 	}
 }
+
+// A sync that saw no updatedAt stores none: the next sync reads everything again rather than
+// starting at the time of the sync (capping the stored value must not invent one).
+func TestASyncThatSawNoUpdatedAtLeavesTheNextOneFull(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	reg := newFakeRegistry(t)
+	reg.setRaw("", 200, `{"servers":[],"metadata":{}}`)
+	for range 2 {
+		res, err := directory.Sync(ctx, pool, syncOpts(reg))
+		require.NoError(t, err)
+		require.True(t, res.Full)
+		require.Nil(t, res.UpdatedSince)
+	}
+}
