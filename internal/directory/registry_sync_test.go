@@ -121,11 +121,16 @@ func TestSyncFollowsTheRegistryAcrossPagesThenMirrorsWhatItAddsChangesDeprecates
 	require.Equal(t, "https://moving.example/mcp", before["io-github-acme-moving"].URL, "the latest version's remote")
 	require.Equal(t, "io.github.acme/dual", *before["io-github-acme-dual-sse"].RegistryName)
 
-	// The second state: only what changed since t1 is served, as updated_since asks.
+	// The second state, the whole registry: the fake serves only what changed after updated_since
+	// (one and two did not), so what the incremental sync reads is the registry's filtering.
 	reg.set(
 		[]regEntry{
+			{Name: "io.github.acme/one", Remotes: []string{"sse https://one.example/sse"}, UpdatedAt: t0},
+			{Name: "io.github.acme/two", Remotes: []string{"streamable-http https://two.example/mcp"}, UpdatedAt: t0},
 			{Name: "io.github.acme/new", Remotes: []string{"sse https://new.example/sse"}, UpdatedAt: t2},
+			{Name: "io.github.acme/moving", Remotes: []string{"streamable-http https://old.moving.example/mcp"}, NotLatest: true, UpdatedAt: t0},
 			{Name: "io.github.acme/moving", Remotes: []string{"streamable-http https://moved.example/mcp"}, UpdatedAt: t2},
+			{Name: "io.github.acme/pkg"},
 		},
 		[]regEntry{
 			{Name: "io.github.acme/aging", Remotes: []string{"streamable-http https://aging.example/mcp"}, Status: "deprecated", UpdatedAt: t2},
@@ -137,6 +142,7 @@ func TestSyncFollowsTheRegistryAcrossPagesThenMirrorsWhatItAddsChangesDeprecates
 	require.NoError(t, err)
 	require.False(t, res.Full)
 	require.Equal(t, t1, *res.UpdatedSince)
+	require.Equal(t, 5, res.Entries, "only the entries changed after t1")
 	for _, q := range reg.takeRequests() {
 		require.Equal(t, t1.Format(time.RFC3339Nano), q.Get("updated_since"), "incremental: from the newest updatedAt seen")
 	}
@@ -156,6 +162,7 @@ func TestSyncFollowsTheRegistryAcrossPagesThenMirrorsWhatItAddsChangesDeprecates
 	require.Equal(t, "delisted", after["io-github-acme-dual-sse"].Status)
 	require.Equal(t, "registry: remote removed", lastStatusChange(t, pool, "io-github-acme-dual-sse").Reason)
 	require.Equal(t, "active", after["io-github-acme-two"].Status, "an entry an incremental sync did not read stays")
+	require.Equal(t, "active", after["io-github-acme-one"].Status)
 	require.Equal(t, before["by-hand"], after["by-hand"], "a server added by hand is never touched")
 	require.Equal(t, hand, after["by-hand"].ID)
 
@@ -522,4 +529,22 @@ func TestASyncThatSawNoUpdatedAtLeavesTheNextOneFull(t *testing.T) {
 		require.True(t, res.Full)
 		require.Nil(t, res.UpdatedSince)
 	}
+}
+
+// A sync asks for pages of 100 and follows the cursors: a registry whose own pages are larger
+// serves 100 a page (the fake honours limit as the registry does).
+func TestASyncReadsPagesOfTheLimitItAsks(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	reg := newFakeRegistry(t)
+	entries := make([]regEntry, 250)
+	for i := range entries {
+		entries[i] = regEntry{Name: "io.github.acme/s" + itoa(i), Remotes: []string{"sse https://s" + itoa(i) + ".example/sse"}}
+	}
+	reg.set(entries)
+	res, err := directory.Sync(ctx, pool, syncOpts(reg))
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Pages)
+	require.Equal(t, 250, res.Added)
 }
