@@ -164,8 +164,10 @@ func (a *registryApplier) relist(ctx context.Context, old queries.RegistryServer
 }
 
 // delist delists a server the registry removed, recording who and why as `servers delist` does.
+// Only an active server: a paused one stays paused (an operator's pause is theirs; a sync that
+// delisted it would list it again as active), a delisted one stays as it is.
 func (a *registryApplier) delist(ctx context.Context, s queries.RegistryServer, reason string) error {
-	if s.Status == "delisted" {
+	if s.Status != "active" {
 		return nil
 	}
 	if _, err := SetStatus(ctx, a.tx, s.Slug, "delisted", reason, a.actor, a.now); err != nil {

@@ -548,3 +548,43 @@ func TestASyncReadsPagesOfTheLimitItAsks(t *testing.T) {
 	require.Equal(t, 3, res.Pages)
 	require.Equal(t, 250, res.Added)
 }
+
+// An operator's status stands against the registry: a paused server whose entry is deleted and
+// then listed again is still paused, and a server the operator delisted after a sync had delisted
+// it is not listed again by the next sync.
+func TestAnOperatorsPauseOrDelistingOutlastsTheRegistry(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	reg := newFakeRegistry(t)
+	listed := func(status string, at time.Time) {
+		reg.set([]regEntry{
+			{Name: "io.github.acme/paused", Remotes: []string{"sse https://paused.example/sse"}, Status: status, UpdatedAt: at},
+			{Name: "io.github.acme/banned", Remotes: []string{"sse https://banned.example/sse"}, Status: status, UpdatedAt: at},
+		})
+	}
+	sync := func() {
+		_, err := directory.Sync(ctx, pool, syncOpts(reg))
+		require.NoError(t, err)
+	}
+	listed("", t0)
+	sync()
+	_, err := directory.SetStatus(ctx, pool, "io-github-acme-paused", "paused", "flaky, investigating", "oncall", nil)
+	require.NoError(t, err)
+
+	listed("deleted", t1)
+	sync()
+	got := servers(t, pool)
+	require.Equal(t, "paused", got["io-github-acme-paused"].Status, "a paused server is left paused")
+	require.Equal(t, "delisted", got["io-github-acme-banned"].Status)
+	c, err := directory.SetStatus(ctx, pool, "io-github-acme-banned", "delisted", "abuse report", "oncall", nil)
+	require.NoError(t, err)
+	require.False(t, c.Changed, "already delisted: nothing recorded")
+
+	listed("", t2)
+	sync()
+	got = servers(t, pool)
+	require.Equal(t, "paused", got["io-github-acme-paused"].Status, "the operator's pause is not lost")
+	require.Equal(t, "flaky, investigating", lastStatusChange(t, pool, "io-github-acme-paused").Reason)
+	require.Equal(t, "delisted", got["io-github-acme-banned"].Status, "the operator's delisting stands")
+}
