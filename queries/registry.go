@@ -52,6 +52,16 @@ func RegistryServersByName(ctx context.Context, tx pgx.Tx, registryURL, name str
 	return collect[RegistryServer](ctx, tx, "RegistryServersByName", pgx.NamedArgs{"registry_url": registryURL, "name": name})
 }
 
+// RegistryListedServerCount returns how many servers registryURL's syncs own that are not
+// delisted.
+func RegistryListedServerCount(ctx context.Context, tx pgx.Tx, registryURL string) (int, error) {
+	n, err := valueOf[int](ctx, tx, "RegistryListedServerCount", pgx.NamedArgs{"registry_url": registryURL})
+	if err != nil {
+		return 0, fmt.Errorf("count servers of registry %s: %w", registryURL, err)
+	}
+	return n, nil
+}
+
 // RegistryServersNotListed returns the servers last synced from registryURL, not delisted, whose
 // registry names are not among names, locked.
 func RegistryServersNotListed(ctx context.Context, tx pgx.Tx, registryURL string, names []string) ([]RegistryServer, error) {

@@ -24,6 +24,11 @@ SELECT id, slug, endpoint_url, transport, status, registry_name, registry_url,
  ORDER BY slug
    FOR UPDATE;
 
+-- name: RegistryListedServerCount
+-- How many servers a registry's syncs own that are not delisted: what the sync's bound on
+-- delisting is measured against.
+SELECT count(*) FROM servers WHERE registry_url = @registry_url AND status <> 'delisted';
+
 -- name: RegistryServersNotListed
 -- The servers a registry's sync added whose names a full listing no longer holds and that are not
 -- delisted yet: the registry removed them.

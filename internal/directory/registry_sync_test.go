@@ -588,3 +588,63 @@ func TestAnOperatorsPauseOrDelistingOutlastsTheRegistry(t *testing.T) {
 	require.Equal(t, "flaky, investigating", lastStatusChange(t, pool, "io-github-acme-paused").Reason)
 	require.Equal(t, "delisted", got["io-github-acme-banned"].Status, "the operator's delisting stands")
 }
+
+// A registry that serves a short listing does not empty the directory: a sync that would delist
+// more than 10 servers and more than 10% of the registry's is refused, applying nothing and
+// recording the error, unless the operator allows it; an empty full listing is always refused.
+func TestASyncRefusesToDelistMoreThanItsBound(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	reg := newFakeRegistry(t)
+	var all []regEntry
+	for i := range 20 {
+		all = append(all, regEntry{Name: "io.github.acme/s" + itoa(i), Remotes: []string{"sse https://s" + itoa(i) + ".example/sse"}, UpdatedAt: t0})
+	}
+	reg.set(all)
+	_, err := directory.Sync(ctx, pool, syncOpts(reg))
+	require.NoError(t, err)
+	full := syncOpts(reg)
+	full.Full = true
+	refused := func(o directory.SyncOptions, want string) {
+		t.Helper()
+		before := servers(t, pool)
+		_, err := directory.Sync(ctx, pool, o)
+		var mass *directory.MassDelistError
+		require.ErrorAs(t, err, &mass)
+		require.Equal(t, exit.Found, exit.Code(err))
+		require.Contains(t, err.Error(), want)
+		require.Equal(t, before, servers(t, pool), "nothing applied")
+		if !o.DryRun {
+			states, err := directory.SyncStatus(ctx, pool, reg.srv.URL)
+			require.NoError(t, err)
+			require.Contains(t, *states[0].LastError, want, "recorded for --status")
+		}
+	}
+
+	// Delisting 10 (the bound, not more) goes through.
+	reg.set(all[:10])
+	res, err := directory.Sync(ctx, pool, full)
+	require.NoError(t, err)
+	require.Equal(t, 10, res.Delisted)
+
+	// 10 left listed; relist them all (10 more) and 5 others: then a listing of 4 would delist 11.
+	reg.set(all)
+	_, err = directory.Sync(ctx, pool, full)
+	require.NoError(t, err)
+	reg.set(all[:9])
+	refused(full, "would delist 11 of the 20 servers listed from "+reg.srv.URL+", more than 10 and more than 10%")
+	dry := full
+	dry.DryRun = true
+	refused(dry, "would delist 11 of the 20")
+
+	allow := full
+	allow.AllowMassDelist = true
+	res, err = directory.Sync(ctx, pool, allow)
+	require.NoError(t, err)
+	require.Equal(t, 11, res.Delisted)
+
+	reg.set()
+	reg.setRaw("", 200, `{"servers":[],"metadata":{}}`)
+	refused(allow, "the full listing of "+reg.srv.URL+" has no entry while 9 of its servers are listed")
+}
