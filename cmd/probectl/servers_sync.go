@@ -55,8 +55,8 @@ registry name whose slug is another's server or one added by hand).
   moved        a remote whose URL changed updates the server in place: id and history stay
   by hand      a server added by hand is never touched by a sync
 
-Bounds against the registry: at most 1,000 pages, 10 MiB a response, 100,000 entries, 30 s a
-request, 3 redirects; a cursor already followed is a loop. A page answered with an HTTP error, a
+Bounds against the registry: at most 1,000 pages, 10 MiB a response, 64 MiB in all, 100,000
+entries, 16 remotes an entry, 30 s a request, 3 redirects; a cursor already followed is a loop. A page answered with an HTTP error, a
 body that is not the list response, or an entry that must be refused (a remote URL that is not
 http or https, two registry names for one slug) ends the sync with nothing applied and exit 1,
 naming the page (or the entry); the failure is recorded for --status. The registry is reached

@@ -3,6 +3,7 @@ package directory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -252,6 +253,13 @@ func TestASyncThatCannotUseAPageAppliesNothingAndNamesThePage(t *testing.T) {
 		{"an entry whose remote is ftp", func(r *fakeRegistry) {
 			r.setRaw("p2", 200, listBody([]regEntry{{Name: "io.github.evil/ftp", Remotes: []string{"streamable-http ftp://files.example/"}}}, ""))
 		}, exit.Found, `page 2 entry 0 ("io.github.evil/ftp"): remotes[0]: url "ftp://files.example/": scheme must be http or https`},
+		{"an entry with more than 16 remotes", func(r *fakeRegistry) {
+			remotes := make([]string, directory.MaxRegistryRemotes+1)
+			for i := range remotes {
+				remotes[i] = "sse https://r" + itoa(i) + ".example/sse"
+			}
+			r.setRaw("p2", 200, listBody([]regEntry{{Name: "io.github.evil/many", Remotes: remotes}}, ""))
+		}, exit.Found, `registry page 2 (` + "%s" + `): entry 0 ("io.github.evil/many"): 17 remotes, more than the 16 an entry may have`},
 		{"two registry names for one slug", func(r *fakeRegistry) {
 			r.setRaw("p2", 200, listBody([]regEntry{{Name: "io.github.acme-weather/x", Remotes: []string{"sse https://attacker.example/sse"}}}, ""))
 		}, exit.Found, `registry name "io.github.acme-weather/x" maps to the server of registry name "io.github.acme/weather-x" (page 1 entry 1)`},
@@ -263,6 +271,9 @@ func TestASyncThatCannotUseAPageAppliesNothingAndNamesThePage(t *testing.T) {
 			reg.setRaw("", 200, listBody(append(page1,
 				regEntry{Name: "io.github.acme/weather-x", Remotes: []string{"sse https://weather.example/sse"}}), "p2"))
 			tc.serve(reg)
+			if strings.Contains(tc.reason, "%s") {
+				tc.reason = fmt.Sprintf(tc.reason, reg.srv.URL+"/v0/servers?cursor=p2&limit=100")
+			}
 			syncFails(t, pool, reg, tc.code, tc.reason)
 			require.Empty(t, servers(t, pool), "not even page 1's servers")
 		})
@@ -297,6 +308,21 @@ func TestASyncBoundsWhatTheRegistryServes(t *testing.T) {
 		reg.setRaw("", 200, `{"servers":[],"metadata":{"x":"`+strings.Repeat("a", directory.MaxRegistryPageBytes)+`"}}`)
 		syncFails(t, pool, reg, exit.Found, "registry page 1 (")
 		syncFails(t, pool, reg, exit.Found, "response larger than 10 MiB")
+	})
+	t.Run("more than 64 MiB in one sync", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.Pool(t, migrated.NewDB(t))
+		reg := newFakeRegistry(t)
+		pad := strings.Repeat("a", directory.MaxRegistryPageBytes-(1<<20))
+		for i := 0; i < 8; i++ {
+			cursor := ""
+			if i > 0 {
+				cursor = "c" + itoa(i)
+			}
+			reg.setRaw(cursor, 200, `{"servers":[],"metadata":{"x":"`+pad+`","nextCursor":"c`+itoa(i+1)+`"}}`)
+		}
+		syncFails(t, pool, reg, exit.Found, "registry page 8 (")
+		syncFails(t, pool, reg, exit.Found, "more than 64 MiB read in one sync")
 	})
 	t.Run("more than 1,000 pages", func(t *testing.T) {
 		t.Parallel()
