@@ -79,8 +79,9 @@ func (e *PageError) Error() string {
 
 func (e *PageError) Unwrap() error { return e.Err }
 
-// ExitCode: the registry served something a sync refuses, a problem found (1); a refused target
-// address is the user's input (2); a registry that could not be reached is 3.
+// ExitCode: the registry served something a sync refuses, a problem found (1), and so is a
+// redirect to a refused address; a refused --registry address is the user's input (2); a
+// registry that could not be reached is 3.
 func (e *PageError) ExitCode() int {
 	var refused *check.RefusedError
 	var status *registryStatusError
@@ -123,6 +124,9 @@ func NewRegistryClient(allowPrivate bool) *http.Client {
 			ForceAttemptHTTP2:      true,
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if followed, ok := req.Context().Value(redirectedKey{}).(*bool); ok {
+				*followed = true
+			}
 			if len(via) > maxRegistryRedirects {
 				return shapeErrorf("more than %d redirects", maxRegistryRedirects)
 			}
@@ -133,6 +137,10 @@ func NewRegistryClient(allowPrivate bool) *http.Client {
 		},
 	}
 }
+
+// redirectedKey is the request context's flag that the request followed a redirect: a target
+// the SSRF guard refuses is then the registry's doing (exit 1), not the user's --registry (2).
+type redirectedKey struct{}
 
 // registryPage is the registry's list response.
 type registryPage struct {
@@ -213,7 +221,8 @@ func registryPageURL(base, cursor string, since *time.Time) string {
 // fetchPage GETs one page and decodes it, its body bounded before it is decoded (by a page's
 // bound and by budget, what the sync may still read); n is how many body bytes it read.
 func fetchPage(ctx context.Context, client *http.Client, pageURL string, budget int) (p registryPage, n int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
+	redirected := new(bool)
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, redirectedKey{}, redirected), http.MethodGet, pageURL, nil)
 	if err != nil {
 		return p, 0, err
 	}
@@ -224,6 +233,11 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL string, budget 
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err // the URL is in the PageError already
+		}
+		var refused *check.RefusedError
+		if *redirected && errors.As(err, &refused) {
+			// Not wrapped: the registry chose the address, so it is a page the sync cannot use.
+			return p, 0, shapeErrorf("redirected to a refused address: %v", err)
 		}
 		return p, 0, err
 	}

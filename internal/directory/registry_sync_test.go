@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -673,4 +674,25 @@ func TestASyncRefusesToDelistMoreThanItsBound(t *testing.T) {
 	reg.set()
 	reg.setRaw("", 200, `{"servers":[],"metadata":{}}`)
 	refused(allow, "the full listing of "+reg.srv.URL+" has no entry while 9 of its servers are listed")
+}
+
+// A registry that redirects a page to an address the SSRF guard refuses (a metadata or
+// link-local one, refused even with private targets allowed) is the registry's doing: exit 1
+// naming the page, not 2, and nothing is dialled there.
+func TestARedirectToARefusedAddressIsTheRegistrysFault(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	for _, target := range []string{"http://169.254.169.254/latest/meta-data/", "http://169.254.10.1/v0/servers"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target, http.StatusFound)
+		}))
+		t.Cleanup(srv.Close)
+		_, err := directory.Sync(ctx, pool, directory.SyncOptions{RegistryURL: srv.URL, AllowPrivate: true, Actor: "t"})
+		var page *directory.PageError
+		require.ErrorAs(t, err, &page)
+		require.Equal(t, 1, page.Page)
+		require.Equal(t, exit.Found, exit.Code(err), err.Error())
+		require.Contains(t, err.Error(), "redirected to a refused address")
+	}
 }
