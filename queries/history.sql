@@ -84,10 +84,11 @@ SELECT c.status_from, c.status_to, c.reason, c.changed_by, c.changed_at
 -- name: ChangeServerStatus
 -- Sets a server's status and records who changed it and why, in one statement; a server made
 -- active again is due at once ($5). No row: no server has slug $1. changed: the status was not
--- already $2 (nothing is recorded then). The status is now whoever set it last's: the mark that a
--- registry sync delisted the server (registry_delisted_at, which lets a sync list it again) is
--- cleared, even when the status was already $2 (an operator's delisting of a server a sync had
--- delisted stands); a sync that delists sets the mark again after this.
+-- already $2 (nothing is written then), unless a registry sync had set it: the status is now the
+-- caller's, so the sync's mark (registry_delisted_at, which lets a sync list the server again) is
+-- cleared and the change recorded even when the status was already $2 (an operator's delisting of
+-- a server a sync had delisted stands, with their reason); a sync that delists sets the mark again
+-- after this.
 WITH old AS (
     SELECT s.id, s.status, s.registry_delisted_at FROM servers AS s WHERE s.slug = $1 FOR UPDATE
 ), upd AS (
@@ -103,7 +104,6 @@ WITH old AS (
     INSERT INTO server_status_changes (server_id, status_from, status_to, reason, changed_by, changed_at)
     SELECT old.id, old.status, $2, $3, $4, coalesce($5::timestamptz, now())
       FROM old JOIN upd ON upd.id = old.id
-     WHERE old.status <> $2
     RETURNING id
 )
 SELECT old.status AS status_from, EXISTS (SELECT 1 FROM log) AS changed FROM old;

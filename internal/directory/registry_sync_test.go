@@ -606,7 +606,11 @@ func TestAnOperatorsPauseOrDelistingOutlastsTheRegistry(t *testing.T) {
 	require.Equal(t, "delisted", got["io-github-acme-banned"].Status)
 	c, err := directory.SetStatus(ctx, pool, "io-github-acme-banned", "delisted", "abuse report", "oncall", nil)
 	require.NoError(t, err)
-	require.False(t, c.Changed, "already delisted: nothing recorded")
+	require.True(t, c.Changed, "delisted by the sync: now the operator's, recorded")
+	require.Equal(t, statusChange{To: "delisted", Reason: "abuse report", ChangedBy: "oncall"}, lastStatusChange(t, pool, "io-github-acme-banned"))
+	c, err = directory.SetStatus(ctx, pool, "io-github-acme-banned", "delisted", "again", "oncall", nil)
+	require.NoError(t, err)
+	require.False(t, c.Changed, "the operator's already: nothing recorded")
 
 	listed("", t2)
 	sync()
