@@ -106,7 +106,8 @@ func LastStatusChange(ctx context.Context, db DBTX, serverID int64) (*StatusChan
 
 // ChangeServerStatus sets a server's status and records who and why (a server made active again
 // is due at once, at now when set). It returns the status before; changed is false when the
-// server already had that status (nothing written). ErrNoServer: no such slug.
+// server already had that status (nothing written) and no registry sync had set it (a sync's
+// delisting becomes the caller's, recorded). ErrNoServer: no such slug.
 func ChangeServerStatus(ctx context.Context, db DBTX, slug, status, reason, actor string, now *time.Time) (from string, changed bool, err error) {
 	c, err := optionalRow[statusChanged](ctx, db, "ChangeServerStatus", slug, status, reason, actor, now)
 	if err != nil {

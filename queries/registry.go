@@ -46,9 +46,20 @@ func RegistryServerBySlug(ctx context.Context, tx pgx.Tx, slug string) (Registry
 	return s, nil
 }
 
-// RegistryServersByName returns the servers a registry name owns, locked.
-func RegistryServersByName(ctx context.Context, tx pgx.Tx, name string) ([]RegistryServer, error) {
-	return collect[RegistryServer](ctx, tx, "RegistryServersByName", pgx.NamedArgs{"name": name})
+// RegistryServersByName returns the servers a registry name owns in registryURL's registry,
+// locked.
+func RegistryServersByName(ctx context.Context, tx pgx.Tx, registryURL, name string) ([]RegistryServer, error) {
+	return collect[RegistryServer](ctx, tx, "RegistryServersByName", pgx.NamedArgs{"registry_url": registryURL, "name": name})
+}
+
+// RegistryListedServerCount returns how many servers registryURL's syncs own that are not
+// delisted.
+func RegistryListedServerCount(ctx context.Context, tx pgx.Tx, registryURL string) (int, error) {
+	n, err := valueOf[int](ctx, tx, "RegistryListedServerCount", pgx.NamedArgs{"registry_url": registryURL})
+	if err != nil {
+		return 0, fmt.Errorf("count servers of registry %s: %w", registryURL, err)
+	}
+	return n, nil
 }
 
 // RegistryServersNotListed returns the servers last synced from registryURL, not delisted, whose
@@ -92,11 +103,12 @@ func InsertRegistryServer(ctx context.Context, tx pgx.Tx, p RegistryServerParams
 	return id, nil
 }
 
-// ErrOtherName says an update found the server owned by another registry name (or none).
-var ErrOtherName = errors.New("the server belongs to another registry name")
+// ErrOtherName says an update found the server owned by another registry name (or none), or
+// synced from another registry.
+var ErrOtherName = errors.New("the server belongs to another registry name or registry")
 
 // UpdateRegistryServer updates server id from its registry entry; ErrOtherName when the server is
-// not p.Name's.
+// not p.Name's, or another registry's than p.RegistryURL (a file import: any registry's).
 func UpdateRegistryServer(ctx context.Context, tx pgx.Tx, id int64, p RegistryServerParams) error {
 	args := p.args()
 	args["id"] = id
@@ -116,6 +128,15 @@ func MarkRegistryDelisted(ctx context.Context, tx pgx.Tx, id int64, delisted boo
 		return fmt.Errorf("mark server %d: %w", id, err)
 	}
 	return nil
+}
+
+// RegistrySyncClock returns now, or the database's clock when now is nil.
+func RegistrySyncClock(ctx context.Context, db DBTX, now *time.Time) (time.Time, error) {
+	t, err := valueOf[time.Time](ctx, db, "RegistrySyncClock", pgx.NamedArgs{"now": now})
+	if err != nil {
+		return t, fmt.Errorf("read the database's clock: %w", err)
+	}
+	return t, nil
 }
 
 // RegistrySync is one registry's sync state and schedule.

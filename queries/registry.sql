@@ -13,14 +13,21 @@ SELECT id, slug, endpoint_url, transport, status, registry_name, registry_url,
    FOR UPDATE;
 
 -- name: RegistryServersByName
--- The servers a registry name owns (any registry), locked for the sync's update.
+-- The servers a registry name owns in one registry, locked for the sync's update: another
+-- registry's servers of the same name, and those of a file import, are not this sync's to delist.
 SELECT id, slug, endpoint_url, transport, status, registry_name, registry_url,
        registry_deprecated_at IS NOT NULL AS deprecated,
        registry_delisted_at IS NOT NULL AS registry_delisted
   FROM servers
  WHERE registry_name = @name
+   AND registry_url = @registry_url
  ORDER BY slug
    FOR UPDATE;
+
+-- name: RegistryListedServerCount
+-- How many servers a registry's syncs own that are not delisted: what the sync's bound on
+-- delisting is measured against.
+SELECT count(*) FROM servers WHERE registry_url = @registry_url AND status <> 'delisted';
 
 -- name: RegistryServersNotListed
 -- The servers a registry's sync added whose names a full listing no longer holds and that are not
@@ -50,8 +57,10 @@ RETURNING id;
 -- name: UpdateRegistryServer
 -- The registry moved a server's remote, changed its transport or its deprecation: the row (and so
 -- its id and history) stays. The registry name must still be the server's own: the guard that a
--- sync never changes a server of another name holds in this statement too. The plan, the status
--- and the next check time stay the operator's.
+-- sync never changes a server of another name holds in this statement too, and so does the one
+-- that a server another registry syncs is never changed by this one (a sync may adopt a server a
+-- file import added; a file import, NULL @registry_url, only changes such servers). The plan, the
+-- status and the next check time stay the operator's.
 UPDATE servers
    SET endpoint_url = @url,
        transport = @transport,
@@ -60,6 +69,7 @@ UPDATE servers
                                      THEN coalesce(registry_deprecated_at, coalesce(@now::timestamptz, now())) END
  WHERE id = @id
    AND registry_name = @name
+   AND (registry_url IS NULL OR registry_url = @registry_url::text)
 RETURNING id;
 
 -- name: MarkRegistryDelisted
@@ -68,6 +78,10 @@ RETURNING id;
 UPDATE servers
    SET registry_delisted_at = CASE WHEN @delisted::boolean THEN coalesce(@now::timestamptz, now()) END
  WHERE id = @id;
+
+-- name: RegistrySyncClock
+-- A sync's start: the given time, or the database's (the clock registry_syncs is kept on).
+SELECT coalesce(@now::timestamptz, clock_timestamp()) AS now;
 
 -- name: RegistrySyncState
 SELECT registry_url, newest_updated_at, every, scheduled_by, scheduled_at, started_at, finished_at,
@@ -80,10 +94,17 @@ SELECT registry_url, newest_updated_at, every, scheduled_by, scheduled_at, start
 -- A sync applied its changes: where the next incremental one starts, and what this one did.
 INSERT INTO registry_syncs (registry_url, newest_updated_at, started_at, finished_at, full_sync, pages,
                             added, updated, delisted, unchanged, errors, last_error, last_error_at)
-VALUES (@registry_url, @newest_updated_at, @started_at, coalesce(@now::timestamptz, now()), @full_sync, @pages,
+VALUES (@registry_url, CASE WHEN @newest_updated_at::timestamptz IS NOT NULL
+                            THEN least(@newest_updated_at::timestamptz, @started_at::timestamptz) END, @started_at,
+        coalesce(@now::timestamptz, now()), @full_sync, @pages,
         @added, @updated, @delisted, @unchanged, 0, NULL, NULL)
 ON CONFLICT (registry_url) DO UPDATE
-   SET newest_updated_at = greatest(registry_syncs.newest_updated_at, EXCLUDED.newest_updated_at),
+   -- Never later than this sync's start (the database's clock): an entry the registry dated in
+   -- the future, now or by an earlier binary, must not stop every later incremental sync.
+   -- (least() and greatest() skip a NULL: none seen stays none.)
+   SET newest_updated_at = greatest(CASE WHEN registry_syncs.newest_updated_at IS NOT NULL
+                                         THEN least(registry_syncs.newest_updated_at, @started_at::timestamptz) END,
+                                    EXCLUDED.newest_updated_at),
        started_at = EXCLUDED.started_at,
        finished_at = EXCLUDED.finished_at,
        full_sync = EXCLUDED.full_sync,

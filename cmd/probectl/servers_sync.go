@@ -27,6 +27,7 @@ type serversSyncOptions struct {
 	EverySet     bool
 	Status       bool
 	AllowPrivate bool
+	MassDelist   bool
 	Actor        string
 }
 
@@ -47,12 +48,15 @@ registry name whose slug is another's server or one added by hand).
                servers delisted with the reason "registry: deleted" (recorded with who, as for
                'servers delist'); a listed-again entry's servers are listed again, unless an
                operator delisted them
+  bounded      a sync that would delist more than 10 servers and more than 10% of the registry's
+               is refused (exit 1, nothing applied, the error kept for --status) unless
+               --allow-mass-delist; a full listing with no entry never delists anything
   deprecated   marked and kept (still checked)
   moved        a remote whose URL changed updates the server in place: id and history stay
   by hand      a server added by hand is never touched by a sync
 
-Bounds against the registry: at most 1,000 pages, 10 MiB a response, 100,000 entries, 30 s a
-request, 3 redirects; a cursor already followed is a loop. A page answered with an HTTP error, a
+Bounds against the registry: at most 1,000 pages, 10 MiB a response, 64 MiB in all, 100,000
+entries, 16 remotes an entry, 30 s a request, 3 redirects; a cursor already followed is a loop. A page answered with an HTTP error, a
 body that is not the list response, or an entry that must be refused (a remote URL that is not
 http or https, two registry names for one slug) ends the sync with nothing applied and exit 1,
 naming the page (or the entry); the failure is recorded for --status. The registry is reached
@@ -81,6 +85,9 @@ and changes nothing.`,
 	durationVar(fl, &opts.Every, "every", 0, "record a schedule: probectl worker syncs the registry this often (5m to 7d; 0 removes it)")
 	fl.BoolVar(&opts.Status, "status", false, "show the last sync of each registry (or of --registry) and its schedule")
 	fl.BoolVar(&opts.AllowPrivate, "allow-private-targets", false, "let the sync reach a registry on a loopback or private address")
+	fl.BoolVar(&opts.MassDelist, "allow-mass-delist", false, fmt.Sprintf(
+		"let the sync delist more than %d servers and %d%% of the registry's (checked: the registry really removed them)",
+		directory.MassDelistMin, directory.MassDelistPercent))
 	fl.StringVar(&opts.Actor, "actor", "", "who the delistings are recorded as made by (default $USER)")
 	return cmd
 }
@@ -92,8 +99,8 @@ func runServersSync(ctx context.Context, opts *serversSyncOptions) error {
 		return err
 	}
 	if opts.Status {
-		if opts.EverySet || opts.Full || opts.DryRun {
-			return exit.UsageError(errors.New("--status: shows the sync state; it takes no --every, --full or --dry-run"))
+		if opts.EverySet || opts.Full || opts.DryRun || opts.MassDelist {
+			return exit.UsageError(errors.New("--status: shows the sync state; it takes no --every, --full, --dry-run or --allow-mass-delist"))
 		}
 		return syncStatus(ctx, opts, format)
 	}
@@ -101,8 +108,8 @@ func runServersSync(ctx context.Context, opts *serversSyncOptions) error {
 		return exit.UsageError(errors.New("--registry: required (the registry's base URL), or --status"))
 	}
 	if opts.EverySet {
-		if opts.Full || opts.DryRun {
-			return exit.UsageError(errors.New("--every: records a schedule; it takes no --full or --dry-run"))
+		if opts.Full || opts.DryRun || opts.MassDelist {
+			return exit.UsageError(errors.New("--every: records a schedule; it takes no --full, --dry-run or --allow-mass-delist"))
 		}
 		return syncSchedule(ctx, opts, format)
 	}
@@ -111,7 +118,7 @@ func runServersSync(ctx context.Context, opts *serversSyncOptions) error {
 		return err
 	}
 	res, err := directory.Sync(ctx, pool, directory.SyncOptions{RegistryURL: opts.Registry, Full: opts.Full,
-		DryRun: opts.DryRun, AllowPrivate: opts.AllowPrivate, Actor: actorFrom(f, opts.Actor)})
+		DryRun: opts.DryRun, AllowPrivate: opts.AllowPrivate, AllowMassDelist: opts.MassDelist, Actor: actorFrom(f, opts.Actor)})
 	if err != nil {
 		return syncFlagError(err)
 	}
@@ -134,6 +141,10 @@ func syncFlagError(err error) error {
 	case errors.As(err, &every):
 		return exit.UsageError(fmt.Errorf("--every: must be %s to %s (0 removes the schedule), got %s",
 			render.Duration(directory.MinSyncEvery), render.Duration(directory.MaxSyncEvery), render.Duration(every.Every)))
+	}
+	var mass *directory.MassDelistError
+	if errors.As(err, &mass) && !mass.Empty {
+		return exit.FoundError(fmt.Errorf("%w (--dry-run --allow-mass-delist -o json lists them; if the registry really removed them: --allow-mass-delist)", err))
 	}
 	var page *directory.PageError
 	if errors.As(err, &page) && page.ExitCode() == exit.Usage {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
 )
 
 // registryOnLoopback serves body as every page of a one-page registry listing, counting requests.
@@ -131,4 +134,39 @@ func TestServersSyncExitCodes(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "servers", "sync", "--status", "--registry", "https://registry.example", "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, `"every_seconds": 3600`)
+}
+
+func TestServersSyncRefusesAMassDelistUnlessAllowed(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	var body atomic.Pointer[string]
+	names := make([]string, 12)
+	for i := range names {
+		names[i] = fmt.Sprintf("io.github.acme/s%02d", i)
+	}
+	list := registryList(names...)
+	body.Store(&list)
+	reg, _ := registryOnLoopback(t, &body)
+	res := runCLI(t, "--database-url", url, "servers", "sync", "--registry", reg.URL, "--allow-private-targets")
+	require.Equal(t, 0, res.Code, res.Stderr)
+
+	short := registryList(names[0])
+	body.Store(&short)
+	args := []string{"--database-url", url, "servers", "sync", "--registry", reg.URL, "--allow-private-targets", "--full"}
+	res = runCLI(t, args...)
+	require.Equal(t, 1, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "would delist 11 of the 12 servers listed from "+reg.URL)
+	require.Contains(t, res.Stderr, "--allow-mass-delist")
+	require.Equal(t, 12, countListed(t, url))
+
+	res = runCLI(t, append(args, "--allow-mass-delist")...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, 1, countListed(t, url))
+}
+
+func countListed(t *testing.T, url string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, dbtest.Pool(t, url).QueryRow(context.Background(), "SELECT count(*) FROM servers WHERE status <> 'delisted'").Scan(&n))
+	return n
 }

@@ -18,10 +18,32 @@ import (
 // The official MCP registry's shapes (server.json, and the list response of GET /v0/servers):
 // only the fields an import reads.
 type registryServer struct {
-	Name     string            `json:"name"`
-	Remotes  []registryRemote  `json:"remotes"`
-	Packages []json.RawMessage `json:"packages"`
+	Name    string           `json:"name"`
+	Remotes []registryRemote `json:"remotes"`
+	// Packages is only counted: a sync holds every entry of every page until it applies them, and
+	// a package's definition (arguments, environment) can be large.
+	Packages packageCount `json:"packages"`
 }
+
+// packageCount decodes a JSON list keeping only its length.
+type packageCount int
+
+func (c *packageCount) UnmarshalJSON(b []byte) error {
+	var items []skippedJSON
+	if err := json.Unmarshal(b, &items); err != nil {
+		return err
+	}
+	*c = packageCount(len(items))
+	return nil
+}
+
+// skippedJSON is any JSON value, validated and dropped.
+type skippedJSON struct{}
+
+func (*skippedJSON) UnmarshalJSON([]byte) error { return nil }
+
+// MaxRegistryRemotes bounds the remotes of one entry (an import's, a sync's).
+const MaxRegistryRemotes = 16
 
 type registryRemote struct {
 	Type string `json:"type"`
@@ -179,8 +201,11 @@ func registryRows(skipped *RegistrySkipped, e registryEntry) ([]RegistryRow, err
 	if n := utf8.RuneCountInString(strings.TrimSpace(e.Server.Name)); n > MaxRegistryNameChars {
 		return nil, fmt.Errorf("name: %d characters, longer than the %d-character limit", n, MaxRegistryNameChars)
 	}
+	if n := len(e.Server.Remotes); n > MaxRegistryRemotes {
+		return nil, fmt.Errorf("remotes: %d, more than the %d an entry may have", n, MaxRegistryRemotes)
+	}
 	if len(e.Server.Remotes) == 0 {
-		if len(e.Server.Packages) == 0 {
+		if e.Server.Packages == 0 {
 			return nil, errors.New("neither remotes nor packages")
 		}
 		skipped.PackagesOnly++

@@ -12,9 +12,11 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// CollisionError is a registry name whose slug is another's: another registry name's server, or a
-// server added by hand. Two names never share one server, and an import or sync never changes a
-// server of another name: the whole import or sync is refused, naming both.
+// CollisionError is a registry name whose slug is another's: another registry name's server, a
+// server added by hand, or the same name's server that another registry syncs. Two names never
+// share one server, an import or sync never changes a server of another name, and a sync (or a
+// file import) never changes a server another registry's sync owns: the whole import or sync is
+// refused, naming both.
 type CollisionError struct {
 	Slug string
 	Name string // the registry name being imported
@@ -24,10 +26,20 @@ type CollisionError struct {
 	// ExistingWhere says where the other name was read in the same import or sync ("entry 3",
 	// "page 2 entry 7"); empty when it is a server already in the directory.
 	ExistingWhere string
+	// Registry is the registry being synced ("" a file import); ExistingRegistry, when set, is
+	// the other registry whose sync owns the server (the names are then the same).
+	Registry         string
+	ExistingRegistry *string
 }
 
 func (e *CollisionError) Error() string {
 	switch {
+	case e.ExistingRegistry != nil && e.Registry == "":
+		return fmt.Sprintf("slug %q: registry name %q is synced from registry %s; refused: a file import never "+
+			"changes a server a registry sync owns", e.Slug, e.Name, *e.ExistingRegistry)
+	case e.ExistingRegistry != nil:
+		return fmt.Sprintf("slug %q: registry name %q is synced from registry %s, not %s; refused: a sync never "+
+			"changes a server another registry owns", e.Slug, e.Name, *e.ExistingRegistry, e.Registry)
 	case e.Existing == nil:
 		return fmt.Sprintf("slug %q: registry name %q maps to a server added by hand (not from the registry); "+
 			"refused: an import never takes over a server of another name", e.Slug, e.Name)
@@ -102,6 +114,12 @@ func (a *registryApplier) upsert(ctx context.Context, row RegistryRow) error {
 	if old.RegistryName == nil || *old.RegistryName != row.Name {
 		return &CollisionError{Slug: row.Slug, Name: row.Name, Existing: old.RegistryName}
 	}
+	// The server is the registry's that synced it: a sync of another registry, or a file import,
+	// never changes it (a sync may adopt a file import's server, which no registry owns).
+	if old.RegistryURL != nil && *old.RegistryURL != a.registryURL {
+		return &CollisionError{Slug: row.Slug, Name: row.Name, Existing: old.RegistryName,
+			Registry: a.registryURL, ExistingRegistry: old.RegistryURL}
+	}
 	moved := old.EndpointURL != row.URL || old.Transport == nil || *old.Transport != row.Transport
 	deprecated := row.Deprecated && !old.Deprecated
 	sameRegistry := old.RegistryURL != nil && *old.RegistryURL == a.registryURL
@@ -146,8 +164,10 @@ func (a *registryApplier) relist(ctx context.Context, old queries.RegistryServer
 }
 
 // delist delists a server the registry removed, recording who and why as `servers delist` does.
+// Only an active server: a paused one stays paused (an operator's pause is theirs; a sync that
+// delisted it would list it again as active), a delisted one stays as it is.
 func (a *registryApplier) delist(ctx context.Context, s queries.RegistryServer, reason string) error {
-	if s.Status == "delisted" {
+	if s.Status != "active" {
 		return nil
 	}
 	if _, err := SetStatus(ctx, a.tx, s.Slug, "delisted", reason, a.actor, a.now); err != nil {

@@ -27,6 +27,9 @@ const (
 	MaxRegistryPageBytes = 10 << 20
 	// MaxRegistryEntries bounds the entries of one sync.
 	MaxRegistryEntries = 100_000
+	// MaxRegistrySyncBytes bounds the response bodies of one sync, all pages together: what a sync
+	// holds until it applies is at most what it read.
+	MaxRegistrySyncBytes = 64 << 20
 	// RegistryRequestTimeout bounds one page's request, from dial to the body's last byte.
 	RegistryRequestTimeout = 30 * time.Second
 	// maxRegistryRedirects bounds the redirects of one page's request.
@@ -76,8 +79,9 @@ func (e *PageError) Error() string {
 
 func (e *PageError) Unwrap() error { return e.Err }
 
-// ExitCode: the registry served something a sync refuses, a problem found (1); a refused target
-// address is the user's input (2); a registry that could not be reached is 3.
+// ExitCode: the registry served something a sync refuses, a problem found (1), and so is a
+// redirect to a refused address; a refused --registry address is the user's input (2); a
+// registry that could not be reached is 3.
 func (e *PageError) ExitCode() int {
 	var refused *check.RefusedError
 	var status *registryStatusError
@@ -120,6 +124,9 @@ func NewRegistryClient(allowPrivate bool) *http.Client {
 			ForceAttemptHTTP2:      true,
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if followed, ok := req.Context().Value(redirectedKey{}).(*bool); ok {
+				*followed = true
+			}
 			if len(via) > maxRegistryRedirects {
 				return shapeErrorf("more than %d redirects", maxRegistryRedirects)
 			}
@@ -130,6 +137,10 @@ func NewRegistryClient(allowPrivate bool) *http.Client {
 		},
 	}
 }
+
+// redirectedKey is the request context's flag that the request followed a redirect: a target
+// the SSRF guard refuses is then the registry's doing (exit 1), not the user's --registry (2).
+type redirectedKey struct{}
 
 // registryPage is the registry's list response.
 type registryPage struct {
@@ -153,15 +164,23 @@ func fetchRegistry(ctx context.Context, client *http.Client, base string, since 
 	var out []fetchedEntry
 	seen := map[string]int{}
 	cursor := ""
+	read := 0
 	for page := 1; ; page++ {
 		pageURL := registryPageURL(base, cursor, since)
 		if page > MaxRegistryPages {
 			return nil, page - 1, &PageError{Page: page, URL: pageURL,
 				Err: shapeErrorf("more than %d pages: a sync reads at most %d", MaxRegistryPages, MaxRegistryPages)}
 		}
-		p, err := fetchPage(ctx, client, pageURL)
+		p, n, err := fetchPage(ctx, client, pageURL, MaxRegistrySyncBytes-read)
+		read += n
 		if err != nil {
 			return nil, page, &PageError{Page: page, URL: pageURL, Err: err}
+		}
+		for i, e := range *p.Servers {
+			if n := len(e.Server.Remotes); n > MaxRegistryRemotes {
+				return nil, page, &PageError{Page: page, URL: pageURL, Err: shapeErrorf(
+					"entry %d (%q): %d remotes, more than the %d an entry may have", i, e.Server.Name, n, MaxRegistryRemotes)}
+			}
 		}
 		if len(out)+len(*p.Servers) > MaxRegistryEntries {
 			return nil, page, &PageError{Page: page, URL: pageURL,
@@ -199,12 +218,13 @@ func registryPageURL(base, cursor string, since *time.Time) string {
 	return base + "/v0/servers?" + q.Encode()
 }
 
-// fetchPage GETs one page and decodes it, its body bounded before it is decoded.
-func fetchPage(ctx context.Context, client *http.Client, pageURL string) (registryPage, error) {
-	var p registryPage
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
+// fetchPage GETs one page and decodes it, its body bounded before it is decoded (by a page's
+// bound and by budget, what the sync may still read); n is how many body bytes it read.
+func fetchPage(ctx context.Context, client *http.Client, pageURL string, budget int) (p registryPage, n int, err error) {
+	redirected := new(bool)
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, redirectedKey{}, redirected), http.MethodGet, pageURL, nil)
 	if err != nil {
-		return p, err
+		return p, 0, err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "probectl (servers sync)")
@@ -214,20 +234,30 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL string) (regist
 		if errors.As(err, &uerr) {
 			err = uerr.Err // the URL is in the PageError already
 		}
-		return p, err
+		var refused *check.RefusedError
+		if *redirected && errors.As(err, &refused) {
+			// Not wrapped: the registry chose the address, so it is a page the sync cannot use.
+			return p, 0, shapeErrorf("redirected to a refused address: %v", err)
+		}
+		return p, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return p, &registryStatusError{code: resp.StatusCode}
+		return p, 0, &registryStatusError{code: resp.StatusCode}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxRegistryPageBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(min(MaxRegistryPageBytes, budget))+1))
 	if err != nil {
-		return p, fmt.Errorf("read body: %w", err)
+		return p, len(body), fmt.Errorf("read body: %w", err)
 	}
-	if len(body) > MaxRegistryPageBytes {
-		return p, shapeErrorf("response larger than %d MiB", MaxRegistryPageBytes>>20)
+	switch {
+	case len(body) > MaxRegistryPageBytes:
+		return p, len(body), shapeErrorf("response larger than %d MiB", MaxRegistryPageBytes>>20)
+	case len(body) > budget:
+		return p, len(body), shapeErrorf("more than %d MiB read in one sync: a sync reads at most %d MiB of responses",
+			MaxRegistrySyncBytes>>20, MaxRegistrySyncBytes>>20)
 	}
-	return decodeRegistryPage(body)
+	p, err = decodeRegistryPage(body)
+	return p, len(body), err
 }
 
 // decodeRegistryPage decodes one list response; a body without a "servers" list is not one.

@@ -24,6 +24,10 @@ type SyncOptions struct {
 	DryRun bool
 	// AllowPrivate lets the sync reach a registry on a loopback or private address.
 	AllowPrivate bool
+	// AllowMassDelist lets a sync delist more than the bound (MassDelistMin servers and
+	// MassDelistPercent of the registry's): the operator checked that the registry really removed
+	// them. It never lets an empty full listing delist everything.
+	AllowMassDelist bool
 	// Actor is who the status changes a sync makes are recorded as made by.
 	Actor string
 	// Now, when set, stands in for the clock.
@@ -36,6 +40,44 @@ type SyncOptions struct {
 // MaxSyncDuration bounds the reading of one sync, all pages together: a registry that answers
 // each page just inside its request timeout cannot hold a sync (or a worker's job) for hours.
 const MaxSyncDuration = 30 * time.Minute
+
+// A sync's bound on delisting: a registry that served a short listing (a bug, a partial outage
+// answered with 200) must not delist the directory. A sync that would delist more than
+// MassDelistMin servers and more than MassDelistPercent of the registry's servers not yet delisted
+// is refused (unless AllowMassDelist), and so, always, is a full sync that reads no entry at all
+// while the registry's syncs own servers.
+const (
+	MassDelistMin     = 10
+	MassDelistPercent = 10
+)
+
+// MassDelistError is a sync refused because it would delist more than its bound (or everything,
+// from an empty listing): nothing is applied and the refusal is recorded as the sync's error.
+type MassDelistError struct {
+	RegistryURL string
+	// Delisting is how many servers the sync would delist, of Listed not delisted before it.
+	Delisting, Listed int
+	// Empty: a full listing with no entry at all.
+	Empty bool
+}
+
+func (e *MassDelistError) Error() string {
+	if e.Empty {
+		return fmt.Sprintf("the full listing of %s has no entry while %d of its servers are listed: refused, nothing "+
+			"delisted (a registry that serves nothing is taken as broken, not emptied)", e.RegistryURL, e.Listed)
+	}
+	return fmt.Sprintf("the sync would delist %d of the %d servers listed from %s, more than %d and more than %d%%: "+
+		"refused, nothing applied (a short listing is more likely a registry fault than removals)",
+		e.Delisting, e.Listed, e.RegistryURL, MassDelistMin, MassDelistPercent)
+}
+
+// ExitCode: what the registry served is the problem found.
+func (e *MassDelistError) ExitCode() int { return exit.Found }
+
+// tooManyDelisted says whether delisting n of listed servers passes a sync's bound.
+func tooManyDelisted(n, listed int) bool {
+	return n > MassDelistMin && n*100 > listed*MassDelistPercent
+}
 
 // SyncResult is what a sync did (or, dry, would do).
 type SyncResult struct {
@@ -80,12 +122,12 @@ func Sync(ctx context.Context, pool queries.DB, o SyncOptions) (SyncResult, erro
 		return SyncResult{}, err
 	}
 	res := SyncResult{RegistryURL: base, Full: o.Full, DryRun: o.DryRun}
-	started := time.Now()
-	switch {
-	case o.startedAt != nil:
+	// The start is on the database's clock: the newest updatedAt stored is capped at it.
+	var started time.Time
+	if o.startedAt != nil {
 		started = *o.startedAt
-	case o.Now != nil:
-		started = *o.Now
+	} else if started, err = queries.RegistrySyncClock(ctx, pool, o.Now); err != nil {
+		return res, err
 	}
 	if !o.Full {
 		states, err := queries.RegistrySyncs(ctx, pool, base)
@@ -181,10 +223,23 @@ func applySync(ctx context.Context, pool queries.DB, o SyncOptions, entries []fe
 	if err != nil {
 		return &SyncError{Err: err}
 	}
+	// An entry dated after the sync started (a registry's clock or data wrong) is read again by
+	// the next sync rather than moving its start past every real change.
+	if newest != nil && newest.After(started) {
+		capped := started.UTC()
+		newest = &capped
+	}
 	res.NewestUpdatedAt = newest
 	return inTxOrDryRun(ctx, pool, o.DryRun, func(tx pgx.Tx) error {
 		if err := queries.LockRegistrySync(ctx, tx); err != nil {
 			return err
+		}
+		listedBefore, err := queries.RegistryListedServerCount(ctx, tx, res.RegistryURL)
+		if err != nil {
+			return err
+		}
+		if res.Full && res.Entries == 0 && listedBefore > 0 {
+			return &MassDelistError{RegistryURL: res.RegistryURL, Listed: listedBefore, Empty: true}
 		}
 		a := &registryApplier{tx: tx, registryURL: res.RegistryURL, actor: o.Actor, now: o.Now}
 		listed := make([]string, 0, len(names))
@@ -204,6 +259,9 @@ func applySync(ctx context.Context, pool queries.DB, o SyncOptions, entries []fe
 					return err
 				}
 			}
+		}
+		if !o.AllowMassDelist && tooManyDelisted(a.delisted, listedBefore) {
+			return &MassDelistError{RegistryURL: res.RegistryURL, Delisting: a.delisted, Listed: listedBefore}
 		}
 		res.Added, res.Updated, res.Delisted, res.Unchanged = a.added, a.updated, a.delisted, a.unchanged
 		res.Changes = a.changes
@@ -226,7 +284,7 @@ func (a *registryApplier) applyName(ctx context.Context, n syncName) error {
 		}
 		keep[row.Slug] = true
 	}
-	owned, err := queries.RegistryServersByName(ctx, a.tx, n.name)
+	owned, err := queries.RegistryServersByName(ctx, a.tx, a.registryURL, n.name)
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,10 @@ func TestParseRegistryNamesABadEntryByIndexAndName(t *testing.T) {
 			`entry 1 ("a.b"): slug "a-b": registry name "a.b" maps to the server of registry name "a/b" (entry 0)`},
 		{"a name over 500 characters", `{"servers":[{"server":{"name":"a/` + strings.Repeat("x", 499) + `","remotes":[{"type":"sse","url":"https://a.example/"}]}}]}`,
 			`name: 501 characters, longer than the 500-character limit`},
+		{"more than 16 remotes", `{"servers":[{"server":{"name":"a/many","remotes":[` +
+			strings.TrimSuffix(strings.Repeat(`{"type":"sse","url":"https://a.example/sse"},`, 17), ",") + `]}}]}`,
+			`entry 0 ("a/many"): remotes: 17, more than the 16 an entry may have`},
+		{"packages that are not a list", `{"servers":[{"server":{"name":"a/b","packages":{"npm":"x"}}}]}`, `servers: not a list`},
 		{"no remotes, no packages", `{"servers":[{"server":{"name":"a/b"}}]}`, `entry 0 ("a/b"): neither remotes nor packages`},
 		{"not json", `servers: []`, `not a registry document`},
 	} {
