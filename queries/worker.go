@@ -53,9 +53,11 @@ func SinceScheduledRound(ctx context.Context, db DBTX) (*time.Duration, error) {
 	return since, nil
 }
 
-// LiveInvocations counts invocation jobs that are queued, running or waiting for a retry.
+// LiveInvocations counts invocation jobs that are queued, running or waiting for a retry; a job
+// running on a worker that is dead (stopped, or silent for RoundDeadAfter, the rule rounds are
+// judged by) is not counted: the schedule does not wait for it.
 func LiveInvocations(ctx context.Context, db DBTX) (int, error) {
-	n, err := valueOf[int](ctx, db, "LiveInvocations")
+	n, err := valueOf[int](ctx, db, "LiveInvocations", RoundDeadAfter)
 	if err != nil {
 		return 0, fmt.Errorf("count queued invocations: %w", err)
 	}
