@@ -61,6 +61,9 @@ const (
 	RoundRunning  = "running"
 	RoundFinished = "finished"
 	RoundDead     = "dead"
+	// RoundRecovered is a dead round none of whose jobs is open any more: every job it claimed
+	// was finished after all (runs recover stored what its spool held). Nothing of it is lost.
+	RoundRecovered = "recovered"
 )
 
 // RoundHeartbeat says the round is alive (now: nil for the database's clock).

@@ -64,10 +64,11 @@ func newScene(t *testing.T, servers int) *scene {
 // job says how one job of a round is planted; the zero value is a clean, signed, finished job.
 type job struct {
 	server     int
-	open       bool // left open: never finished, no run
-	noRun      bool // finished, but its run was never stored
-	noEnvelope bool // run stored without its envelope
-	tamper     bool // envelope's payload changed after signing
+	open       bool   // left open: never finished, no run
+	noRun      bool   // finished, but its run was never stored
+	noEnvelope bool   // run stored without its envelope
+	tamper     bool   // envelope's payload changed after signing
+	outcome    string // the job's outcome when finished ("": ok)
 	// after, when set, requests the job this long after the previous job of the round finished.
 	after time.Duration
 }
@@ -97,7 +98,7 @@ func (s *scene) round(at time.Duration, finished bool, jobs ...job) int64 {
 		next = done
 		jo := &testfactory.JobOpts{ServerID: srv.id, RoundID: &roundID, Invocation: testfactory.Ptr(i % 3), RequestedAt: &requested}
 		if !spec.open {
-			jo.FinishedAt = &done
+			jo.FinishedAt, jo.Outcome = &done, spec.outcome
 		}
 		jobID := testfactory.Job(s.ctx, s.t, s.pool, jo)
 		if spec.open || spec.noRun {
@@ -191,7 +192,7 @@ func TestVerifyPassesCleanRounds(t *testing.T) {
 
 	require.Equal(t, release.VerdictPass, rep.Verdict, "%+v", rep.Checks)
 	require.Empty(t, notPassing(rep))
-	require.Len(t, rep.Checks, 9, "every check ran")
+	require.Len(t, rep.Checks, 10, "every check ran")
 	require.Len(t, rep.Rounds, 2)
 	for _, r := range rep.Rounds {
 		require.Equal(t, 3, r.Jobs)
