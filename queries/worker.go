@@ -10,8 +10,10 @@ import (
 )
 
 // Schedule is how often the active release's rounds start; Every is 0 when it has no schedule.
+// Version is the release's: only a worker of that version starts its rounds.
 type Schedule struct {
 	ReleaseID int64         `db:"release_id"`
+	Version   string        `db:"version"`
 	Every     time.Duration `db:"every"`
 }
 

@@ -8,8 +8,8 @@ UPDATE releases SET round_every = $2::interval WHERE id = $1;
 
 -- name: ActiveSchedule
 -- The active release's schedule; a fan-out-off release runs on the one it was derived from.
--- every: zero when it has none.
-SELECT r.id AS release_id, coalesce(r.round_every, d.round_every, interval '0') AS every
+-- every: zero when it has none. version: the release's, which only a worker of it runs.
+SELECT r.id AS release_id, r.version, coalesce(r.round_every, d.round_every, interval '0') AS every
   FROM releases r
   LEFT JOIN releases d ON d.id = r.derived_from
  WHERE r.active;
