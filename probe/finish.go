@@ -95,7 +95,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		r.spoolResult(st, inv, job, p, err)
 		return
 	}
-	r.reportGuards(st, job, fr)
+	r.reportGuards(wctx, st, job, fr)
 	return
 }
 
@@ -173,8 +173,17 @@ func (r *Round) spoolResult(st *state, inv int, job queries.ClaimedJob, p querie
 }
 
 // reportGuards says so when a guarded write matched nothing: that is the guard working, but an
-// operator should know that something changed the row first.
-func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.FinishResult) {
+// operator should know that something changed the row first. A finish that found its job closed
+// asks the database what committed first: a run that is not late was stored by an earlier attempt
+// of this same finish, and the job was never abandoned.
+func (r *Round) reportGuards(ctx context.Context, st *state, job queries.ClaimedJob, fr queries.FinishResult) {
+	if !fr.JobFinished {
+		if late, err := queries.RunLate(ctx, r.DB, job.JobID); err == nil && !late {
+			r.Log.Info("the finish had committed before its answer came back (an earlier attempt of it); the run is stored once",
+				"job", job.JobID, "server", job.Slug, "run", fr.RunID)
+			return
+		}
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !fr.JobFinished {
