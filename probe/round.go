@@ -254,7 +254,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
 	for inv := range s.Invocations() {
-		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
+		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv, 0) })
 	}
 	wg.Wait()
 	if st.completer != nil {

@@ -122,3 +122,12 @@ func ListRoundJobs(ctx context.Context, db DBTX, roundIDs ...int64) ([]RoundJob,
 	}
 	return out, nil
 }
+
+// InvocationClaimed counts the jobs invocation inv of round id has claimed so far, in any attempt.
+func InvocationClaimed(ctx context.Context, db DBTX, id int64, inv int) (int, error) {
+	n, err := valueOf[int](ctx, db, "InvocationClaimed", id, inv)
+	if err != nil {
+		return 0, fmt.Errorf("count the claims of invocation %d of round %d: %w", inv, id, err)
+	}
+	return n, nil
+}
