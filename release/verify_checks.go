@@ -315,6 +315,10 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, error) {
 		switch {
 		case !ok:
 			bad = append(bad, name+": missing from the database")
+		case queries.Forms(body) != queries.Forms(shipped[name]):
+			bad = append(bad, fmt.Sprintf("%s: the database has %d form(s) (overloads), this probectl ships %d: "+
+				"one it does not know (a later release's migration, after a rollback?) or a stale one",
+				name, queries.Forms(body), queries.Forms(shipped[name])))
 		case body != shipped[name]:
 			bad = append(bad, name+": differs from the one this probectl ships")
 		}

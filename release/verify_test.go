@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -320,6 +321,27 @@ func TestVerifyFailsWhenTheDatabaseRunsOtherFunctions(t *testing.T) {
 
 	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
 	require.Equal(t, []string{"probe_finish: missing from the database"}, checkNamed(t, rep, release.CheckFunctions).Items)
+}
+
+// After a rollback, this binary may meet the functions a later release's migration added: an
+// overload of probe_claim with as many arguments as one it ships (other types) is a difference
+// the functions check reports, not an error that stops verify.
+func TestVerifyReportsAnOverloadItDoesNotShipAsADifference(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	var nargs int
+	require.NoError(t, s.pool.QueryRow(s.ctx, "SELECT max(pronargs)::int FROM pg_proc WHERE proname = 'probe_claim'").Scan(&nargs))
+	args := strings.TrimSuffix(strings.Repeat("text, ", nargs), ", ")
+	_, err := s.pool.Exec(s.ctx, "CREATE FUNCTION probe_claim("+args+") RETURNS integer LANGUAGE sql AS $probe$ SELECT 1 $probe$")
+	require.NoError(t, err) // test-only: plant a later release's overload
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
+	items := checkNamed(t, rep, release.CheckFunctions).Items
+	require.Len(t, items, 1)
+	require.Contains(t, items[0], "probe_claim: the database has 3 form(s) (overloads), this probectl ships 2")
 }
 
 func TestVerifyFailsAReleaseWhoseSettingsFailTheLeaseCheck(t *testing.T) {
