@@ -335,11 +335,12 @@ func roundDue(ctx context.Context, db queries.DBTX, version string) (due bool, o
 // tickHasWork says whether a tick would do anything: close a queued round whose invocations are
 // all over, or start a round. The tick decides again under its lock. other is as roundDue's.
 func tickHasWork(ctx context.Context, db queries.DBTX, version string) (bool, *queries.Schedule, error) {
-	done, err := queries.RoundsDone(ctx, db)
-	if err != nil || len(done) > 0 {
-		return len(done) > 0, nil, err
+	due, other, err := roundDue(ctx, db, version)
+	if err != nil {
+		return false, nil, err
 	}
-	return roundDue(ctx, db, version)
+	done, err := queries.RoundsDone(ctx, db)
+	return due || len(done) > 0, other, err
 }
 
 // warnings passes on River's warnings and errors only: its routine counts every few seconds
