@@ -28,7 +28,7 @@ type completer struct {
 
 type finishRequest struct {
 	p     queries.FinishParams
-	reply chan finishReply // buffered: a worker never waits for a caller that gave up
+	reply chan finishReply // buffered: a worker never waits for its caller
 }
 
 type finishReply struct {
@@ -50,9 +50,12 @@ func newCompleter(db queries.DBTX, budget time.Duration, log *slog.Logger) *comp
 	return c
 }
 
-// finish hands p to a batch and waits for the batch's commit. An error means the batch stored
-// nothing that the caller can count on: it finishes p alone, asking first whether the run is
-// stored (a commit whose answer was lost).
+// finish hands p to a batch and waits for the batch's commit. ctx bounds the hand-off only: once
+// a batch holds p, its answer is awaited, which the batch's own timeout (budget) bounds. A caller
+// that stopped listening would finish the job alone while the batch could still commit it, and
+// its own finish, queued behind the batch's lock, would then find the job closed and log a false
+// "abandoned". An error means the batch stored nothing that the caller can count on: it finishes
+// p alone, asking first whether the run is stored (a commit whose answer was lost).
 func (c *completer) finish(ctx context.Context, p queries.FinishParams) (queries.FinishResult, error) {
 	req := finishRequest{p: p, reply: make(chan finishReply, 1)}
 	select {
@@ -60,12 +63,8 @@ func (c *completer) finish(ctx context.Context, p queries.FinishParams) (queries
 	case <-ctx.Done():
 		return queries.FinishResult{}, ctx.Err()
 	}
-	select {
-	case r := <-req.reply:
-		return r.res, r.err
-	case <-ctx.Done():
-		return queries.FinishResult{}, ctx.Err()
-	}
+	r := <-req.reply
+	return r.res, r.err
 }
 
 // close stops the workers once every finish handed to them is answered.

@@ -97,7 +97,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		r.spoolResult(st, inv, job, p, err)
 		return
 	}
-	r.reportGuards(st, job, fr)
+	r.reportGuards(wctx, st, job, fr)
 	return
 }
 
@@ -175,8 +175,17 @@ func (r *Round) spoolResult(st *state, inv int, job queries.ClaimedJob, p querie
 }
 
 // reportGuards says so when a guarded write matched nothing: that is the guard working, but an
-// operator should know that something changed the row first.
-func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.FinishResult) {
+// operator should know that something changed the row first. A finish that found its job closed
+// asks the database what committed first: a run that is not late was stored by an earlier attempt
+// of this same finish, and the job was never abandoned.
+func (r *Round) reportGuards(ctx context.Context, st *state, job queries.ClaimedJob, fr queries.FinishResult) {
+	if !fr.JobFinished {
+		if late, err := queries.RunLate(ctx, r.DB, job.JobID); err == nil && !late {
+			r.Log.Info("the finish had committed before its answer came back (an earlier attempt of it); the run is stored once",
+				"job", job.JobID, "server", job.Slug, "run", fr.RunID)
+			return
+		}
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !fr.JobFinished {
@@ -197,12 +206,17 @@ func (r *Round) reportGuards(st *state, job queries.ClaimedJob, fr queries.Finis
 // is still open, then store the run and close the job. At no moment is the server both due and
 // without an open job. The advance is retried once; if it fails again the job is finished anyway
 // and the round stops claiming (the only way the old gap can reopen, and never for our claims).
-// Each write has its own timeout, each: an advance that hangs does not take its retry's time.
+// Each write has its own timeout, each: an advance that hangs does not take its retry's time. The
+// retry waits retryFirstWait first, as every retried write does (a database that just refused a
+// write is seldom back a microsecond later), unless the finish's budget ends first.
 func (r *Round) finishAdvanceFirst(ctx context.Context, each time.Duration, st *state, job queries.ClaimedJob,
 	p queries.FinishParams) (queries.FinishResult, error) {
 	advance := func() (bool, error) {
 		var err error
 		for attempt := 1; attempt <= 2; attempt++ {
+			if attempt > 1 && !pause(ctx, retryFirstWait) {
+				break
+			}
 			actx, acancel := context.WithTimeout(ctx, each)
 			r.hooks.before(actx, writeAdvance)
 			var advanced bool

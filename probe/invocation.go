@@ -21,10 +21,11 @@ const claimTimeout = 30 * time.Second
 // (docs/scale.md). Half the slots free, or none in flight, claims at once.
 const claimCooldown = 25 * time.Millisecond
 
-// invoke is one invocation's loop: claim for its free slots, up to ClaimLimit over its life,
-// until a claim comes back empty, the budget is spent or the round stops claiming; then wait for
-// the checks it holds. It returns its final counts.
-func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
+// invoke is one invocation's loop: claim for its free slots, up to ClaimLimit over its life (of
+// which earlier attempts of it claimed before), until a claim comes back empty, the budget is
+// spent or the round stops claiming; then wait for the checks it holds. It returns its final
+// counts, this attempt's.
+func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress {
 	s := r.Settings
 	p := Progress{Invocation: inv, Claiming: true}
 	// With a completer, a check's slot is free as soon as the check ends, and its finish is
@@ -55,7 +56,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 	}
 	var lastClaim time.Time // on the monotonic clock
 	for {
-		if st.stop.Load() || ctx.Err() != nil || p.Claimed >= s.ClaimLimit || !r.clock().Before(st.deadline) {
+		if st.stop.Load() || ctx.Err() != nil || before+p.Claimed >= s.ClaimLimit || !r.clock().Before(st.deadline) {
 			break
 		}
 		if p.InFlight == s.Concurrency {
@@ -68,7 +69,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv int) Progress {
 			t.Stop()
 			continue
 		}
-		n := min(s.Concurrency-p.InFlight, s.ClaimLimit-p.Claimed)
+		n := min(s.Concurrency-p.InFlight, s.ClaimLimit-before-p.Claimed)
 		r.hooks.before(ctx, writeClaim)
 		if ctx.Err() != nil {
 			break

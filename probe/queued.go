@@ -33,8 +33,10 @@ func StartRound(ctx context.Context, db queries.DBTX, s Settings, keyID string) 
 
 // Invocation is one invocation of a round started elsewhere (StartRound), run on its own, as a
 // worker runs the invocations of a queued round: claim, check, sign and finish exactly as an
-// invocation of Round.Run does. Running the same invocation again (a retry) is harmless: its
-// claims find nothing that another job holds or that was checked within the spacing guard.
+// invocation of Round.Run does. Running the same invocation again (River retries one that failed
+// or ended incomplete) is harmless: its claims find nothing that another job holds or that was
+// checked within the spacing guard, and it claims only what its earlier attempts left of its
+// share (ClaimLimit), so that a round never claims more than its capacity.
 type Invocation struct {
 	DB       queries.DBTX
 	Settings Settings
@@ -68,7 +70,14 @@ func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
 	if inv.SpoolDir != "" {
 		st.spool = &spool{dir: inv.SpoolDir, roundID: inv.RoundID}
 	}
-	p := r.invoke(ctx, st, inv.Index)
+	// The earlier attempts' claims count against this one's share. Counted before the first claim
+	// of this attempt; attempts of one invocation never run at once (River runs a job once at a
+	// time, and retries it only after its attempt ended or its worker was judged dead).
+	before, err := queries.InvocationClaimed(ctx, inv.DB, inv.RoundID, inv.Index)
+	if err != nil {
+		return Progress{Invocation: inv.Index}, &IncompleteError{Problems: []string{fmt.Sprintf("invocation %d: %v", inv.Index, err)}}
+	}
+	p := r.invoke(ctx, st, inv.Index, before)
 	if st.spool != nil {
 		if err := st.spool.close(); err != nil {
 			st.problem("close spool file %s: %v", st.spool.path(), err)

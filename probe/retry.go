@@ -31,13 +31,22 @@ func retry(ctx context.Context, each time.Duration, log *slog.Logger, what strin
 		}
 		log.Warn("write failed; trying again on a fresh connection", "write", what, "attempt", attempt,
 			"retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, wait) {
 			return err
-		case <-t.C:
 		}
 		wait = min(2*wait, retryMaxWait)
+	}
+}
+
+// pause waits d before a write is tried again, and says false when ctx, the write's budget, ends
+// first: a retry then has no time left.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

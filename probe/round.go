@@ -86,6 +86,10 @@ type Summary struct {
 
 	Invocations int
 	queries.RoundCounts
+	// CountsUnknown: the database did not answer when the round counted what it left, so
+	// RoundCounts are not its counts (zero is not "no jobs"); status and deploy verify read them
+	// once the database is back.
+	CountsUnknown bool
 	// StoppedClaiming: an advance failed twice, so the round stopped claiming (advance-first).
 	StoppedClaiming bool
 	// Interrupted: the round's context was cancelled (Ctrl-C, SIGTERM) before it ended on its own;
@@ -257,7 +261,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
 	for inv := range s.Invocations() {
-		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv) })
+		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv, 0) })
 	}
 	wg.Wait()
 	if st.completer != nil {
@@ -318,6 +322,7 @@ func (r *Round) closeRound(ctx context.Context, st *state, sum *Summary) {
 		return err
 	})
 	if err != nil {
+		sum.CountsUnknown = true
 		st.problem("%v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -347,4 +348,31 @@ func TestARunWhoseSigningFailsIsStoredUnsignedAndTheRoundSaysSo(t *testing.T) {
 	require.NotNil(t, jobs[0].FinishedAt)
 	require.NotNil(t, jobs[0].RunID)
 	require.Nil(t, jobs[0].Envelope)
+}
+
+// refusedCount is a pool whose count of a round's leftovers is refused (a role that may not read
+// the runs, say; a database away as the round ends is the same, after the retries).
+type refusedCount struct{ queries.DB }
+
+func (d refusedCount) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if sql == queries.SQL("RoundCounts") {
+		return nil, &pgconn.PgError{Code: "42501", Message: "this test refuses the count"}
+	}
+	return d.DB.Query(ctx, sql, args...)
+}
+
+// A round that cannot count what it left says its counts are unknown rather than zero.
+func TestARoundThatCannotCountWhatItLeftSaysItsCountsAreUnknown(t *testing.T) {
+	t.Parallel()
+	pool := testDB(t)
+	dueServers(t, pool, 2)
+	r := &Round{DB: refusedCount{pool}, Settings: settings(FinishTx), Checker: &okChecker{}}
+	sum, err := r.Run(t.Context())
+	var incomplete *IncompleteError
+	require.ErrorAs(t, err, &incomplete)
+	require.True(t, sum.CountsUnknown)
+	require.Zero(t, sum.Jobs, "not read")
+	counts, err := queries.CountRound(t.Context(), pool, sum.RoundID)
+	require.NoError(t, err)
+	require.Equal(t, 2, counts.Jobs)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,4 +100,34 @@ func TestASettingsErrorNamesTheSettingAndLetsTheCallerSayItsFlag(t *testing.T) {
 	lease := err.(interface{ Unwrap() []error }).Unwrap()[1].(*SettingsError)
 	require.Equal(t, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit "+
 		"the 15m0s in-flight window; lower --request-timeout or --max-duration", lease.Say(flag))
+}
+
+// The advance's retry waits first (the backoff every retried write has), inside the finish's
+// budget: it used to go out the instant the first attempt failed.
+func TestAnAdvanceIsRetriedAfterABackoff(t *testing.T) {
+	t.Parallel()
+	pool := testDB(t)
+	dueServers(t, pool, 1)
+	s := settings(FinishAdvanceFirst)
+	s.ClaimLimit = 1
+	var mu sync.Mutex
+	var failedAt, retriedAt time.Time
+	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, finishBudget: 3 * time.Second,
+		hooks: hooks{beforeWrite: func(ctx context.Context, w write) {
+			if w != writeAdvance {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if failedAt.IsZero() {
+				<-ctx.Done() // the first advance hangs until its timeout, and fails
+				failedAt = time.Now()
+				return
+			}
+			retriedAt = time.Now()
+		}}}
+	_, err := r.Run(t.Context())
+	require.NoError(t, err)
+	require.False(t, retriedAt.IsZero(), "the advance was retried")
+	require.GreaterOrEqual(t, retriedAt.Sub(failedAt), retryFirstWait, "the retry waited")
 }

@@ -112,3 +112,12 @@ func RunStored(ctx context.Context, db DBTX, jobID int64) (bool, error) {
 	}
 	return stored, nil
 }
+
+// RunLate says whether the job's run was stored late, after the job had been closed as abandoned.
+func RunLate(ctx context.Context, db DBTX, jobID int64) (bool, error) {
+	late, err := valueOf[bool](ctx, db, "RunLate", jobID)
+	if err != nil {
+		return false, fmt.Errorf("read the run of job %d: %w", jobID, err)
+	}
+	return late, nil
+}

@@ -57,3 +57,10 @@ SELECT run.id AS run_id, false AS advanced, EXISTS (SELECT 1 FROM finished) AS j
 -- Whether job $1 has its run already: a replayed or retried finish asks first, since probe_finish
 -- (migrations/00004_fencing.sql) answers a repeated job with a no-op that looks like a late finish.
 SELECT EXISTS (SELECT 1 FROM probe_runs AS r WHERE r.job_id = $1);
+
+-- name: RunLate
+-- Whether job $1's run was stored late (its job had been closed as abandoned first). A finish that
+-- found its job already closed asks: a run stored by an earlier attempt of the same finish (a batch
+-- whose answer came late, a commit whose answer was lost) is not late, and the job was never
+-- abandoned.
+SELECT r.late FROM probe_runs AS r WHERE r.job_id = $1;

@@ -157,7 +157,9 @@ func functionBodies(src string, out map[form]string) error {
 // LiveFunctionBodies reads the bodies (pg_proc.prosrc) of the named functions from the database's
 // current schema. A name missing from the result is not defined there; a name defined in several
 // forms (overloads) maps to their bodies joined, fewest arguments first, as ShippedFunctionBodies
-// gives them, so a stale or extra overload shows as a difference.
+// gives them, so a stale or extra overload shows as a difference. Forms with as many arguments
+// (argument types differ) are joined in the order PostgreSQL created them: a binary that is rolled
+// back to, and meets an overload a later migration added, reports a difference, not an error.
 func LiveFunctionBodies(ctx context.Context, db DBTX, names []string) (map[string]string, error) {
 	rows, err := db.Query(ctx, SQL("LiveFunctionBodies"), names)
 	if err != nil {
@@ -175,10 +177,15 @@ func LiveFunctionBodies(ctx context.Context, db DBTX, names []string) (map[strin
 	forms := make(map[form]string, len(fns))
 	for _, f := range fns {
 		k := form{f.Name, f.Nargs}
-		if _, dup := forms[k]; dup {
-			return nil, fmt.Errorf("read function bodies: function %s has two forms with %d arguments; drop the stale one", f.Name, f.Nargs)
+		if prev, dup := forms[k]; dup {
+			forms[k] = prev + overloadSeparator + f.Body
+			continue
 		}
 		forms[k] = f.Body
 	}
 	return joinForms(forms), nil
 }
+
+// Forms counts the forms (overloads) joined in a body ShippedFunctionBodies or LiveFunctionBodies
+// gives.
+func Forms(body string) int { return strings.Count(body, overloadSeparator) + 1 }

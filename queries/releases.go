@@ -192,3 +192,28 @@ func execReleaseRow(ctx context.Context, db DBTX, what, sql string, args ...any)
 	}
 	return nil
 }
+
+// ReleaseSequences is where the id sequences of releases and release_events stand (nil: never
+// used).
+type ReleaseSequences struct {
+	Releases *int64 `db:"releases"`
+	Events   *int64 `db:"events"`
+}
+
+// ReadReleaseSequences reads them, under LockReleases.
+func ReadReleaseSequences(ctx context.Context, tx pgx.Tx) (ReleaseSequences, error) {
+	s, err := rowOf[ReleaseSequences](ctx, tx, "ReleaseSequences")
+	if err != nil {
+		return ReleaseSequences{}, fmt.Errorf("read the release sequences: %w", err)
+	}
+	return s, nil
+}
+
+// RestoreReleaseSequences puts them back where s says, under LockReleases: a dry run's inserts
+// are rolled back, its use of the sequences is not.
+func RestoreReleaseSequences(ctx context.Context, tx pgx.Tx, s ReleaseSequences) error {
+	if _, err := tx.Exec(ctx, SQL("RestoreReleaseSequences"), s.Releases, s.Events); err != nil {
+		return fmt.Errorf("restore the release sequences: %w", err)
+	}
+	return nil
+}

@@ -58,3 +58,19 @@ FROM release_events
 WHERE ($1::bigint IS NULL OR release_id = $1)
 ORDER BY at DESC, id DESC
 LIMIT $2;
+
+-- name: ReleaseSequences
+-- Where the sequences of releases.id and release_events.id stand (NULL: never used), read by a
+-- dry run of deploy record before it inserts, under LockReleases.
+SELECT pg_sequence_last_value(pg_get_serial_sequence('releases', 'id')::regclass)       AS releases,
+       pg_sequence_last_value(pg_get_serial_sequence('release_events', 'id')::regclass) AS events;
+
+-- name: RestoreReleaseSequences
+-- A dry run of deploy record puts the sequences back where ReleaseSequences found them ($1, $2):
+-- its transaction rolls back, but a sequence does not, and the release a real record makes next
+-- would have skipped the number the dry run showed. Safe under LockReleases, which every writer
+-- of releases and release_events holds.
+SELECT setval(v.seq, coalesce(v.last, s.seqstart), v.last IS NOT NULL) AS restored
+  FROM (VALUES (pg_get_serial_sequence('releases', 'id')::regclass, $1::bigint),
+               (pg_get_serial_sequence('release_events', 'id')::regclass, $2::bigint)) AS v(seq, last)
+  JOIN pg_sequence AS s ON s.seqrelid = v.seq;

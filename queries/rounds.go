@@ -61,6 +61,9 @@ const (
 	RoundRunning  = "running"
 	RoundFinished = "finished"
 	RoundDead     = "dead"
+	// RoundRecovered is a dead round none of whose jobs is open any more: every job it claimed
+	// was finished after all (runs recover stored what its spool held). Nothing of it is lost.
+	RoundRecovered = "recovered"
 )
 
 // RoundHeartbeat says the round is alive (now: nil for the database's clock).
@@ -118,4 +121,13 @@ func ListRoundJobs(ctx context.Context, db DBTX, roundIDs ...int64) ([]RoundJob,
 		return nil, fmt.Errorf("list jobs of rounds %v: %w", roundIDs, err)
 	}
 	return out, nil
+}
+
+// InvocationClaimed counts the jobs invocation inv of round id has claimed so far, in any attempt.
+func InvocationClaimed(ctx context.Context, db DBTX, id int64, inv int) (int, error) {
+	n, err := valueOf[int](ctx, db, "InvocationClaimed", id, inv)
+	if err != nil {
+		return 0, fmt.Errorf("count the claims of invocation %d of round %d: %w", inv, id, err)
+	}
+	return n, nil
 }

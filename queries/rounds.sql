@@ -45,3 +45,8 @@ SELECT j.id AS job_id, j.server_id, s.slug, s.endpoint_url, j.round_id, j.invoca
   LEFT JOIN probe_runs AS r ON r.job_id = j.id
  WHERE j.round_id = ANY ($1::bigint[])
  ORDER BY j.requested_at, j.id;
+
+-- name: InvocationClaimed
+-- How many jobs invocation $2 of round $1 has claimed so far: a retried invocation (River tries a
+-- failed one again) claims only what its earlier attempts left of its share.
+SELECT count(*)::int AS claimed FROM probe_jobs WHERE round_id = $1 AND invocation = $2;

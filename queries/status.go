@@ -76,7 +76,8 @@ type RecentRound struct {
 	Abandoned int `db:"abandoned"`
 	OpenJobs  int `db:"open_jobs"`
 	// HeartbeatAt is the round's last heartbeat (nil for a round of a binary from before them);
-	// State is running, finished or dead (RoundRunning, RoundFinished, RoundDead).
+	// State is running, finished, dead or recovered (RoundRunning, RoundFinished, RoundDead,
+	// RoundRecovered).
 	HeartbeatAt *time.Time `db:"heartbeat_at"`
 	State       string     `db:"state"`
 }

@@ -110,3 +110,25 @@ func JobRounds(ctx context.Context, db DBTX, jobIDs []int64) (map[int64]int64, e
 	}
 	return out, nil
 }
+
+// HealthServer is one server checked in the rounds deploy verify reads: its jobs there with an
+// outcome, how many were ok, and the outcome of its last job under the baseline release (nil:
+// that release never checked it).
+type HealthServer struct {
+	ServerID        int64   `db:"server_id"`
+	Slug            string  `db:"slug"`
+	Jobs            int     `db:"jobs"`
+	OK              int     `db:"ok"`
+	BaselineOutcome *string `db:"baseline_outcome"`
+}
+
+// VerifyHealth reads the health of the rounds roundIDs per server, against the last job of each
+// server in a round of the baseline release (nil: none) started before since.
+func VerifyHealth(ctx context.Context, db DBTX, roundIDs []int64, baseline *int64, since time.Time) ([]HealthServer, error) {
+	out, err := rowsOf[HealthServer](ctx, db, "VerifyHealth", pgx.NamedArgs{
+		"rounds": roundIDs, "baseline": baseline, "since": since})
+	if err != nil {
+		return nil, fmt.Errorf("read the ok share of rounds %v: %w", roundIDs, err)
+	}
+	return out, nil
+}

@@ -69,3 +69,32 @@ SELECT id AS job_id, round_id
   FROM probe_jobs
  WHERE id = ANY ($1::bigint[])
    AND round_id IS NOT NULL;
+
+-- name: VerifyHealth
+-- The health check of deploy verify: per server checked in the given rounds (@rounds, the
+-- release's), its jobs there with an outcome (ok, failed or error: an abandoned or open job
+-- observed nothing) and how many were ok, and the outcome of its last job in a round of the
+-- baseline release (@baseline, the release active before; NULL: none) that started before the
+-- release went live (@since): NULL when that release never checked it.
+WITH cur AS (
+    SELECT j.server_id, count(*) AS jobs, count(*) FILTER (WHERE j.outcome = 'ok') AS ok
+      FROM probe_jobs AS j
+     WHERE j.round_id = ANY (@rounds::bigint[])
+       AND j.outcome IN ('ok', 'failed', 'error')
+     GROUP BY j.server_id
+)
+SELECT c.server_id, s.slug, c.jobs, c.ok, b.outcome AS baseline_outcome
+  FROM cur AS c
+  JOIN servers AS s ON s.id = c.server_id
+  LEFT JOIN LATERAL (
+        SELECT j.outcome
+          FROM probe_jobs AS j
+          JOIN probe_rounds AS r ON r.id = j.round_id
+         WHERE j.server_id = c.server_id
+           AND r.release_id = @baseline::bigint
+           AND r.started_at < @since::timestamptz
+           AND j.outcome IN ('ok', 'failed', 'error')
+         ORDER BY j.requested_at DESC, j.id DESC
+         LIMIT 1
+       ) AS b ON true
+ ORDER BY s.slug;

@@ -10,8 +10,10 @@ import (
 )
 
 // Schedule is how often the active release's rounds start; Every is 0 when it has no schedule.
+// Version is the release's: only a worker of that version starts its rounds.
 type Schedule struct {
 	ReleaseID int64         `db:"release_id"`
+	Version   string        `db:"version"`
 	Every     time.Duration `db:"every"`
 }
 
@@ -53,9 +55,11 @@ func SinceScheduledRound(ctx context.Context, db DBTX) (*time.Duration, error) {
 	return since, nil
 }
 
-// LiveInvocations counts invocation jobs that are queued, running or waiting for a retry.
+// LiveInvocations counts invocation jobs that are queued, running or waiting for a retry; a job
+// running on a worker that is dead (stopped, or silent for RoundDeadAfter, the rule rounds are
+// judged by) is not counted: the schedule does not wait for it.
 func LiveInvocations(ctx context.Context, db DBTX) (int, error) {
-	n, err := valueOf[int](ctx, db, "LiveInvocations")
+	n, err := valueOf[int](ctx, db, "LiveInvocations", RoundDeadAfter)
 	if err != nil {
 		return 0, fmt.Errorf("count queued invocations: %w", err)
 	}

@@ -18,7 +18,11 @@ type RecordRequest struct {
 	Version  string
 	Settings Settings
 	WaysBack []Way
-	Note     string
+	// DefaultWaysBack: no ways back were given (WaysBack is ignored then). Record approves
+	// WayPrevious when there is a previous release to go back to, none for a first release, and
+	// says so in Recorded.WaysBackDefaulted.
+	DefaultWaysBack bool
+	Note            string
 	// Every is how often `probectl worker` starts a round of this release (0: no schedule; rounds
 	// run only by hand). Between MinEvery and MaxEvery.
 	Every time.Duration
@@ -39,6 +43,8 @@ type Recorded struct {
 	Release  Release
 	Replaced *Release
 	Event    Event
+	// WaysBackDefaulted: no ways back were given and the release approves WayPrevious by default.
+	WaysBackDefaulted bool
 }
 
 // Record validates the request and makes it the active release, in one transaction: the old
@@ -54,6 +60,15 @@ func Record(ctx context.Context, pool queries.DB, req RecordRequest) (*Recorded,
 		if err := queries.LockReleases(ctx, tx); err != nil {
 			return err
 		}
+		var seqs queries.ReleaseSequences
+		if req.DryRun {
+			// A dry run shows the number the release will get, so it must not use it up: the
+			// sequences are put back before its transaction rolls back.
+			var err error
+			if seqs, err = queries.ReadReleaseSequences(ctx, tx); err != nil {
+				return err
+			}
+		}
 		old, err := queries.ActiveReleaseForUpdate(ctx, tx)
 		switch {
 		case errors.Is(err, queries.ErrNoRelease):
@@ -65,7 +80,14 @@ func Record(ctx context.Context, pool queries.DB, req RecordRequest) (*Recorded,
 				return err
 			}
 		}
-		rel := withSettings(Release{Version: req.Version, WaysBack: waysStrings(req.WaysBack), Note: req.Note,
+		ways := req.WaysBack
+		if req.DefaultWaysBack {
+			ways = nil
+			if out.Replaced != nil {
+				ways, out.WaysBackDefaulted = []Way{WayPrevious}, true
+			}
+		}
+		rel := withSettings(Release{Version: req.Version, WaysBack: waysStrings(ways), Note: req.Note,
 			DeployedBy: req.Actor, Kind: KindDeploy}, req.Settings)
 		if out.Replaced != nil {
 			rel.PreviousID = &out.Replaced.ID
@@ -90,6 +112,9 @@ func Record(ctx context.Context, pool queries.DB, req RecordRequest) (*Recorded,
 			return err
 		}
 		if req.DryRun {
+			if err := queries.RestoreReleaseSequences(ctx, tx, seqs); err != nil {
+				return err
+			}
 			return errRecordDryRun
 		}
 		return nil

@@ -76,7 +76,8 @@ func TestParseWaysAcceptsEitherOrBothInCanonicalOrder(t *testing.T) {
 		want []release.Way
 		err  bool
 	}{
-		{"", nil, false},
+		{"", []release.Way{}, false},
+		{"none", []release.Way{}, false},
 		{"previous", []release.Way{release.WayPrevious}, false},
 		{"fanout-off,previous", []release.Way{release.WayPrevious, release.WayFanoutOff}, false},
 		{"previous, previous", []release.Way{release.WayPrevious}, false},

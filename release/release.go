@@ -122,10 +122,13 @@ func (s Settings) FanoutOff() Settings {
 // IsFanoutOff says whether the settings already are the fanout-off ones.
 func (s Settings) IsFanoutOff() bool { return s.Fanout == 0 && s.Concurrency == 1 }
 
-// ParseWays parses a comma-separated list of ways back ("previous,fanout-off"); the empty string
-// approves none. The result is in canonical order without repeats.
+// ParseWays parses a comma-separated list of ways back ("previous,fanout-off"); "none" or the
+// empty string approves none. The result is in canonical order without repeats, never nil.
 func ParseWays(s string) ([]Way, error) {
-	var out []Way
+	out := []Way{}
+	if strings.TrimSpace(s) == WaysNone {
+		return out, nil
+	}
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -133,7 +136,7 @@ func ParseWays(s string) ([]Way, error) {
 		}
 		w := Way(part)
 		if !slices.Contains(Ways, w) {
-			return nil, fmt.Errorf("unknown way back %q: use previous, fanout-off or both", part)
+			return nil, fmt.Errorf("unknown way back %q: use previous, fanout-off, both, or none", part)
 		}
 		if !slices.Contains(out, w) {
 			out = append(out, w)
@@ -142,6 +145,9 @@ func ParseWays(s string) ([]Way, error) {
 	slices.SortFunc(out, func(a, b Way) int { return slices.Index(Ways, a) - slices.Index(Ways, b) })
 	return out, nil
 }
+
+// WaysNone is how a person approves no way back (deploy record --ways-back none).
+const WaysNone = "none"
 
 // Approves says whether the release's plan approved that way back.
 func Approves(r Release, w Way) bool { return slices.Contains(r.WaysBack, string(w)) }

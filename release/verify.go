@@ -34,6 +34,9 @@ type VerifyRequest struct {
 	Window time.Duration
 	// Wait, when its Timeout is set, waits for the rounds to exist and finish before reading.
 	Wait WaitOptions
+	// MaxOkDrop is how many points (0 to 100) the ok share may drop against the baseline before
+	// the health check fails; nil means DefaultMaxOkDrop.
+	MaxOkDrop *float64
 }
 
 // Report is the result of a verification: the rounds read back, each check, and the verdict. It
@@ -49,7 +52,9 @@ type Report struct {
 	WaitedSeconds float64       `json:"waited_seconds"`
 	Rounds        []RoundReport `json:"rounds"`
 	Checks        []Check       `json:"checks"`
-	Verdict       string        `json:"verdict"`
+	// Health is the figures of the health check.
+	Health  Health `json:"health"`
+	Verdict string `json:"verdict"`
 }
 
 // ReleaseSummary is the release a report is about.
@@ -80,7 +85,9 @@ type RoundReport struct {
 	RunsMissingEnvelope int           `json:"runs_missing_envelope"`
 	EnvelopesInvalid    int           `json:"envelopes_invalid"`
 	SecondClaims        []SecondClaim `json:"second_claims"`
-	// State is running, finished or dead: a dead round's heartbeat stopped, its process is gone.
+	// State is running, finished, dead or recovered: a dead round's heartbeat stopped, its process
+	// is gone; a recovered one is dead too, but every job it claimed is finished (runs recover
+	// stored what its spool held), so nothing of it is lost or open.
 	State string `json:"state"`
 	// deadOpenJobs name a dead round's open jobs, for the check that fails it.
 	deadOpenJobs []string
@@ -145,6 +152,10 @@ func (req VerifyRequest) withDefaults() VerifyRequest {
 	if req.Window == 0 {
 		req.Window = audit.DefaultWindow
 	}
+	if req.MaxOkDrop == nil {
+		d := DefaultMaxOkDrop
+		req.MaxOkDrop = &d
+	}
 	return req
 }
 
@@ -163,14 +174,18 @@ func (req VerifyRequest) validate() error {
 		return fmt.Errorf("--wait %s: out of bounds: must be at most 24h", req.Wait.Timeout)
 	case req.Window < 0:
 		return fmt.Errorf("--window %s: must be positive", req.Window)
+	case !(*req.MaxOkDrop >= 0 && *req.MaxOkDrop <= MaxMaxOkDrop): // NaN too
+		return fmt.Errorf("--max-ok-drop %v: out of bounds: must be 0 to 100 (points of the ok share)", *req.MaxOkDrop)
 	}
 	return nil
 }
 
-// target is the release to verify and when it (last) became active.
+// target is the release to verify, when it (last) became active, and the release active before
+// it then (nil: none), the health check's baseline.
 type target struct {
-	release Release
-	since   time.Time
+	release  Release
+	since    time.Time
+	baseline *int64
 }
 
 // resolveTarget finds the release and when it became active. An unknown --release or no active
@@ -192,15 +207,15 @@ func resolveTarget(ctx context.Context, db queries.DBTX, releaseID int64) (targe
 	if err != nil {
 		return target{}, err
 	}
-	since := r.DeployedAt
+	since, baseline := r.DeployedAt, r.PreviousID
 	last, err := queries.LastActivation(ctx, db, r.ID)
 	switch {
 	case err == nil:
-		since = last.At
+		since, baseline = last.At, last.FromReleaseID
 	case !errors.Is(err, queries.ErrNoRelease):
 		return target{}, err
 	}
-	return target{release: r, since: since}, nil
+	return target{release: r, since: since, baseline: baseline}, nil
 }
 
 // report reads everything from tx (one snapshot) and runs the checks.
@@ -228,6 +243,8 @@ func report(ctx context.Context, tx pgx.Tx, req VerifyRequest) (*Report, error) 
 		switch {
 		case r.FinishedAt != nil:
 			rr.State = queries.RoundFinished
+		case r.Dead && r.Jobs > 0 && r.OpenJobs == 0:
+			rr.State = queries.RoundRecovered
 		case r.Dead:
 			rr.State = queries.RoundDead
 			if rr.deadOpenJobs, err = openJobsOf(ctx, tx, r.ID); err != nil {
@@ -250,7 +267,12 @@ func report(ctx context.Context, tx pgx.Tx, req VerifyRequest) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	rep.Checks = append(rep.Checks, envelopes, dups, functions, checkLease(tg.release))
+	health, figures, err := checkHealth(ctx, tx, rep, ids, tg.baseline, tg.since, *req.MaxOkDrop)
+	if err != nil {
+		return nil, err
+	}
+	rep.Health = figures
+	rep.Checks = append(rep.Checks, envelopes, dups, functions, checkLease(tg.release), health)
 	rep.Verdict = verdict(rep.Checks)
 	return rep, nil
 }

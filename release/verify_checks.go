@@ -31,6 +31,8 @@ const (
 	CheckLease            = "lease"
 )
 
+// CheckHealth ("health") is in verify_health.go.
+
 // maxItems bounds the items a check names; the detail says how many there were.
 const maxItems = 20
 
@@ -53,11 +55,12 @@ func inconclusive(name, detail string) Check {
 }
 
 // finished are the rounds whose counts are final: a running round's open jobs and missing runs
-// are work in progress, not defects.
+// are work in progress, not defects. A recovered round's are final too: its prober is gone and
+// every job it claimed is finished.
 func finished(rep *Report) []RoundReport {
 	var out []RoundReport
 	for _, r := range rep.Rounds {
-		if r.FinishedAt != nil {
+		if r.FinishedAt != nil || r.State == queries.RoundRecovered {
 			out = append(out, r)
 		}
 	}
@@ -73,6 +76,12 @@ func checkRoundsFound(rep *Report) Check {
 				queries.RoundDeadAfter, strings.Join(r.deadOpenJobs, ", ")))
 		}
 	}
+	recovered := ""
+	for _, r := range rep.Rounds {
+		if r.State == queries.RoundRecovered {
+			recovered += fmt.Sprintf("; round %d died but every job it claimed was finished since (recovered)", r.ID)
+		}
+	}
 	switch {
 	case len(dead) > 0:
 		return fail(CheckRounds, fmt.Sprintf("%d round(s) died before they finished: their prober is gone and its "+
@@ -81,11 +90,11 @@ func checkRoundsFound(rep *Report) Check {
 		return inconclusive(CheckRounds, fmt.Sprintf("%d of %d rounds have started since the release went live; "+
 			"no data is not a pass: wait for more rounds (--wait)", len(rep.Rounds), rep.RoundsWanted))
 	case done < rep.RoundsWanted:
-		return inconclusive(CheckRounds, fmt.Sprintf("%d of %d rounds have finished; wait for the rest (--wait)",
-			done, rep.RoundsWanted))
+		return inconclusive(CheckRounds, fmt.Sprintf("%d of %d rounds have finished; wait for the rest (--wait)%s",
+			done, rep.RoundsWanted, recovered))
 	}
-	return pass(CheckRounds, fmt.Sprintf("%d of %d rounds started since the release went live, all finished",
-		done, rep.RoundsWanted))
+	return pass(CheckRounds, fmt.Sprintf("%d of %d rounds started since the release went live, all finished%s",
+		done, rep.RoundsWanted, recovered))
 }
 
 // openJobsOf names a round's open jobs: "job 12 (weather)".
@@ -306,6 +315,10 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, error) {
 		switch {
 		case !ok:
 			bad = append(bad, name+": missing from the database")
+		case queries.Forms(body) != queries.Forms(shipped[name]):
+			bad = append(bad, fmt.Sprintf("%s: the database has %d form(s) (overloads), this probectl ships %d: "+
+				"one it does not know (a later release's migration, after a rollback?) or a stale one",
+				name, queries.Forms(body), queries.Forms(shipped[name])))
 		case body != shipped[name]:
 			bad = append(bad, name+": differs from the one this probectl ships")
 		}

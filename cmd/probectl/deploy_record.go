@@ -21,6 +21,8 @@ type deployRecordOptions struct {
 	Note     string
 	Actor    string
 	DryRun   bool
+
+	waysBackGiven bool
 }
 
 func newDeployRecordCmd(f *factory) *cobra.Command {
@@ -35,8 +37,12 @@ ways back its plan approved:
 
   previous     'probectl rollback --to-previous' may make the previous release active again
   fanout-off   'probectl rollback --fanout-off' may keep the version with fan-out switched off
+  none         neither
 
-A rollback the plan did not approve is refused unless forced with a reason. The settings are
+Without --ways-back a release approves 'previous' when there is a previous release to go back to
+(and says so), none when it is the first. A rollback the plan did not approve is refused unless
+forced with a reason. --dry-run shows the release, with the number it will get, and the release it
+would replace, and changes nothing (not even the numbering). The settings are
 checked as 'run round' checks them, including the lease check: every request of a check at
 --request-timeout plus the round's --max-duration plus 30 s for the finish's writes must fit the
 15-minute in-flight window. And every setting has a bound (exit 2 naming the flag and the bound):
@@ -51,6 +57,7 @@ Who deployed it is $USER unless --actor says otherwise.`,
 			if !cmd.Flags().Changed("version") {
 				opts.Version = f.Build.Version
 			}
+			opts.waysBackGiven = cmd.Flags().Changed("ways-back")
 			return runDeployRecord(cmd.Context(), opts)
 		},
 	}
@@ -63,8 +70,8 @@ Who deployed it is $USER unless --actor says otherwise.`,
 	durationVar(fl, &opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request of a check")
 	durationVar(fl, &opts.Settings.MaxDuration, "max-duration", opts.Settings.MaxDuration, "a round's time budget")
 	fl.StringVar(&opts.Settings.Finish, "finish", opts.Settings.Finish, "finish mode: tx or advance-first")
-	durationVar(fl, &opts.Every, "every", 0, "start a round this often under `probectl worker` (5s to 24h; default: no schedule)")
-	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, or both (comma-separated)")
+	durationVar(fl, &opts.Every, "every", 0, "start a round this often under 'probectl worker' (5s to 24h; default: no schedule)")
+	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, both (comma-separated) or none (default: previous when there is a previous release)")
 	fl.StringVar(&opts.Note, "note", "", "what this release changes, for the history")
 	fl.StringVar(&opts.Actor, "actor", "", "who deploys it (default $USER)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the release that would be recorded and what it replaces; change nothing")
@@ -82,7 +89,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 		return exit.UsageError(fmt.Errorf("--ways-back: %w", err))
 	}
 	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
-		Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
+		DefaultWaysBack: !opts.waysBackGiven, Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
 	if err := release.ValidateRecord(req); err != nil {
 		return inFlagWords(err)
 	}
@@ -96,7 +103,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	}
 	if format == "json" {
 		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event),
-			"dry_run": opts.DryRun}
+			"dry_run": opts.DryRun, "ways_back_defaulted": rec.WaysBackDefaulted}
 		if rec.Replaced != nil {
 			out["replaced"] = toReleaseJSON(*rec.Replaced)
 		}
@@ -112,6 +119,12 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	}
 	if _, err := fmt.Fprintf(f.IO.Out, said, releaseName(rec.Release), rec.Release.DeployedBy, replaced); err != nil {
 		return err
+	}
+	if rec.WaysBackDefaulted {
+		if _, err := fmt.Fprintf(f.IO.Out, "no --ways-back given: it approves 'previous' (rollback --to-previous to %s); "+
+			"--ways-back none approves none\n", releaseName(*rec.Replaced)); err != nil {
+			return err
+		}
 	}
 	tbl := render.NewTable(f.IO.Out, "SETTING", "VALUE")
 	for _, row := range settingsRows(rec.Release) {

@@ -205,3 +205,65 @@ func TestDeployListWithNoReleaseSaysHowToRecordOne(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Equal(t, "no release recorded yet; record one with `probectl deploy record`\n", res.Stdout)
 }
+
+// deploy record --help names --every's value as a duration, not as "probectl worker" (pflag takes
+// a back-quoted word of a flag's usage for its value's name).
+func TestDeployRecordHelpNamesEverysValueAsADuration(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "deploy", "record", "--help")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Regexp(t, `--every duration +start a round this often under 'probectl worker'`, res.Stdout)
+	require.NotContains(t, res.Stdout, "--every probectl worker")
+}
+
+// A dry run shows the number the release will get and uses none up: the record that follows gets
+// it. A release recorded without --ways-back approves 'previous' when there is a previous release
+// and says so; the first release, or --ways-back none, approves none.
+func TestDeployRecordDryRunKeepsItsNumberAndWaysBackDefaultToPrevious(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	c := withDB(url)
+
+	for range 2 {
+		res := c.run(t, "deploy", "record", "--dry-run")
+		require.Equal(t, 0, res.Code, res.Stderr)
+		require.Contains(t, res.Stdout, "would record release #1 (dev)")
+		require.NotContains(t, res.Stdout, "no --ways-back given", "a first release has no previous to go back to")
+	}
+	res := c.run(t, "deploy", "record")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "recorded release #1 (dev)")
+
+	type recorded struct {
+		Release struct {
+			ID       int64    `json:"id"`
+			WaysBack []string `json:"ways_back"`
+		} `json:"release"`
+		Event struct {
+			ID int64 `json:"id"`
+		} `json:"event"`
+		WaysBackDefaulted bool `json:"ways_back_defaulted"`
+	}
+	res = c.run(t, "deploy", "record", "--version", "v2", "--dry-run", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var dry recorded
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &dry), res.Stdout)
+	res = c.run(t, "deploy", "record", "--version", "v2", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var real recorded
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &real), res.Stdout)
+	require.Equal(t, dry, real, "the dry run showed what was then recorded, number and event included")
+	require.Equal(t, int64(2), real.Release.ID)
+	require.Equal(t, []string{"previous"}, real.Release.WaysBack)
+	require.True(t, real.WaysBackDefaulted)
+
+	res = c.run(t, "deploy", "record", "--version", "v3")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "no --ways-back given: it approves 'previous' (rollback --to-previous to #2 (v2))")
+	res = c.run(t, "deploy", "record", "--version", "v4", "--ways-back", "none", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var none recorded
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &none), res.Stdout)
+	require.Empty(t, none.Release.WaysBack)
+	require.False(t, none.WaysBackDefaulted)
+}

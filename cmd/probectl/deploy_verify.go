@@ -19,6 +19,7 @@ type deployVerifyOptions struct {
 	Rounds    int
 	Wait      time.Duration
 	Window    time.Duration
+	MaxOkDrop float64
 	Quiet     bool
 	// tick, set by tests, drives --wait instead of a ticker.
 	tick <-chan time.Time
@@ -46,6 +47,15 @@ unless --release names another) and check them, as the release manager does afte
   functions          the claim and finish functions in the database are the ones this
                      probectl ships
   lease              the release's settings fit a job's worst case inside the in-flight window
+  health             the ok share of the rounds' jobs against the release active before, over
+                     the servers both checked (each one's last check under that release):
+                     fails when it dropped more than --max-ok-drop points (10); with no such
+                     baseline (a first release, or no server in common) it reports the share,
+                     says "no baseline", and passes
+
+A round whose prober died is dead and fails the rounds check, unless every job it claimed was
+finished since ('runs recover' stored what its spool held): it is then shown as recovered and
+read as a finished round.
 
 No data is not a pass: too few rounds, or not a single job, gives the verdict inconclusive.
 --wait waits up to DURATION for the rounds to exist and finish (progress on stderr when it is a
@@ -66,6 +76,7 @@ Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not
 	fl.IntVar(&opts.Rounds, "rounds", release.DefaultRounds, "rounds after the release to read back")
 	durationVar(fl, &opts.Wait, "wait", 0, "wait up to this long for the rounds to exist and finish (at most 24h)")
 	durationVar(fl, &opts.Window, "window", 10*time.Minute, "two jobs of one server requested less than this apart are a duplicate claim")
+	fl.Float64Var(&opts.MaxOkDrop, "max-ok-drop", release.DefaultMaxOkDrop, "fail the health check when the ok share dropped more than this many points (0 to 100)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "say nothing on stderr while waiting")
 	return cmd
 }
@@ -84,7 +95,7 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 		return err
 	}
 	req := release.VerifyRequest{ReleaseID: opts.ReleaseID, Rounds: opts.Rounds, Window: opts.Window,
-		Wait: release.WaitOptions{Timeout: opts.Wait, Tick: opts.tick, Progress: opts.progress}}
+		MaxOkDrop: &opts.MaxOkDrop, Wait: release.WaitOptions{Timeout: opts.Wait, Tick: opts.tick, Progress: opts.progress}}
 	if err := release.ValidateVerify(req); err != nil {
 		return err
 	}
@@ -134,7 +145,7 @@ func writeVerifyReport(f *factory, rep *release.Report) error {
 		for _, rd := range rep.Rounds {
 			started := f.IO.Clock(rd.StartedAt)
 			if rd.FinishedAt == nil {
-				started += " (running)"
+				started += " (" + rd.State + ")"
 			}
 			tbl.Row(rd.ID, started, rd.Jobs, rd.Runs, rd.Servers, rd.OpenJobs, rd.RunsMissingEnvelope,
 				rd.EnvelopesInvalid, gapsText(rd.SecondClaims))

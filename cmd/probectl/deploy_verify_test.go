@@ -47,7 +47,10 @@ func TestDeployVerifyJSONHasTheDocumentedShape(t *testing.T) {
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
 	require.ElementsMatch(t, []string{"release", "since", "until", "rounds_wanted", "window_seconds", "waited_seconds",
-		"rounds", "checks", "verdict"}, keysOf(got))
+		"rounds", "checks", "health", "verdict"}, keysOf(got))
+	require.ElementsMatch(t, []string{"jobs", "ok", "ok_share", "baseline_release_id", "common_servers", "common_ok_share",
+		"baseline_ok_share", "drop_points", "max_ok_drop_points", "baseline_available"}, keysOf(got["health"].(map[string]any)))
+	require.Equal(t, float64(10), got["health"].(map[string]any)["max_ok_drop_points"])
 	require.Equal(t, "fail", got["verdict"])
 	require.Equal(t, "2026-10-07T20:53:00Z", got["since"])
 	require.Equal(t, float64(600), got["window_seconds"])
@@ -67,7 +70,7 @@ func TestDeployVerifyJSONHasTheDocumentedShape(t *testing.T) {
 		names = append(names, check["name"].(string))
 	}
 	require.Equal(t, []string{"rounds", "jobs", "jobs_runs_servers", "open_jobs", "envelopes_present",
-		"envelopes_valid", "duplicates", "functions", "lease"}, names)
+		"envelopes_valid", "duplicates", "functions", "lease", "health"}, names)
 }
 
 func TestDeployVerifyExitCodes(t *testing.T) {
@@ -124,6 +127,15 @@ func TestDeployVerifyExitCodes(t *testing.T) {
 				"deploy", "verify", "--window", bad.value)
 			require.Equal(t, 2, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, bad.stderr)
+		})
+	}
+	for _, bad := range []string{"-1", "100.5", "NaN"} {
+		t.Run("--max-ok-drop "+bad+" is exit 2 without connecting", func(t *testing.T) {
+			t.Parallel()
+			res := runCLI(t, "--database-url", "postgres://probectl@127.0.0.1:1/probectl?connect_timeout=5",
+				"deploy", "verify", "--max-ok-drop", bad)
+			require.Equal(t, 2, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, "--max-ok-drop "+bad+": out of bounds: must be 0 to 100")
 		})
 	}
 	t.Run("a bad --rounds is exit 2 without connecting", func(t *testing.T) {

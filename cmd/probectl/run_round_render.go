@@ -60,6 +60,7 @@ type roundJSON struct {
 	Abandoned           int       `json:"abandoned"`
 	OpenJobs            int       `json:"open_jobs"`
 	RunsUnsigned        int       `json:"runs_unsigned"`
+	CountsUnknown       bool      `json:"counts_unknown"`
 	KeyID               *string   `json:"key_id"`
 	StoppedClaiming     bool      `json:"stopped_claiming"`
 	Interrupted         bool      `json:"interrupted"`
@@ -83,7 +84,8 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
 			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
 			Servers: s.Servers, OK: s.OK, Failed: s.Failed, Errors: s.Errors, Abandoned: s.Abandoned,
-			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
+			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, CountsUnknown: s.CountsUnknown,
+			StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
 			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
 			Overrides:     toOverridesJSON(overrides),
@@ -106,10 +108,19 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	st := render.StylesFor(f.IO)
 	w := f.IO.Out
 	tbl := render.NewTable(w, "ROUND", "INVOCATIONS", "JOBS", "RUNS", "SERVERS", "OK", "FAILED", "ERRORS", "OPEN JOBS", "DURATION")
-	tbl.Row(s.RoundID, s.Invocations, s.Jobs, s.Runs, s.Servers, s.OK, s.Failed, s.Errors, s.OpenJobs,
-		render.Duration(s.Duration()))
+	counts := []any{s.Jobs, s.Runs, s.Servers, s.OK, s.Failed, s.Errors, s.OpenJobs}
+	if s.CountsUnknown {
+		for i := range counts {
+			counts[i] = "?"
+		}
+	}
+	tbl.Row(append(append([]any{s.RoundID, s.Invocations}, counts...), render.Duration(s.Duration()))...)
 	if err := tbl.Render(); err != nil {
 		return err
+	}
+	if s.CountsUnknown {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("the database did not answer when the round ended: its counts are unknown, "+
+			"not zero; 'probectl status' shows round %d once the database is back", s.RoundID)))
 	}
 	signed := "unsigned"
 	switch {

@@ -33,3 +33,20 @@ func TestARoundSummaryWithMoreJobsThanServersSaysAServerWasClaimedTwice(t *testi
 		}
 	}
 }
+
+// A round that could not count what it left (the database did not answer at its end) says its
+// counts are unknown: it used to print 0 jobs, which `runs recover` and status then contradicted.
+func TestARoundSummaryWhoseCountsAreUnknownDoesNotSayZero(t *testing.T) {
+	t.Parallel()
+	io, _, out, _ := testStreams()
+	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
+	sum := &probe.Summary{RoundID: 7, Invocations: 1, Settings: probe.DefaultSettings(), CountsUnknown: true}
+	require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil))
+	assert.Regexp(t, `(?m)^7 +1 +\? +\? +\? +\? +\? +\? +\? `, out.String())
+	assert.Contains(t, out.String(), "its counts are unknown, not zero")
+
+	io, _, out, _ = testStreams()
+	f = newFactory(io, testEnv(t), buildInfo{Version: "test"})
+	require.NoError(t, renderRoundSummary(f, "json", sum, nil, nil))
+	assert.Contains(t, out.String(), `"counts_unknown": true`)
+}

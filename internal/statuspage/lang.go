@@ -37,6 +37,8 @@ type lang struct {
 	Rounds, RoundsNone, Started, Trigger, Jobs, Runs, Servers, Failures, OpenJobs, Duration, Running string
 	// Dead marks an unfinished round whose heartbeat stopped: its process is gone.
 	Dead, DeadTitle string
+	// Recovered marks a dead round none of whose jobs is open: runs recover stored them.
+	Recovered string
 
 	Duplicates, DuplicatesNone, FirstJob, SecondJob, SecondRequested, RequestGap, GapAfterFinish, Class string
 	Classes                                                                                             map[audit.Class]string
@@ -77,6 +79,7 @@ var english = lang{
 	Jobs: "Jobs", Runs: "Runs", Servers: "Servers", Failures: "Failures", OpenJobs: "Open",
 	Duration: "Duration", Running: "running",
 	Dead: "dead", DeadTitle: "no heartbeat for 60 s: its process is gone; its open jobs wait for the in-flight window",
+	Recovered: "recovered",
 
 	Duplicates:     "Duplicate claims in the last 24 h (10-minute window)",
 	DuplicatesNone: "No duplicate claims.", FirstJob: "First job", SecondJob: "Second job",
@@ -122,6 +125,7 @@ var chinese = lang{
 	Jobs: "任务", Runs: "run", Servers: "server", Failures: "失败", OpenJobs: "未结束",
 	Duration: "用时", Running: "进行中",
 	Dead: "已失联", DeadTitle: "超过 60 秒没有心跳：进程已不在，未完成的任务等待在途窗口结束",
+	Recovered: "已恢复",
 
 	Duplicates:     "最近 24 小时的重复领取（十分钟窗口）",
 	DuplicatesNone: "没有重复领取。", FirstJob: "第一个任务", SecondJob: "第二个任务",

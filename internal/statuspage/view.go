@@ -109,6 +109,8 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 			OpenJobs: rd.OpenJobs, Running: rd.State == queries.RoundRunning, Dead: rd.State == queries.RoundDead}
 		if d := rd.Duration(); d != nil {
 			rv.Duration = l.duration(*d)
+		} else if rd.State == queries.RoundRecovered {
+			rv.Duration = l.Recovered
 		}
 		// Fewer servers than jobs is what the incident's rounds looked like: a server claimed twice.
 		rv.Short = rd.Servers < rd.Jobs

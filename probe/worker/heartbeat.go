@@ -24,6 +24,9 @@ type process struct {
 	rounds map[int64]int // round id -> invocations of it running here
 	// decodes are the process's slots for large answers, shared by its invocations' checkers.
 	decodes *check.DecodeSlots
+	// warnedRelease is the active release of another version this worker last said it does not
+	// run rounds of (0: none), so that it says so once, not every tick.
+	warnedRelease int64
 }
 
 func newProcess(cfg Config) *process {
@@ -139,12 +142,34 @@ func (p *process) stopped() {
 // tickJob is the periodic job's constructor: a tick job only when a tick has work (a queued
 // round to close, or a round due), so that an idle leader inserts nothing. If the check fails,
 // the tick is inserted anyway: the tick decides again under its lock, and says what failed.
+//
+// An active release of another version starts nothing here: no tick is inserted for it (each
+// would fail), and the worker says so once per release, not every second.
 func (p *process) tickJob() (river.JobArgs, *river.InsertOpts) {
 	ctx, cancel := context.WithTimeout(context.Background(), tickCheckTimeout)
 	defer cancel()
-	due, err := tickHasWork(ctx, p.cfg.Pool)
+	due, other, err := tickHasWork(ctx, p.cfg.Pool, p.cfg.Version)
+	p.otherVersion(other)
 	if err == nil && !due {
 		return nil, nil
 	}
 	return tickArgs{}, &river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+}
+
+// otherVersion logs, once per release, that the active release is of another version than this
+// worker's (sched; nil: it is not), so its schedule starts no round here.
+func (p *process) otherVersion(sched *queries.Schedule) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sched == nil {
+		p.warnedRelease = 0
+		return
+	}
+	if p.warnedRelease == sched.ReleaseID {
+		return
+	}
+	p.warnedRelease = sched.ReleaseID
+	p.cfg.Log.Warn("the active release is of another version: this worker starts none of its rounds (it still runs "+
+		"invocations queued for it); replace it with a worker of that version, or roll back",
+		"release", sched.ReleaseID, "release_version", sched.Version, "worker_version", p.cfg.Version)
 }

@@ -1,12 +1,15 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,4 +254,47 @@ func TestTheLeaderInsertsATickOnlyWhenATickHasWork(t *testing.T) {
 	_, err = Tick(ctx, pool, "dev", "", client) // closes the second round; the next is an hour away
 	require.NoError(t, err)
 	require.False(t, inserts(), "rounds closed and none due: idle")
+}
+
+// lines is a log that keeps what was logged, for a test to count.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+func (l *lines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
+}
+
+// While a release of another version is active, a leader of this version inserts no tick (each
+// one used to fail, one a second) and says why once per release, not every second.
+func TestAnIdleLeaderInsertsNoTickForAReleaseOfAnotherVersionAndSaysSoOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
+	log := &lines{}
+	p := newProcess(Config{Pool: pool, Log: slog.New(slog.NewTextHandler(log, nil)), MaxWorkers: 1, Version: "v1"})
+	inserts := func() bool { args, _ := p.tickJob(); return args != nil }
+
+	recordRelease(t, pool, time.Hour) // version dev, due: no round yet
+	for range 3 {
+		require.False(t, inserts(), "a round of dev is due, but this worker is v1")
+	}
+	require.Equal(t, 1, log.count("the active release is of another version"), log.buf.String())
+
+	rs := release.DefaultSettings()
+	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "v1", Settings: rs, Every: time.Hour, Actor: "test"})
+	require.NoError(t, err)
+	require.True(t, inserts(), "its own version's round is due")
+	recordRelease(t, pool, time.Hour)
+	require.False(t, inserts())
+	require.Equal(t, 2, log.count("the active release is of another version"), "said again for the next such release")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/probe/worker"
+	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
 
@@ -71,4 +72,49 @@ func countJobs(t *testing.T, pool interface {
 	require.NoError(t, pool.QueryRow(context.Background(),
 		"SELECT count(*)::int FROM river_job WHERE (args ->> 'round_id')::bigint = $1", round).Scan(&n))
 	return n
+}
+
+// An invocation running on a worker whose heartbeat stopped (kill -9) does not hold the schedule
+// back past the rule that judges rounds and workers dead (queries.RoundDeadAfter), however long
+// its own timeout; one running on a live worker does, and so does one whose worker never wrote a
+// heartbeat (judged by its timeout only).
+func TestTickDoesNotWaitForAnInvocationOfADeadWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	rs := release.DefaultSettings()
+	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
+	require.NoError(t, err)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	tick := func() int64 {
+		id, err := worker.Tick(ctx, pool, "dev", "", client)
+		require.NoError(t, err)
+		return id
+	}
+	exec := func(sql string, args ...any) {
+		_, err := pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	first := tick()
+	require.NotZero(t, first)
+	exec("UPDATE probe_rounds SET started_at = started_at - interval '1 minute' WHERE id = $1", first)
+	// Attempted a moment ago: well inside its own timeout (minutes at these settings).
+	exec("UPDATE river_job SET state = 'running', attempted_at = now(), attempted_by = '{w-live, w-1}', attempt = 1")
+	require.Zero(t, tick(), "a worker that never wrote a heartbeat is judged by the job's timeout")
+
+	exec(`INSERT INTO probectl_workers (id, host, pid, version, max_workers, heartbeat_at)
+	      VALUES ('w-1', 'h', 1, 'dev', 1, now()), ('w-live', 'h', 2, 'dev', 1, now() - interval '1 hour')`)
+	require.Zero(t, tick(), "its worker beat a moment ago: the invocation is alive")
+
+	exec("UPDATE probectl_workers SET heartbeat_at = now() - $1::interval - interval '1 second' WHERE id = 'w-1'",
+		queries.RoundDeadAfter)
+	second := tick()
+	require.NotZero(t, second, "its worker (the last to attempt it) is silent for longer than a dead round's rule")
+
+	exec("UPDATE probe_rounds SET started_at = started_at - interval '1 minute' WHERE id = $1", second)
+	exec("UPDATE river_job SET state = 'running', attempted_at = now(), attempted_by = '{w-2}', attempt = 1")
+	exec(`INSERT INTO probectl_workers (id, host, pid, version, max_workers, heartbeat_at, stopped_at)
+	      VALUES ('w-2', 'h', 3, 'dev', 1, now(), now())`)
+	require.NotZero(t, tick(), "a worker that stopped runs nothing")
 }

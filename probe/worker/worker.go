@@ -299,7 +299,7 @@ func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *r
 				return err
 			}
 		}
-		if due, err := roundDue(ctx, tx); err != nil || !due {
+		if due, _, err := roundDue(ctx, tx, version); err != nil || !due {
 			return err
 		}
 		s, err := Settings(ctx, tx, version, probe.TriggerCron)
@@ -315,35 +315,40 @@ func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *r
 	return started, nil
 }
 
-// roundDue says whether the active release's schedule wants a round now: it has one, no
-// invocation is still queued or running (LiveInvocations), and the last scheduled round started at
-// least its interval ago.
-func roundDue(ctx context.Context, db queries.DBTX) (bool, error) {
+// roundDue says whether the active release's schedule wants a round now from a worker of version:
+// it has one, it is of that version, no invocation is still queued or running (LiveInvocations),
+// and the last scheduled round started at least its interval ago. other is the active release's
+// schedule when it is of another version (it starts nothing here, whatever its schedule says).
+func roundDue(ctx context.Context, db queries.DBTX, version string) (due bool, other *queries.Schedule, err error) {
 	sched, err := queries.ActiveSchedule(ctx, db)
 	if errors.Is(err, queries.ErrNoRelease) || (err == nil && sched.Every == 0) {
-		return false, nil
+		return false, nil, nil
 	}
 	if err != nil {
-		return false, err
+		return false, nil, err
+	}
+	if sched.Version != version {
+		return false, &sched, nil
 	}
 	if live, err := queries.LiveInvocations(ctx, db); err != nil || live > 0 {
-		return false, err
+		return false, nil, err
 	}
 	since, err := queries.SinceScheduledRound(ctx, db)
 	if err != nil || (since != nil && *since < sched.Every) {
-		return false, err
+		return false, nil, err
 	}
-	return true, nil
+	return true, nil, nil
 }
 
 // tickHasWork says whether a tick would do anything: close a queued round whose invocations are
-// all over, or start a round. The tick decides again under its lock.
-func tickHasWork(ctx context.Context, db queries.DBTX) (bool, error) {
-	done, err := queries.RoundsDone(ctx, db)
-	if err != nil || len(done) > 0 {
-		return len(done) > 0, err
+// all over, or start a round. The tick decides again under its lock. other is as roundDue's.
+func tickHasWork(ctx context.Context, db queries.DBTX, version string) (bool, *queries.Schedule, error) {
+	due, other, err := roundDue(ctx, db, version)
+	if err != nil {
+		return false, nil, err
 	}
-	return roundDue(ctx, db)
+	done, err := queries.RoundsDone(ctx, db)
+	return due || len(done) > 0, other, err
 }
 
 // warnings passes on River's warnings and errors only: its routine counts every few seconds

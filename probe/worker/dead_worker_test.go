@@ -1,0 +1,101 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/release"
+)
+
+// deadWorkerResumeBound is how soon after a worker is killed with -9 the schedule must start
+// rounds again: the worker's heartbeat judged dead (queries.RoundDeadAfter, 60 s, after a last
+// beat up to 10 s before the kill), then a tick (every second) of a leader that may have to be
+// elected again.
+const deadWorkerResumeBound = 90 * time.Second
+
+// TestRoundsResumeWithin90SecondsOfAWorkerKilledWithSIGKILL: a worker running an invocation at
+// the default request timeout and time budget (its job's timeout is minutes long) is killed with
+// -9 while its checks are in flight. River keeps its job 'running' until it rescues it, long
+// after; the schedule (a round every 5 s) treats the invocation as dead once its worker's
+// heartbeat is older than the rule that judges rounds dead, and the surviving worker starts
+// rounds again within 90 s. Nothing is lost: the dead worker's jobs stay open, and no later
+// round claims their servers while their lease runs.
+func TestRoundsResumeWithin90SecondsOfAWorkerKilledWithSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two worker processes and waits out a dead worker's heartbeat (about 70 s)")
+	}
+	ctx := context.Background()
+	bin := buildBinary(t)
+	url := migrated.NewDB(t)
+	pool := dbtest.Pool(t, url)
+
+	arrived := make(chan string, 16)
+	fleet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- r.URL.Path:
+		default:
+		}
+		<-r.Context().Done() // never answers: the checks are in flight when the worker dies
+	}))
+	t.Cleanup(fleet.Close)
+	const servers = 2
+	for i := range servers {
+		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: fmt.Sprintf("stuck-%d", i),
+			URL: fmt.Sprintf("%s/%d", fleet.URL, i)})
+	}
+	rs := release.DefaultSettings() // the default request timeout and time budget
+	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 0, servers, servers
+	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
+	require.NoError(t, err)
+
+	doomed := startWorker(t, bin, url)
+	for range servers {
+		select {
+		case <-arrived:
+		case err := <-doomed.done:
+			t.Fatalf("the worker exited before its checks were in flight: %v", err)
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the checks did not reach the fleet")
+		}
+	}
+	survivor := startWorker(t, bin, url)
+	t.Cleanup(func() {
+		_ = survivor.cmd.Process.Signal(syscall.SIGTERM)
+		<-survivor.done
+	})
+	eventually(t, "the second worker's heartbeat", time.Minute, func() bool {
+		return queryInt(t, pool, "SELECT count(*)::int FROM probectl_workers WHERE pid = $1", survivor.cmd.Process.Pid) == 1
+	})
+	var worstCase float64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (args ->> 'timeout_seconds')::float8 FROM river_job
+	                                        WHERE kind = 'probectl_invocation' AND state = 'running'`).Scan(&worstCase))
+	require.Greater(t, worstCase, 3*deadWorkerResumeBound.Seconds(), "the invocation's own timeout is minutes long")
+	rounds := queryInt(t, pool, "SELECT count(*)::int FROM probe_rounds")
+
+	require.NoError(t, doomed.cmd.Process.Signal(syscall.SIGKILL))
+	<-doomed.done
+	killedAt := time.Now()
+
+	eventually(t, "a round started after the kill", deadWorkerResumeBound, func() bool {
+		return queryInt(t, pool, "SELECT count(*)::int FROM probe_rounds") > rounds
+	})
+	t.Logf("rounds resumed %s after kill -9 (the dead invocation's own timeout: %.0f s)",
+		time.Since(killedAt).Round(100*time.Millisecond), worstCase)
+
+	// Nothing lost: the dead worker's claims stay open, visibly, until their lease ends; no round
+	// since claimed their servers.
+	require.Equal(t, servers, queryInt(t, pool, "SELECT count(*)::int FROM probe_jobs WHERE finished_at IS NULL"))
+	require.Equal(t, servers, queryInt(t, pool, "SELECT count(*)::int FROM probe_jobs"))
+	require.Equal(t, 1, queryInt(t, pool,
+		"SELECT count(*)::int FROM river_job WHERE kind = 'probectl_invocation' AND state = 'running'"),
+		"River still holds the dead worker's invocation as running")
+}
