@@ -154,7 +154,7 @@ func (r *Round) spoolResult(st *state, inv int, job queries.ClaimedJob, p querie
 		return
 	}
 	err := st.spool.put(spoolEntry{RoundID: st.roundID, Slug: job.Slug, Finish: r.Settings.Finish,
-		JobID: p.JobID, ServerID: p.ServerID, ClaimedNextCheckAt: p.ClaimedNextCheckAt, Outcome: p.Outcome,
+		JobID: p.JobID, ServerID: p.ServerID, RequestedAt: &job.RequestedAt, ClaimedNextCheckAt: p.ClaimedNextCheckAt, Outcome: p.Outcome,
 		Error: p.Error, StartedAt: p.StartedAt, CheckFinishedAt: p.CheckFinishedAt, Requests: p.Requests,
 		Result: p.Result, Envelope: p.Envelope, SpooledAt: time.Now().UTC(), Cause: cause.Error()})
 	if err != nil {
