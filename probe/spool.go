@@ -76,15 +76,11 @@ func prepareSpoolDir(dir string) error {
 
 // spoolEntry is one line of a spool file: a finish that could not be made.
 type spoolEntry struct {
-	RoundID  int64  `json:"round_id"`
-	Slug     string `json:"slug"`
-	Finish   string `json:"finish"` // tx | advance-first: how to store it
-	JobID    int64  `json:"job_id"`
-	ServerID int64  `json:"server_id"`
-	// RequestedAt is when the job was claimed, by the database's clock: with the job, server and
-	// round it tells the job from another that reuses its id after a failover. Records written
-	// before it was added have none (see matchJob).
-	RequestedAt        *time.Time      `json:"requested_at,omitempty"`
+	RoundID            int64           `json:"round_id"`
+	Slug               string          `json:"slug"`
+	Finish             string          `json:"finish"` // tx | advance-first: how to store it
+	JobID              int64           `json:"job_id"`
+	ServerID           int64           `json:"server_id"`
 	ClaimedNextCheckAt time.Time       `json:"claimed_next_check_at"`
 	Outcome            string          `json:"outcome"`
 	Error              string          `json:"error,omitempty"`
@@ -95,6 +91,10 @@ type spoolEntry struct {
 	Envelope           json.RawMessage `json:"envelope,omitempty"`
 	SpooledAt          time.Time       `json:"spooled_at"`
 	Cause              string          `json:"cause"` // why the finish failed, for whoever reads the file
+	// RequestedAt is when the job was claimed, by the database's clock: with the job, server and
+	// round it tells the job from another that reuses its id after a failover. Records written
+	// before it was added have none (see matchJob).
+	RequestedAt *time.Time `json:"requested_at,omitempty"`
 }
 
 func (e spoolEntry) params() queries.FinishParams {
