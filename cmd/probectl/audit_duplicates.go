@@ -74,7 +74,7 @@ func runAuditDuplicates(ctx context.Context, opts *auditDuplicatesOptions) error
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

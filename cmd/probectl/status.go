@@ -65,7 +65,7 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}
@@ -199,6 +199,9 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	}
 	p.title(st, "")
 	p.linef("%s", st.Muted.Render("as of "+statusTime(r.GeneratedAt)))
+	if r.Standby != nil {
+		p.linef("%s", st.Muted.Render("read on a hot standby, "+status.HumanDuration(r.Standby.ReplayLag)+" behind its primary"))
+	}
 	return p.err
 }
 

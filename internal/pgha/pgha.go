@@ -113,14 +113,14 @@ func (p *Pair) startStandby(ctx context.Context, synchronous bool) error {
 	}
 	// Set on the primary only after the base backup: a promoted standby that inherited it would
 	// wait for a standby of its own at every commit.
+	// pglaunch starts the server with synchronous_commit=off, which loses the last commits to a
+	// kill -9 of the primary alone; a role setting wins over that, for every new session.
+	stmts := []string{`ALTER ROLE ALL SET synchronous_commit = 'on'`}
 	if synchronous {
-		if err := execOn(ctx, p.Primary.URL("postgres"),
-			`ALTER SYSTEM SET synchronous_standby_names = '*'`,
-			`SELECT pg_reload_conf()`,
-			// pglaunch starts the server with synchronous_commit=off; a role setting wins over that.
-			`ALTER ROLE ALL SET synchronous_commit = 'on'`); err != nil {
-			return err
-		}
+		stmts = append(stmts, `ALTER SYSTEM SET synchronous_standby_names = '*'`, `SELECT pg_reload_conf()`)
+	}
+	if err := execOn(ctx, p.Primary.URL("postgres"), stmts...); err != nil {
+		return err
 	}
 	want := "async"
 	if synchronous {

@@ -11,8 +11,13 @@
 -- promotion starts a new timeline; the process that first sees it writes a row, and `audit
 -- duplicates` names a pair of checks that straddle the switch `failover`.
 --
--- Both tables are new and nothing else refers to them; a restored job is an ordinary finished job
--- (round NULL), so a previous binary, which neither reads nor writes these tables, keeps working.
+-- probectl_replay_lag(): how far the data a session reads is behind its primary: 0 on a primary
+-- and on a standby that has replayed all it received, else the age of the last transaction it
+-- replayed. Reads on a standby judge staleness (a round's heartbeat, a job's age) as of now()
+-- less it, so that lag does not make a live round look dead.
+--
+-- The tables are new and nothing else refers to them; a restored job is an ordinary finished job
+-- (round NULL); the function is new. A previous binary, which uses none of them, keeps working.
 
 CREATE TABLE probe_restored_jobs (
     job_id                bigint      PRIMARY KEY REFERENCES probe_jobs (id),
@@ -32,6 +37,19 @@ CREATE TABLE probectl_timelines (
     seen_by              text        NOT NULL -- host-pid of the process that saw it first
 );
 
+-- +goose StatementBegin
+CREATE FUNCTION probectl_replay_lag() RETURNS interval
+LANGUAGE sql STABLE PARALLEL SAFE AS $probe$
+    SELECT CASE
+           WHEN NOT pg_is_in_recovery() THEN interval '0'
+           WHEN pg_last_wal_receive_lsn() IS NOT NULL
+                AND pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN interval '0'
+           ELSE greatest(interval '0', now() - coalesce(pg_last_xact_replay_timestamp(), now()))
+           END
+$probe$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION probectl_replay_lag();
 DROP TABLE probectl_timelines;
 DROP TABLE probe_restored_jobs;
