@@ -57,7 +57,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	}
 	p := queries.FinishParams{JobID: job.JobID, ServerID: job.ServerID, ClaimedNextCheckAt: job.ClaimedNextCheckAt,
 		Outcome: res.Outcome, Error: res.Error, StartedAt: res.StartedAt, CheckFinishedAt: res.FinishedAt,
-		Requests: len(res.Requests), Result: result, Envelope: envelope, Kind: job.Kind}
+		Requests: len(res.Requests), Result: result, Envelope: envelope, Kind: job.Kind, RequestedAt: &job.RequestedAt}
 
 	// The writes outlive a cancelled round: the check was made, so it is recorded.
 	all, each := r.finishBudgets()
@@ -108,7 +108,9 @@ func (r *Round) finishAlone(ctx context.Context, each time.Duration, attempts *i
 		if *attempts++; *attempts > 1 {
 			// The attempt before may have committed without our hearing it, and probe_finish
 			// answers a repeated job with a no-op that would read as a late finish.
-			if stored, err := queries.RunStored(ctx, r.DB, p.JobID); err != nil || stored {
+			// The job is asked for by more than its id: after a failover the id may be another
+			// server's claim, whose run is not this one (see replay_match.go).
+			if stored, err := claimStored(ctx, r.DB, p); err != nil || stored {
 				return cmp.Or(err, errRunStored)
 			}
 		}

@@ -109,3 +109,17 @@ func restoredTwice(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" &&
 		pgErr.ConstraintName == "probe_restored_jobs_original_key"
 }
+
+// claimStored says whether the claim p answers has its run, asking for the job by id, server and
+// claim time: queries.ErrClaimGone when the database holds no such claim (it lost it in a
+// failover, and the id may be another server's now).
+func claimStored(ctx context.Context, db queries.DBTX, p queries.FinishParams) (bool, error) {
+	job, found, err := queries.GetReplayedJob(ctx, db, p.JobID)
+	if err != nil {
+		return false, err
+	}
+	if !found || job.ServerID != p.ServerID || (p.RequestedAt != nil && !job.RequestedAt.Equal(*p.RequestedAt)) {
+		return false, queries.ErrClaimGone
+	}
+	return job.Stored, nil
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -177,4 +178,45 @@ func TestAnOldRecordWhoseJobIsAnotherClaimIsKeptAndReported(t *testing.T) {
 	require.Contains(t, rec.Problems[0], "kept for a person to read")
 	require.FileExists(t, path, "the record stays in the spool")
 	require.Equal(t, serverRuns{}, runsOf(t, db, lostServer))
+}
+
+// A check in flight when the database fails over finishes on the new primary, which may have lost
+// its claim and given the job's id to another server's claim. The finish must not store the
+// result as that job's run (nor finish that job, nor advance that server): it finds no claim of
+// its server at its time, spools the result, and the next replay restores it under a job of its
+// own. (Matched by the id alone, probe_finish stored it on the other server's job.)
+func TestAFinishWhoseJobIdNowBelongsToAnotherServerDoesNotStoreOnIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lost := dueServers(t, db, 1)[0]
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	other := testfactory.Server(ctx, t, db, &testfactory.ServerOpts{NextCheckAt: &later})
+	s := settings(FinishTx)
+	s.ClaimLimit = 1
+	dir := filepath.Join(t.TempDir(), "spool")
+	var reused int64
+	checker := &okChecker{during: func(ctx context.Context, tg check.Target) {
+		// The failover: the claim is gone, and its id is the other server's claim now.
+		require.NoError(t, db.QueryRow(ctx, `DELETE FROM probe_jobs WHERE server_id = $1 RETURNING id`, tg.ServerID).Scan(&reused))
+		_, err := db.Exec(ctx, `INSERT INTO probe_jobs (id, server_id, requested_at) OVERRIDING SYSTEM VALUE
+		                        VALUES ($1, $2, now())`, reused, other)
+		require.NoError(t, err)
+	}}
+	r := &Round{DB: db, Settings: s, Checker: checker, SpoolDir: dir}
+	sum, err := r.Run(ctx)
+	require.Error(t, err, "the round says its result waits in the spool")
+	require.Equal(t, 1, sum.Spooled, "problems: %v", sum.Problems)
+	require.Equal(t, serverRuns{}, runsOf(t, db, other), "the other server's claim got no run of this check")
+	var next time.Time
+	var open bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT s.next_check_at, j.finished_at IS NULL FROM servers s
+	  JOIN probe_jobs j ON j.server_id = s.id WHERE s.id = $1`, other).Scan(&next, &open))
+	require.True(t, open, "the other server's claim is still open")
+	require.True(t, next.Equal(later), "the other server was not advanced")
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Restored, "problems: %v", rec.Problems)
+	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lost))
 }

@@ -1,8 +1,14 @@
 -- name: FinishTx
 -- The default finish: probe_finish (migrations/00004_fencing.sql) advances next_check_at, stores the
--- run and finishes the job in one transaction.
-SELECT run_id, advanced, job_finished, finished_at
-  FROM probe_finish(p_job_id                => $1,
+-- run and finishes the job in one transaction, if job $1 is still the claim of server $11 made at
+-- $12 (NULL: any time). After an asynchronous failover the new primary may lack the claim and
+-- give its id to another server's: then probe_finish is not called, and no row comes back.
+SELECT f.run_id, f.advanced, f.job_finished, f.finished_at
+  FROM (SELECT 1 FROM probe_jobs AS j
+         WHERE j.id = $1 AND j.server_id = $11
+           AND ($12::timestamptz IS NULL OR j.requested_at = $12::timestamptz)) AS claim
+ CROSS JOIN LATERAL
+       probe_finish(p_job_id                => $1,
                     p_claimed_next_check_at => $2,
                     p_outcome               => $3,
                     p_error                 => $4,
@@ -11,7 +17,7 @@ SELECT run_id, advanced, job_finished, finished_at
                     p_requests              => $7,
                     p_result                => $8,
                     p_envelope              => $9,
-                    p_now                   => $10::timestamptz);
+                    p_now                   => $10::timestamptz) AS f;
 
 -- name: AdvanceServer
 -- The first write of an advance-first finish: move next_check_at on by the server's interval, as a

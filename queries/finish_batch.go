@@ -3,6 +3,7 @@ package queries
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -43,7 +44,7 @@ func FinishTxBatch(ctx context.Context, db DB, ps []FinishParams) ([]FinishResul
 		for _, i := range order {
 			p := ps[i]
 			b.Queue(SQL("FinishTx"), p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error, p.StartedAt,
-				p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
+				p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
 		}
 		br := tx.SendBatch(ctx, b)
 		for _, i := range order {
@@ -54,6 +55,9 @@ func FinishTxBatch(ctx context.Context, db DB, ps []FinishParams) ([]FinishResul
 				return fmt.Errorf("finish job %d: %w", p.JobID, err)
 			}
 			row, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[finishRow])
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = ErrClaimGone
+			}
 			if err != nil {
 				_ = br.Close()
 				return fmt.Errorf("finish job %d: %w", p.JobID, err)
