@@ -89,6 +89,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	if queries.RunAlreadyStored(err) || errors.Is(err, errRunStored) {
 		// An attempt committed but its answer was lost with the connection: stored once.
 		r.Log.Info("the finish had committed before its connection broke; the run is stored once", "job", job.JobID, "server", job.Slug)
+		r.journalResult(st, job, p)
 		return
 	}
 	if err != nil {
@@ -96,6 +97,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		return
 	}
 	r.reportGuards(st, job, fr)
+	r.journalResult(st, job, p)
 	return
 }
 

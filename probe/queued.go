@@ -67,8 +67,12 @@ func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
 	st := &state{roundID: inv.RoundID, deadline: inv.Deadline}
 	if inv.SpoolDir != "" {
 		st.spool = &spool{dir: inv.SpoolDir, roundID: inv.RoundID}
+		st.journal = r.openJournal(ctx, st, inv.SpoolDir, inv.RoundID)
 	}
 	p := r.invoke(ctx, st, inv.Index)
+	if st.journal != nil {
+		r.closeJournal(ctx, st)
+	}
 	if st.spool != nil {
 		if err := st.spool.close(); err != nil {
 			st.problem("close spool file %s: %v", st.spool.path(), err)

@@ -72,6 +72,9 @@ func RestoredJobOf(ctx context.Context, db DBTX, serverID, originalJobID int64, 
 	return id, nil
 }
 
+// ErrRoundGone says a round's row is not in the database: an asynchronous failover lost it.
+var ErrRoundGone = errors.New("the database no longer holds this round (a failover lost it); its results are stored again from the spool and the journal")
+
 // ErrServerGone: a restored result's server is no longer in the database.
 var ErrServerGone = errors.New("its server is not in the database")
 
@@ -108,6 +111,34 @@ func RestoreRun(ctx context.Context, db DBTX, p RestoreParams) (Restored, error)
 	})
 	if err != nil {
 		return Restored{}, fmt.Errorf("restore job %d: %w", p.OriginalJobID, err)
+	}
+	return out, nil
+}
+
+// Timeline is a PostgreSQL timeline probectl has seen the database on.
+type Timeline struct {
+	ID         int64     `db:"timeline_id"`
+	PreviousID *int64    `db:"previous_timeline_id"`
+	FirstSeen  time.Time `db:"first_seen_at"`
+	// New: this call recorded it first.
+	New bool `db:"new"`
+}
+
+// CurrentTimeline reads the timeline of the WAL the primary writes now (not on a standby).
+func CurrentTimeline(ctx context.Context, db DBTX) (int64, error) {
+	tl, err := valueOf[int64](ctx, db, "CurrentTimeline")
+	if err != nil {
+		return 0, fmt.Errorf("read the database's timeline: %w", err)
+	}
+	return tl, nil
+}
+
+// ObserveTimeline records that seenBy (host-pid) saw the database on timeline tl, unless someone
+// did before, and returns the record.
+func ObserveTimeline(ctx context.Context, db DBTX, tl int64, seenBy string) (Timeline, error) {
+	out, err := rowOf[Timeline](ctx, db, "ObserveTimeline", pgx.NamedArgs{"timeline": tl, "seen_by": seenBy})
+	if err != nil {
+		return Timeline{}, fmt.Errorf("record timeline %d: %w", tl, err)
 	}
 	return out, nil
 }

@@ -67,3 +67,25 @@ SELECT job.id AS job_id, run.id AS run_id, EXISTS (SELECT 1 FROM advanced) AS ad
 -- The claims' advisory lock (ClaimLockKey), taken exclusively for the rest of the transaction: a
 -- leasing claim takes it shared, so no claim runs (nor takes a job id) while this is held.
 SELECT pg_advisory_xact_lock($1::bigint);
+
+-- name: CurrentTimeline
+-- The timeline of the WAL the primary writes now: the first 8 hex digits of the current WAL
+-- file's name. A promotion starts a new timeline, and this changes at once (pg_control's
+-- checkpoint timeline waits for the first checkpoint after it). Not on a standby.
+SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint AS timeline;
+
+-- name: ObserveTimeline
+-- Records that a probectl process saw the database on timeline @timeline (migrations/00014), once:
+-- the first to see it writes the row, with the timeline before it and when. Returns the row.
+WITH seen AS (
+    INSERT INTO probectl_timelines (timeline_id, previous_timeline_id, seen_by)
+    SELECT @timeline::bigint,
+           (SELECT max(t.timeline_id) FROM probectl_timelines AS t WHERE t.timeline_id < @timeline::bigint),
+           @seen_by
+    ON CONFLICT (timeline_id) DO NOTHING
+    RETURNING timeline_id, previous_timeline_id, first_seen_at, true AS new
+)
+SELECT timeline_id, previous_timeline_id, first_seen_at, new FROM seen
+UNION ALL
+SELECT timeline_id, previous_timeline_id, first_seen_at, false FROM probectl_timelines
+ WHERE timeline_id = @timeline::bigint AND NOT EXISTS (SELECT 1 FROM seen);

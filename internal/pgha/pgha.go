@@ -204,19 +204,27 @@ func (p *Pair) Promote(ctx context.Context) error {
 	return nil
 }
 
-// HoldWALReceiver stops the standby's WAL receiver (SIGSTOP) until the returned function resumes
-// it: commits on the primary meanwhile do not reach the standby.
-func (p *Pair) HoldWALReceiver() (resume func(), err error) {
+// HoldWALReceiver stops the standby's WAL receiver (SIGSTOP): commits on the primary meanwhile do
+// not reach the standby. The returned drop kills the held receiver (SIGKILL), so that what the
+// primary had sent into its socket meanwhile is never read: as a network partition would, the
+// standby never sees those commits. (The standby restarts its recovery after the kill, and a new
+// receiver finds the primary gone.) Call drop after KillPrimary.
+func (p *Pair) HoldWALReceiver() (drop func(), err error) {
 	for _, c := range childrenOf(p.standby.cmd.Process.Pid) {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
 		if strings.Contains(string(cmdline), "walreceiver") {
 			if err := syscall.Kill(c, syscall.SIGSTOP); err != nil {
 				return nil, fmt.Errorf("stop the wal receiver: %w", err)
 			}
-			return func() { _ = syscall.Kill(c, syscall.SIGCONT) }, nil
+			return func() { _ = syscall.Kill(c, syscall.SIGKILL) }, nil
 		}
 	}
 	return nil, errors.New("the standby has no wal receiver")
+}
+
+// WaitStandby waits until the standby accepts connections again (after a dropped receiver).
+func (p *Pair) WaitStandby(ctx context.Context) error {
+	return waitFor(ctx, 60*time.Second, func(ctx context.Context) error { return ping(ctx, p.StandbyURL("postgres")) })
 }
 
 // Stop stops both servers and removes their directories.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -143,4 +144,114 @@ func TestFailoverToASynchronousStandbyMidRoundLosesNothingAndChecksNoServerTwice
 		require.Len(t, at, 1, "%s was checked more than once", path)
 	}
 	require.Len(t, fleet.Arrivals(), n+1)
+}
+
+// twoGateFleet holds the requests of servers below first until releaseFirst, answers servers
+// from first to second at once, and holds the others until releaseSecond.
+func twoGateFleet(t *testing.T, first, second int) (f *fakefleet.Fleet, releaseFirst, releaseSecond func()) {
+	g1, g2 := make(chan struct{}), make(chan struct{})
+	var o1, o2 sync.Once
+	f = fakefleet.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/s/"))
+		switch {
+		case n < first:
+			<-g1
+		case n >= second:
+			<-g2
+		}
+		fakefleet.OK(w, r)
+	}))
+	releaseFirst = func() { o1.Do(func() { close(g1) }) }
+	releaseSecond = func() { o2.Do(func() { close(g2) }) }
+	t.Cleanup(releaseFirst)
+	t.Cleanup(releaseSecond)
+	return f, releaseFirst, releaseSecond
+}
+
+// waitReplicated waits until the standby has replayed all the primary has written.
+func waitReplicated(t *testing.T, primary *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	var lsn string
+	require.NoError(t, primary.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn))
+	eventually(t, "the standby to replay the primary", 30*time.Second, func() bool {
+		var ok bool
+		return primary.QueryRow(ctx, `SELECT coalesce(bool_and(replay_lsn >= $1::pg_lsn), false) FROM pg_stat_replication`, lsn).Scan(&ok) == nil && ok
+	})
+}
+
+func countRuns(t *testing.T, db *pgxpool.Pool) (jobs, runs int) {
+	t.Helper()
+	require.NoError(t, db.QueryRow(context.Background(),
+		`SELECT count(*), count(r.id) FROM probe_jobs j LEFT JOIN probe_runs r ON r.job_id = j.id`).Scan(&jobs, &runs))
+	return jobs, runs
+}
+
+// Asynchronous replication, told honestly. A run round process (one invocation, 10 checks at a
+// time, room to claim all 30 servers) has claimed servers 0-9, and the standby has them, when its
+// WAL receiver is held: from then on the primary's commits do not reach it. The round stores 0-9,
+// claims and stores 10-19, and claims 20-29, whose checks are in flight when the primary is killed
+// and the standby promoted. On the new primary the round and the claims of 0-9 exist, open; every
+// result and the claims of 10-29 are gone, and their servers are due again. Counted at the fleet
+// and on the new primary: what the failover lost before the journal and the spool are replayed,
+// and after (nothing); and no server checked twice (the round claims no more on the new timeline,
+// and a replay comes before any claim).
+func TestAsynchronousFailoverLosesWhatTheJournalAndTheSpoolThenRestore(t *testing.T) {
+	const n, first, second = 30, 10, 20
+	ctx := context.Background()
+	pair, err := pgha.Start(ctx, pgha.Options{Synchronous: false, Logf: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pair.Stop() })
+	url := pair.MultiHostURL("postgres")
+	require.NoError(t, testfactory.Migrate(ctx, url))
+	db, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	primary, err := pgxpool.New(ctx, pair.Primary.URL("postgres"))
+	require.NoError(t, err)
+	t.Cleanup(primary.Close)
+	fleet, releaseFirst, releaseSecond := twoGateFleet(t, first, second)
+	fleet.AddServers(t, db, n, "", testfactory.ServerOpts{Kind: "http"})
+	bin := buildBinary(t)
+
+	spool := filepath.Join(t.TempDir(), "spool")
+	rounds := []*roundProc{startRound(t, bin, url, spool, nil, "--fanout", "0", "--concurrency", "10", "--claim-limit", "40")}
+	eventually(t, "the first claim's checks in flight", 60*time.Second, func() bool { return fleet.Hits() >= first })
+	waitReplicated(t, primary)
+	drop, err := pair.HoldWALReceiver()
+	require.NoError(t, err)
+	releaseFirst()
+	eventually(t, "every server's check begun and the first 20 stored on the primary", 60*time.Second, func() bool {
+		_, runs := countRuns(t, primary)
+		return fleet.Hits() >= n && runs >= second
+	})
+	require.NoError(t, pair.KillPrimary())
+	primary.Close()
+	drop()
+	releaseSecond()
+	require.NoError(t, pair.WaitStandby(ctx))
+	require.NoError(t, pair.Promote(ctx))
+	promoted := time.Now()
+	db.Reset()
+	for _, r := range rounds {
+		_ = r.wait(t, 90*time.Second) // exit 3: results wait in the spool
+	}
+	_, runsAfterRounds := countRuns(t, db)
+
+	// The next round stores what waits in the spool before it claims; nothing is due.
+	next := startRound(t, bin, url, spool, nil)
+	require.NoError(t, next.wait(t, 60*time.Second))
+	t.Logf("a new round had run %s after the promotion", time.Since(promoted))
+	jobs, runs := countRuns(t, db)
+	var restored, fromJournal int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE source = 'journal') FROM probe_restored_jobs`).Scan(&restored, &fromJournal))
+	t.Logf("asynchronous failover, %d checks seen by the fleet: 0 results and %d claims survived on the new primary; "+
+		"%d runs after the round's own journal replay, %d after the next round's spool replay (%d restored under jobs of their own, "+
+		"%d of them from the journal); %d lost in the end", fleet.Hits(), first, runsAfterRounds, runs, restored, fromJournal, n-runs)
+	require.Equal(t, n, runs, "every result the fleet saw is stored on the new primary")
+	require.Equal(t, n, jobs, "one job per server")
+	require.Equal(t, n-first, restored, "the results whose claims vanished are restored; the others finish their own claims")
+	for path, at := range fleet.Arrivals() {
+		require.Len(t, at, 1, "%s was checked more than once", path)
+	}
 }
