@@ -90,6 +90,7 @@ var english = lang{
 	Classes: map[audit.Class]string{
 		audit.ClassAfterFinish: "claimed after finish", audit.ClassOverlap: "overlap",
 		audit.ClassOpen: "first still open", audit.ClassExplained: "explained re-check",
+		audit.ClassFailover: "database failover",
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "manual"},
 
@@ -137,6 +138,7 @@ var chinese = lang{
 	Classes: map[audit.Class]string{
 		audit.ClassAfterFinish: "结束后被再次领取", audit.ClassOverlap: "两次重叠",
 		audit.ClassOpen: "第一个未结束", audit.ClassExplained: "有解释的重新检查",
+		audit.ClassFailover: "数据库故障切换",
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "手动"},
 
