@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/pgha"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/release"
 )
 
 // roundProc is one `probectl run round` process.
@@ -253,5 +255,76 @@ func TestAsynchronousFailoverLosesWhatTheJournalAndTheSpoolThenRestore(t *testin
 	require.Equal(t, n-first, restored, "the results whose claims vanished are restored; the others finish their own claims")
 	for path, at := range fleet.Arrivals() {
 		require.Len(t, at, 1, "%s was checked more than once", path)
+	}
+}
+
+// Two worker processes on a multi-host URL run a round every 5 s over a synchronous primary and
+// standby; the primary is killed with SIGKILL while a round's invocation holds open jobs, and the
+// standby is promoted. Without a restart of the workers: claims, finishes, heartbeats, River's
+// fetch and its leader (river_leader is UNLOGGED: empty on the promoted standby) follow the new
+// primary, a round starts within 30 s of the promotion, every server is checked, no result is
+// lost and no server is checked twice.
+func TestWorkersFollowTheNewPrimaryAfterASynchronousFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary, a standby and two workers, and runs for about half a minute")
+	}
+	ctx := context.Background()
+	pair, err := pgha.Start(ctx, pgha.Options{Synchronous: true, Logf: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pair.Stop() })
+	url := pair.MultiHostURL("postgres")
+	require.NoError(t, testfactory.Migrate(ctx, url))
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	bin := buildBinary(t)
+
+	// The fleet answers after half a second, so a round lasts long enough to be cut midway.
+	fleet := fakefleet.New(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(500 * time.Millisecond)
+		fakefleet.OK(w, nil)
+	}))
+	const servers = 36
+	fleet.AddServers(t, pool, servers, "w", testfactory.ServerOpts{Plan: "frequent", Kind: "http", NextCheckAt: testfactory.Ptr(time.Now())})
+	rs := release.DefaultSettings()
+	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 2, 4, 2
+	rs.RequestTimeout, rs.MaxDuration = time.Second, 5*time.Second
+	_, err = release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
+	require.NoError(t, err)
+	workers := []*proc{startWorker(t, bin, url), startWorker(t, bin, url)}
+
+	eventually(t, "a round running an invocation with open jobs", 2*time.Minute, func() bool {
+		return queryInt(t, pool, midRoundAfter, time.Now().Add(-time.Hour)) > 0
+	})
+	require.NoError(t, pair.KillPrimary())
+	require.NoError(t, pair.Promote(ctx))
+	promoted := time.Now()
+	pool.Reset()
+
+	eventually(t, "a round started on the new primary", time.Minute, func() bool {
+		var n int
+		return pool.QueryRow(ctx, `SELECT count(*)::int FROM probe_rounds WHERE started_at > $1`, promoted).Scan(&n) == nil && n > 0
+	})
+	var firstAfter time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT min(started_at) FROM probe_rounds WHERE started_at > $1`, promoted).Scan(&firstAfter))
+	t.Logf("the first round on the new primary started %s after the promotion", firstAfter.Sub(promoted))
+	require.Less(t, firstAfter.Sub(promoted), 30*time.Second)
+
+	eventually(t, "every server checked and every round finished", 2*time.Minute, func() bool {
+		return queryInt(t, pool, `SELECT count(*)::int FROM servers s WHERE NOT EXISTS
+		         (SELECT 1 FROM probe_jobs j JOIN probe_runs r ON r.job_id = j.id WHERE j.server_id = s.id)`) == 0 &&
+			queryInt(t, pool, `SELECT count(*)::int FROM probe_rounds WHERE finished_at IS NULL`) == 0
+	})
+	jobs := queryInt(t, pool, `SELECT count(*)::int FROM probe_jobs`)
+	runs := queryInt(t, pool, `SELECT count(*)::int FROM probe_runs`)
+	t.Logf("after the failover: %d jobs, %d runs, %d requests at the fleet", jobs, runs, fleet.Hits())
+	require.Equal(t, servers, jobs, "one job per server")
+	require.Equal(t, servers, runs, "no result lost")
+	for path, at := range fleet.Arrivals() {
+		require.Len(t, at, 1, "%s was checked more than once", path)
+	}
+	for _, w := range workers {
+		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, <-w.done, "the worker stops cleanly on the new primary")
 	}
 }
