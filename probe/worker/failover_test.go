@@ -58,9 +58,11 @@ func startRound(t *testing.T, bin, url, spool string, env []string, args ...stri
 	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
-		p.mu.Lock()
-		t.Logf("run round %d:\n%s", p.cmd.Process.Pid, p.log.String())
-		p.mu.Unlock()
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("run round %d:\n%s", p.cmd.Process.Pid, p.log.String())
+			p.mu.Unlock()
+		}
 	})
 	return p
 }
@@ -237,6 +239,9 @@ func TestAsynchronousFailoverLosesWhatTheJournalAndTheSpoolThenRestore(t *testin
 	db.Reset()
 	for _, r := range rounds {
 		_ = r.wait(t, 90*time.Second) // exit 3: results wait in the spool
+		r.mu.Lock()
+		require.Contains(t, r.log.String(), "the database failed over (now on timeline 2", "the round says what it stored again")
+		r.mu.Unlock()
 	}
 	_, runsAfterRounds := countRuns(t, db)
 
