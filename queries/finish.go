@@ -113,13 +113,3 @@ func jsonArg(raw json.RawMessage) any {
 	}
 	return string(raw)
 }
-
-// RunStored says whether the job has its run already. A replayed or retried finish asks it first:
-// probe_finish answers a repeated job with a no-op whose result looks like a late finish's.
-func RunStored(ctx context.Context, db DBTX, jobID int64) (bool, error) {
-	stored, err := valueOf[bool](ctx, db, "RunStored", jobID)
-	if err != nil {
-		return false, fmt.Errorf("read the run of job %d: %w", jobID, err)
-	}
-	return stored, nil
-}

@@ -55,8 +55,3 @@ WITH finished AS (
 SELECT run.id AS run_id, false AS advanced, EXISTS (SELECT 1 FROM finished) AS job_finished,
        (SELECT f.finished_at FROM finished AS f) AS finished_at
   FROM run;
-
--- name: RunStored
--- Whether job $1 has its run already: a replayed or retried finish asks first, since probe_finish
--- (migrations/00004_fencing.sql) answers a repeated job with a no-op that looks like a late finish.
-SELECT EXISTS (SELECT 1 FROM probe_runs AS r WHERE r.job_id = $1);

@@ -17,7 +17,8 @@ const MaxFinishBatch = 500
 // round trip: each job is advanced, recorded and closed as FinishTx would, and the commit is paid
 // once for all of them. It is all or nothing: on an error nothing is stored, and the caller
 // finishes the jobs one at a time (FinishTx), asking first whether a run was stored
-// (RunStored), since a commit whose answer was lost may have stored them all.
+// (GetReplayedJob: by job id, server and claim time), since a commit whose answer was lost may
+// have stored them all.
 func FinishTxBatch(ctx context.Context, db DB, ps []FinishParams) ([]FinishResult, error) {
 	if len(ps) == 0 {
 		return nil, nil
