@@ -187,12 +187,21 @@ func TestAnOldRecordWhoseJobIsAnotherClaimIsKeptAndReported(t *testing.T) {
 // own. (Matched by the id alone, probe_finish stored it on the other server's job.)
 func TestAFinishWhoseJobIdNowBelongsToAnotherServerDoesNotStoreOnIt(t *testing.T) {
 	t.Parallel()
+	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
+		t.Run(finish, func(t *testing.T) {
+			t.Parallel()
+			finishOnAReusedJobID(t, finish)
+		})
+	}
+}
+
+func finishOnAReusedJobID(t *testing.T, finish string) {
 	ctx := context.Background()
 	db := testDB(t)
 	lost := dueServers(t, db, 1)[0]
 	later := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 	other := testfactory.Server(ctx, t, db, &testfactory.ServerOpts{NextCheckAt: &later})
-	s := settings(FinishTx)
+	s := settings(finish)
 	s.ClaimLimit = 1
 	dir := filepath.Join(t.TempDir(), "spool")
 	var reused int64

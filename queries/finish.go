@@ -99,7 +99,10 @@ func AdvanceServer(ctx context.Context, db DBTX, jobID, serverID int64, claimed 
 // finishes the job if it is still open. Advanced is left false: it is the caller's to fill in.
 func FinishJob(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
 	f, err := rowOf[finishRow](ctx, db, "FinishJob", p.JobID, p.Outcome, p.Error, p.StartedAt,
-		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
+		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ErrClaimGone
+	}
 	if err != nil {
 		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
 	}

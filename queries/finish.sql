@@ -36,13 +36,17 @@ RETURNING s.next_check_at;
 -- name: FinishJob
 -- The second write of an advance-first finish, one statement: store the run and finish the job if
 -- it is still open; a run whose job was closed meanwhile is stored late (probectl's fault). Returns
--- the run's id and whether the job was still open.
+-- the run's id and whether the job was still open. Only job $1 as the claim of server $10 made at
+-- $11 (NULL: any time): after an asynchronous failover its id may be another server's claim, and
+-- then nothing is written and no row comes back.
 WITH finished AS (
     UPDATE probe_jobs AS j
        SET finished_at = coalesce($9::timestamptz, clock_timestamp()),
            outcome     = $2,
            error       = nullif($3, '')
      WHERE j.id = $1
+       AND j.server_id = $10
+       AND ($11::timestamptz IS NULL OR j.requested_at = $11::timestamptz)
        AND j.finished_at IS NULL
     RETURNING j.id, j.finished_at
 ), run AS (
@@ -50,6 +54,8 @@ WITH finished AS (
     SELECT j.id, j.server_id, $4, $5, $6, $7, $8, j.finished_at IS NOT NULL
       FROM probe_jobs AS j
      WHERE j.id = $1
+       AND j.server_id = $10
+       AND ($11::timestamptz IS NULL OR j.requested_at = $11::timestamptz)
     RETURNING id
 )
 SELECT run.id AS run_id, false AS advanced, EXISTS (SELECT 1 FROM finished) AS job_finished,
