@@ -173,6 +173,13 @@ func TestDeployVerifyOnALaggingStandbyDoesNotJudgeALiveRoundDead(t *testing.T) {
 	require.Len(t, rep.Rounds, 1)
 	require.Equal(t, "running", rep.Rounds[0].State, "a lagging standby judged a live round dead")
 
+	// --wait waits for the live round (and gives up after its timeout), rather than taking it
+	// for dead and finished.
+	res = c.run(t, "--database-url", nowhere, "deploy", "verify", "--wait", "2s", "-o", "json")
+	require.NotEqual(t, 3, res.Code, res.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rep), res.Stdout)
+	require.Equal(t, "running", rep.Rounds[0].State, "deploy verify --wait judged a live round dead on a lagging standby")
+
 	res = c.run(t, "--database-url", nowhere, "status", "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	var st struct {
