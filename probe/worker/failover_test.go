@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/pgha"
 	"github.com/probectl/probectl/internal/testfactory"
@@ -328,6 +329,86 @@ func TestWorkersFollowTheNewPrimaryAfterASynchronousFailover(t *testing.T) {
 	for path, at := range fleet.Arrivals() {
 		require.Len(t, at, 1, "%s was checked more than once", path)
 	}
+	for _, w := range workers {
+		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, <-w.done, "the worker stops cleanly on the new primary")
+	}
+}
+
+// The same two workers over an asynchronous standby whose WAL receiver is held while a round runs:
+// the primary's last claims and results never reach the standby, which is promoted after the
+// primary is killed. Counted on the new primary: what the failover lost and what the workers'
+// journals and spools stored again (every result the fleet saw is stored), and every server the
+// fleet saw twice is a pair audit duplicates explains as a failover's.
+func TestWorkersRestoreWhatAnAsynchronousFailoverLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary, a standby and two workers, and runs for about half a minute")
+	}
+	ctx := context.Background()
+	pair, err := pgha.Start(ctx, pgha.Options{Synchronous: false, Logf: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pair.Stop() })
+	url := pair.MultiHostURL("postgres")
+	require.NoError(t, testfactory.Migrate(ctx, url))
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	primary, err := pgxpool.New(ctx, pair.Primary.URL("postgres"))
+	require.NoError(t, err)
+	t.Cleanup(primary.Close)
+	bin := buildBinary(t)
+
+	fleet := fakefleet.New(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(500 * time.Millisecond)
+		fakefleet.OK(w, nil)
+	}))
+	const servers = 36
+	fleet.AddServers(t, pool, servers, "w", testfactory.ServerOpts{Plan: "frequent", Kind: "http", NextCheckAt: testfactory.Ptr(time.Now())})
+	rs := release.DefaultSettings()
+	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 2, 4, 2
+	rs.RequestTimeout, rs.MaxDuration = time.Second, 5*time.Second
+	_, err = release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
+	require.NoError(t, err)
+	workers := []*proc{startWorker(t, bin, url), startWorker(t, bin, url)}
+
+	eventually(t, "a round running an invocation with open jobs", 2*time.Minute, func() bool {
+		return queryInt(t, pool, midRoundAfter, time.Now().Add(-time.Hour)) > 0
+	})
+	waitReplicated(t, primary)
+	drop, err := pair.HoldWALReceiver()
+	require.NoError(t, err)
+	held := queryInt(t, primary, `SELECT count(*)::int FROM probe_runs`)
+	eventually(t, "results stored on the primary only", time.Minute, func() bool {
+		return queryInt(t, primary, `SELECT count(*)::int FROM probe_runs`) >= held+6
+	})
+	require.NoError(t, pair.KillPrimary())
+	primary.Close()
+	drop()
+	require.NoError(t, pair.WaitStandby(ctx))
+	require.NoError(t, pair.Promote(ctx))
+	promoted := time.Now()
+	pool.Reset()
+	survived := queryInt(t, pool, `SELECT count(*)::int FROM probe_runs`)
+
+	eventually(t, "every server checked and stored, every round finished", 2*time.Minute, func() bool {
+		return queryInt(t, pool, `SELECT count(*)::int FROM servers s WHERE NOT EXISTS
+		         (SELECT 1 FROM probe_jobs j JOIN probe_runs r ON r.job_id = j.id WHERE j.server_id = s.id)`) == 0 &&
+			queryInt(t, pool, `SELECT count(*)::int FROM probe_rounds WHERE finished_at IS NULL AND started_at > $1`, promoted) == 0
+	})
+	// The heartbeats replay the journals every 10 s: wait until every check the fleet saw is stored.
+	eventually(t, "every check the fleet saw stored", time.Minute, func() bool {
+		return queryInt(t, pool, `SELECT count(*)::int FROM probe_runs`) >= int(fleet.Hits())
+	})
+	runs := queryInt(t, pool, `SELECT count(*)::int FROM probe_runs`)
+	restored := queryInt(t, pool, `SELECT count(*)::int FROM probe_restored_jobs`)
+	rep, err := audit.Duplicates(ctx, pool, audit.DuplicatesParams{Since: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	t.Logf("asynchronous failover under workers: %d results had been stored on the old primary when it died (%d after the "+
+		"receiver was held), %d survived on the new one; in the end %d runs for %d checks the fleet saw, %d restored "+
+		"under jobs of their own; %d duplicate pair(s), %d of them failover, %d unexplained",
+		held+6, 6, survived, runs, fleet.Hits(), restored, len(rep.Pairs), rep.Count(audit.ClassFailover), rep.Unexplained())
+	require.Equal(t, int(fleet.Hits()), runs, "every check the fleet saw is stored once")
+	require.Zero(t, rep.Unexplained(), "every server checked twice is explained")
 	for _, w := range workers {
 		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, <-w.done, "the worker stops cleanly on the new primary")
