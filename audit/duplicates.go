@@ -54,10 +54,14 @@ const (
 	// ClassExplained: the second job is an explicit re-check (reason maintainer_claim or
 	// manual), which the spacing guard lets through by design.
 	ClassExplained Class = "explained"
+	// ClassFailover: the database failed over between the two jobs, and the first claim (or the
+	// second) had vanished with it and was restored from a spool or journal: the server looked
+	// due on the new primary. Explained, with the time the new timeline was first seen.
+	ClassFailover Class = "failover"
 )
 
 // Classes lists every class in the order reports show them.
-var Classes = []Class{ClassAfterFinish, ClassOverlap, ClassOpen, ClassExplained}
+var Classes = []Class{ClassAfterFinish, ClassOverlap, ClassOpen, ClassExplained, ClassFailover}
 
 // Pair is one duplicate claim: two consecutive jobs of one server requested less than the window
 // apart. Explained takes precedence over the other classes.
@@ -76,13 +80,15 @@ type Pair struct {
 	// overlap, nil when the first job is open. The incident write-up's table shows this gap.
 	GapAfterFinish *time.Duration
 	Class          Class
+	// FailoverAt is when the failover of a ClassFailover pair was first seen (its new timeline).
+	FailoverAt *time.Time
 	// FirstBeforeSince says the first job lies before Since, outside the population; the pair
 	// still counts, because the second job is in it.
 	FirstBeforeSince bool
 }
 
-// Explained says whether the second job was an explicit re-check.
-func (p Pair) Explained() bool { return p.Class == ClassExplained }
+// Explained says whether the pair has a known cause: an explicit re-check, or a failover.
+func (p Pair) Explained() bool { return p.Class == ClassExplained || p.Class == ClassFailover }
 
 // Population is what the audit looked at.
 type Population struct {
@@ -144,7 +150,7 @@ func (r DuplicatesReport) Count(c Class) int {
 // Unexplained is the number of pairs that are not explicit re-checks: what --fail-on-found and
 // deploy verify fail on.
 func (r DuplicatesReport) Unexplained() int {
-	return len(r.Pairs) - r.Count(ClassExplained)
+	return len(r.Pairs) - r.Count(ClassExplained) - r.Count(ClassFailover)
 }
 
 // Duplicates runs the duplicate-claim audit in its own READ ONLY, REPEATABLE READ transaction on

@@ -201,7 +201,7 @@ func TestAnEmptyPopulationReportsZeroAndNoClosestPair(t *testing.T) {
 		"window_seconds": 600.000,
 		"duplicate_count": 0,
 		"unexplained_count": 0,
-		"class_counts": {"after_finish": 0, "overlap": 0, "open": 0, "explained": 0},
+		"class_counts": {"after_finish": 0, "overlap": 0, "open": 0, "explained": 0, "failover": 0},
 		"closest_gap_seconds": null,
 		"closest_pair": null,
 		"duplicates": [],

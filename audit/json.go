@@ -63,6 +63,8 @@ type pairJSON struct {
 	Class                 Class      `json:"class"`
 	Explained             bool       `json:"explained"`
 	FirstBeforeSince      bool       `json:"first_before_since"`
+	// FailoverAt: a failover pair's, when its new timeline was first seen; absent otherwise.
+	FailoverAt *time.Time `json:"failover_at,omitempty"`
 }
 
 type closestJSON struct {
@@ -126,6 +128,7 @@ func (r DuplicatesReport) MarshalJSON() ([]byte, error) {
 			SecondRequestedAt: p.SecondRequestedAt.UTC(), RequestGapSeconds: Seconds(p.RequestGap),
 			GapAfterFinishSeconds: secondsPtr(p.GapAfterFinish), SecondReason: p.SecondReason,
 			Class: p.Class, Explained: p.Explained(), FirstBeforeSince: p.FirstBeforeSince,
+			FailoverAt: utcPtr(p.FailoverAt),
 		})
 	}
 	for _, p := range r.Periods {

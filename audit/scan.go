@@ -164,6 +164,8 @@ func classify(r queries.AuditPairRow, since time.Time) Pair {
 	switch {
 	case isRecheck(r.SecondReason):
 		p.Class = ClassExplained
+	case r.FailoverAt != nil:
+		p.Class, p.FailoverAt = ClassFailover, r.FailoverAt
 	case p.FirstFinishedAt == nil:
 		p.Class = ClassOpen
 	case *p.GapAfterFinish < 0:

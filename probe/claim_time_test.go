@@ -49,7 +49,7 @@ func TestAClaimIsDatedAfterTheFinishItSaw(t *testing.T) {
 	waitForLockWaiters(t, pool, 1)
 
 	// The first job finishes while the claim waits; its server stays due (no advance yet).
-	res, err := queries.FinishJob(ctx, pool, queries.FinishParams{JobID: first, Outcome: "ok",
+	res, err := queries.FinishJob(ctx, pool, queries.FinishParams{JobID: first, ServerID: due, Outcome: "ok",
 		StartedAt: time.Now(), CheckFinishedAt: time.Now(), Requests: 1, Result: json.RawMessage(`{}`)})
 	require.NoError(t, err)
 	require.True(t, res.JobFinished)

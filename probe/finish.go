@@ -64,7 +64,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	}
 	p := queries.FinishParams{JobID: job.JobID, ServerID: job.ServerID, ClaimedNextCheckAt: job.ClaimedNextCheckAt,
 		Outcome: res.Outcome, Error: res.Error, StartedAt: res.StartedAt, CheckFinishedAt: res.FinishedAt,
-		Requests: len(res.Requests), Result: result, Envelope: envelope, Kind: job.Kind}
+		Requests: len(res.Requests), Result: result, Envelope: envelope, Kind: job.Kind, RequestedAt: &job.RequestedAt}
 
 	var fr queries.FinishResult
 	if r.Settings.Finish == FinishAdvanceFirst {
@@ -91,6 +91,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	if queries.RunAlreadyStored(err) || errors.Is(err, errRunStored) {
 		// An attempt committed but its answer was lost with the connection: stored once.
 		r.Log.Info("the finish had committed before its connection broke; the run is stored once", "job", job.JobID, "server", job.Slug)
+		r.journalResult(st, job, p)
 		return
 	}
 	if err != nil {
@@ -98,6 +99,7 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 		return
 	}
 	r.reportGuards(wctx, st, job, fr)
+	r.journalResult(st, job, p)
 	return
 }
 
@@ -110,7 +112,9 @@ func (r *Round) finishAlone(ctx context.Context, each time.Duration, attempts *i
 		if *attempts++; *attempts > 1 {
 			// The attempt before may have committed without our hearing it, and probe_finish
 			// answers a repeated job with a no-op that would read as a late finish.
-			if stored, err := queries.RunStored(ctx, r.DB, p.JobID); err != nil || stored {
+			// The job is asked for by more than its id: after a failover the id may be another
+			// server's claim, whose run is not this one (see replay_match.go).
+			if stored, err := claimStored(ctx, r.DB, p); err != nil || stored {
 				return cmp.Or(err, errRunStored)
 			}
 		}
@@ -156,7 +160,7 @@ func (r *Round) spoolResult(st *state, inv int, job queries.ClaimedJob, p querie
 		return
 	}
 	err := st.spool.put(spoolEntry{RoundID: st.roundID, Slug: job.Slug, Finish: r.Settings.Finish,
-		JobID: p.JobID, ServerID: p.ServerID, ClaimedNextCheckAt: p.ClaimedNextCheckAt, Outcome: p.Outcome,
+		JobID: p.JobID, ServerID: p.ServerID, RequestedAt: &job.RequestedAt, ClaimedNextCheckAt: p.ClaimedNextCheckAt, Outcome: p.Outcome,
 		Error: p.Error, StartedAt: p.StartedAt, CheckFinishedAt: p.CheckFinishedAt, Requests: p.Requests,
 		Result: p.Result, Envelope: p.Envelope, SpooledAt: time.Now().UTC(), Cause: cause.Error()})
 	if err != nil {

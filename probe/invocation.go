@@ -74,6 +74,9 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 		if ctx.Err() != nil {
 			break
 		}
+		if r.failedOver(ctx, st, inv) {
+			break
+		}
 		// Once sent, a claim is waited for even if the round is cancelled: a claim queued on the
 		// lock commits on the server whether or not its caller is still listening, and jobs
 		// nobody heard of would stay open, unchecked, for the in-flight window. The jobs it

@@ -69,6 +69,7 @@ func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
 	st := &state{roundID: inv.RoundID, deadline: inv.Deadline}
 	if inv.SpoolDir != "" {
 		st.spool = &spool{dir: inv.SpoolDir, roundID: inv.RoundID}
+		st.journal = r.openJournal(ctx, st, inv.SpoolDir, inv.RoundID)
 	}
 	// The earlier attempts' claims count against this one's share. Counted before the first claim
 	// of this attempt; attempts of one invocation never run at once (River runs a job once at a
@@ -78,6 +79,9 @@ func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
 		return Progress{Invocation: inv.Index}, &IncompleteError{Problems: []string{fmt.Sprintf("invocation %d: %v", inv.Index, err)}}
 	}
 	p := r.invoke(ctx, st, inv.Index, before)
+	if st.journal != nil {
+		r.closeJournal(ctx, st)
+	}
 	if st.spool != nil {
 		if err := st.spool.close(); err != nil {
 			st.problem("close spool file %s: %v", st.spool.path(), err)

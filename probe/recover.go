@@ -25,6 +25,9 @@ type Recovery struct {
 	// Stored results were stored now; AlreadyStored ones had their run already (a replay that ran
 	// before, or a finish that committed without its round hearing it): nothing was written.
 	Stored, AlreadyStored int
+	// Restored results had lost their claim (an asynchronous failover): each was stored under a
+	// finished job of its own, marked as restored (included in Stored).
+	Restored int
 	// Busy files are still written by a live round: left for a later replay.
 	Busy int
 	// Left are results that could not be stored: they stay in the spool, and status shows them.
@@ -144,10 +147,10 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 				n, filepath.Base(path)))
 			break
 		}
-		already, err := storeSpooled(ctx, db, e, log)
+		already, restored, err := storeSpooled(ctx, db, e, "spool", log)
 		switch {
 		case err != nil:
-			*down = queries.Transient(err)
+			*down = queries.Transient(err) && !isKept(err)
 			left++
 			rec.Problems = append(rec.Problems, fmt.Sprintf("job %d (%s) from %s: %v; it stays in the spool",
 				e.JobID, e.Slug, filepath.Base(path), err))
@@ -155,6 +158,9 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 			rec.AlreadyStored++
 		default:
 			rec.Stored++
+			if restored {
+				rec.Restored++
+			}
 		}
 	}
 	for _, b := range bad {
@@ -204,20 +210,32 @@ func readSpoolFile(path string) (entries []spoolEntry, bad []string, err error) 
 	return entries, bad, nil
 }
 
-// storeSpooled stores one spooled result the way its round would have, with the finish's retries
-// and budget. already: its run existed, nothing was written.
-func storeSpooled(ctx context.Context, db queries.DBTX, e spoolEntry, log *slog.Logger) (already bool, err error) {
+// storeSpooled stores one spooled (or journaled: source) result the way its round would have,
+// with the finish's retries and budget, once it has made sure the job the database holds under
+// the result's id is the result's own (matchJob): else the claim vanished, and the result is
+// restored under a job of its own (restoreSpooled), or kept. already: its run existed, nothing
+// was written.
+func storeSpooled(ctx context.Context, db queries.DBTX, e spoolEntry, source string, log *slog.Logger) (already, restored bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, finishTimeout)
 	defer cancel()
 	each := finishTimeout / finishWrites
 	p := e.params()
 	// Asked first: probe_finish answers a repeated job with a no-op, not an error.
-	err = retry(wctx, each, log, "read the run (replay)", func(ctx context.Context) error {
-		already, err = queries.RunStored(ctx, db, e.JobID)
+	var job queries.ReplayedJob
+	var found bool
+	err = retry(wctx, each, log, "read the job (replay)", func(ctx context.Context) error {
+		job, found, err = queries.GetReplayedJob(ctx, db, e.JobID)
 		return err
 	})
-	if err != nil || already {
-		return already, err
+	if err != nil {
+		return false, false, err
+	}
+	if !found || !matchJob(e, job) {
+		already, err = restoreSpooled(wctx, db, e, source, each, log)
+		return already, err == nil && !already, err
+	}
+	if job.Stored {
+		return true, false, nil
 	}
 	if e.Finish == FinishAdvanceFirst {
 		// The advance is a compare-and-set on the claimed value: replayed, it moves the server on
@@ -239,7 +257,7 @@ func storeSpooled(ctx context.Context, db queries.DBTX, e spoolEntry, log *slog.
 		})
 	}
 	if queries.RunAlreadyStored(err) {
-		return true, nil
+		return true, false, nil
 	}
-	return false, err
+	return false, false, err
 }

@@ -113,6 +113,9 @@ type Summary struct {
 	// Spooled counts the results this round could not store and spooled, in SpoolFile.
 	Spooled   int
 	SpoolFile string
+	// Journal is what the replay of the failover journals did when the round ended (nil without
+	// a spool directory): after a failover, what the new primary lacked of this round's results.
+	Journal *JournalReplay
 }
 
 // Duration is how long the round took.
@@ -197,6 +200,8 @@ type state struct {
 	spooled        int // results written to the spool
 
 	spool *spool // nil: no spool
+	// journal keeps what the round stored for a failover's replay; nil: no spool, no journal.
+	journal *journal
 	// completer batches the finishes of the one-transaction mode; nil finishes one at a time.
 	completer *completer
 }
@@ -246,6 +251,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	st := &state{roundID: roundID, deadline: r.clock().Add(s.MaxDuration)}
 	if r.SpoolDir != "" {
 		st.spool = &spool{dir: r.SpoolDir, roundID: roundID}
+		st.journal = r.openJournal(ctx, st, r.SpoolDir, roundID)
 	}
 	if recovered != nil {
 		for _, p := range recovered.Problems {
@@ -285,6 +291,9 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		if err := st.spool.close(); err != nil {
 			st.problem("close spool file %s: %v", sum.SpoolFile, err)
 		}
+	}
+	if st.journal != nil {
+		sum.Journal = r.closeJournal(ctx, st)
 	}
 	r.closeRound(ctx, st, sum)
 	st.mu.Lock()

@@ -195,6 +195,10 @@ type spoolEntry struct {
 	Envelope           json.RawMessage `json:"envelope,omitempty"`
 	SpooledAt          time.Time       `json:"spooled_at"`
 	Cause              string          `json:"cause"` // why the finish failed, for whoever reads the file
+	// RequestedAt is when the job was claimed, by the database's clock: with the job, server and
+	// round it tells the job from another that reuses its id after a failover. Records written
+	// before it was added have none (see matchJob).
+	RequestedAt *time.Time `json:"requested_at,omitempty"`
 }
 
 func (e spoolEntry) params() queries.FinishParams {
@@ -257,24 +261,31 @@ func (s *spool) close() error {
 
 // createSpoolFile makes this process's file for the round, locked, under its final name.
 func createSpoolFile(dir string, roundID int64) (*os.File, string, error) {
+	return createLockedFile(dir, fmt.Sprintf("round-%d", roundID), spoolExt, "spool file")
+}
+
+// createLockedFile makes a new file of this process in dir (0600, never through a symbolic link,
+// created under a hidden name and locked before it gets its final one, so that a replay never
+// reads a file its writer still holds): the spool's and the journal's. what names it in errors.
+func createLockedFile(dir, prefix, ext, what string) (*os.File, string, error) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	name := fmt.Sprintf("round-%d-pid-%d-%s%s", roundID, os.Getpid(), hex.EncodeToString(b[:]), spoolExt)
+	name := fmt.Sprintf("%s-pid-%d-%s%s", prefix, os.Getpid(), hex.EncodeToString(b[:]), ext)
 	final := filepath.Join(dir, name)
 	hidden := filepath.Join(dir, "."+name+".new")
 	f, err := os.OpenFile(hidden, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, "", fmt.Errorf("create spool file in %s: %w", dir, err)
+		return nil, "", fmt.Errorf("create %s in %s: %w", what, dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
 		os.Remove(hidden)
-		return nil, "", fmt.Errorf("lock spool file %s: %w", hidden, err)
+		return nil, "", fmt.Errorf("lock %s %s: %w", what, hidden, err)
 	}
 	if err := os.Rename(hidden, final); err != nil {
 		f.Close()
 		os.Remove(hidden)
-		return nil, "", fmt.Errorf("name spool file %s: %w", final, err)
+		return nil, "", fmt.Errorf("name %s %s: %w", what, final, err)
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()

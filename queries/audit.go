@@ -103,6 +103,9 @@ type AuditPairRow struct {
 	FirstFinishedAt   *time.Time `db:"first_finished_at"`
 	SecondRequestedAt time.Time  `db:"second_requested_at"`
 	SecondReason      string     `db:"second_reason"`
+	// FailoverAt is when probectl first saw the timeline a failover started between the two
+	// jobs, one of which was restored; nil for any other pair.
+	FailoverAt *time.Time `db:"failover_at"`
 }
 
 // AuditPairsParams select the pairs AuditDuplicatePairs returns.

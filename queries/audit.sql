@@ -54,7 +54,14 @@ WITH ordered AS (
 )
 SELECT o.server_id, s.slug, o.first_id AS first_job_id, o.id AS second_job_id,
        o.first_requested_at, o.first_finished_at, o.requested_at AS second_requested_at,
-       o.reason AS second_reason
+       o.reason AS second_reason,
+       -- A failover's pair (migrations/00014): one of its jobs was restored from a spool or a
+       -- journal (its claim vanished with an asynchronous failover), and probectl saw the
+       -- database on a new timeline after the first job was requested: when it first saw it.
+       CASE WHEN EXISTS (SELECT 1 FROM probe_restored_jobs AS rj WHERE rj.job_id IN (o.first_id, o.id))
+            THEN (SELECT min(t.first_seen_at) FROM probectl_timelines AS t
+                   WHERE t.first_seen_at > o.first_requested_at)
+       END AS failover_at
   FROM ordered o
   JOIN servers s ON s.id = o.server_id
  WHERE o.first_id IS NOT NULL

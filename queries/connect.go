@@ -33,6 +33,18 @@ func ResolveURL(flag string, getenv func(string) string) (string, URLSource) {
 	return libpqEnvDSN(getenv), "PG* environment variables"
 }
 
+// ResolveReadURL picks where the commands that only read connect: the flag, else
+// PROBECTL_READ_DATABASE_URL, else "" (the same database as every other command).
+func ResolveReadURL(flag string, getenv func(string) string) (string, URLSource) {
+	if flag != "" {
+		return flag, "--read-database-url"
+	}
+	if v := getenv("PROBECTL_READ_DATABASE_URL"); v != "" {
+		return v, "PROBECTL_READ_DATABASE_URL"
+	}
+	return "", ""
+}
+
 // libpqEnvDSN turns the libpq PG* variables into a keyword/value connection string. pgx would read
 // them from the process environment itself; reading them through getenv keeps the order of
 // precedence in one place and lets tests supply their own environment.

@@ -28,7 +28,15 @@ type FinishParams struct {
 	Now *time.Time
 	// Kind is the server's check kind (mcp | http); FinishTxBatch orders a batch by it (see there).
 	Kind string
+	// RequestedAt is when the job was claimed; with ServerID it tells the claim from another that
+	// reuses its id after a failover (FinishTx). nil: checked by server only.
+	RequestedAt *time.Time
 }
+
+// ErrClaimGone says a finish found no claim of its server at its time under its job id: the
+// database lost the claim (an asynchronous failover), and may have given the id to another
+// claim. Nothing was written; the result is the spool's to restore (probe's replay).
+var ErrClaimGone = errors.New("the database no longer holds this claim (a failover lost it, or gave its id to another claim)")
 
 // FinishResult says what a finish changed. A false Advanced or JobFinished is not an error but
 // must be reported: the compare-and-set or the open-job guard found that something else had
@@ -63,7 +71,10 @@ func (f finishRow) result() FinishResult {
 // FinishTx calls probe_finish: advance, run and job in one transaction.
 func FinishTx(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
 	f, err := rowOf[finishRow](ctx, db, "FinishTx", p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error,
-		p.StartedAt, p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
+		p.StartedAt, p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ErrClaimGone
+	}
 	if err != nil {
 		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
 	}
@@ -88,7 +99,10 @@ func AdvanceServer(ctx context.Context, db DBTX, jobID, serverID int64, claimed 
 // finishes the job if it is still open. Advanced is left false: it is the caller's to fill in.
 func FinishJob(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
 	f, err := rowOf[finishRow](ctx, db, "FinishJob", p.JobID, p.Outcome, p.Error, p.StartedAt,
-		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
+		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ErrClaimGone
+	}
 	if err != nil {
 		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
 	}
@@ -101,16 +115,6 @@ func jsonArg(raw json.RawMessage) any {
 		return nil
 	}
 	return string(raw)
-}
-
-// RunStored says whether the job has its run already. A replayed or retried finish asks it first:
-// probe_finish answers a repeated job with a no-op whose result looks like a late finish's.
-func RunStored(ctx context.Context, db DBTX, jobID int64) (bool, error) {
-	stored, err := valueOf[bool](ctx, db, "RunStored", jobID)
-	if err != nil {
-		return false, fmt.Errorf("read the run of job %d: %w", jobID, err)
-	}
-	return stored, nil
 }
 
 // RunLate says whether the job's run was stored late, after the job had been closed as abandoned.

@@ -1,8 +1,14 @@
 -- name: FinishTx
 -- The default finish: probe_finish (migrations/00004_fencing.sql) advances next_check_at, stores the
--- run and finishes the job in one transaction.
-SELECT run_id, advanced, job_finished, finished_at
-  FROM probe_finish(p_job_id                => $1,
+-- run and finishes the job in one transaction, if job $1 is still the claim of server $11 made at
+-- $12 (NULL: any time). After an asynchronous failover the new primary may lack the claim and
+-- give its id to another server's: then probe_finish is not called, and no row comes back.
+SELECT f.run_id, f.advanced, f.job_finished, f.finished_at
+  FROM (SELECT 1 FROM probe_jobs AS j
+         WHERE j.id = $1 AND j.server_id = $11
+           AND ($12::timestamptz IS NULL OR j.requested_at = $12::timestamptz)) AS claim
+ CROSS JOIN LATERAL
+       probe_finish(p_job_id                => $1,
                     p_claimed_next_check_at => $2,
                     p_outcome               => $3,
                     p_error                 => $4,
@@ -11,7 +17,7 @@ SELECT run_id, advanced, job_finished, finished_at
                     p_requests              => $7,
                     p_result                => $8,
                     p_envelope              => $9,
-                    p_now                   => $10::timestamptz);
+                    p_now                   => $10::timestamptz) AS f;
 
 -- name: AdvanceServer
 -- The first write of an advance-first finish: move next_check_at on by the server's interval, as a
@@ -33,13 +39,17 @@ RETURNING s.next_check_at;
 -- name: FinishJob
 -- The second write of an advance-first finish, one statement: store the run and finish the job if
 -- it is still open; a run whose job was closed meanwhile is stored late (probectl's fault). Returns
--- the run's id and whether the job was still open.
+-- the run's id and whether the job was still open. Only job $1 as the claim of server $10 made at
+-- $11 (NULL: any time): after an asynchronous failover its id may be another server's claim, and
+-- then nothing is written and no row comes back.
 WITH finished AS (
     UPDATE probe_jobs AS j
        SET finished_at = coalesce($9::timestamptz, clock_timestamp()),
            outcome     = $2,
            error       = nullif($3, '')
      WHERE j.id = $1
+       AND j.server_id = $10
+       AND ($11::timestamptz IS NULL OR j.requested_at = $11::timestamptz)
        AND j.finished_at IS NULL
     RETURNING j.id, j.finished_at
 ), run AS (
@@ -47,16 +57,13 @@ WITH finished AS (
     SELECT j.id, j.server_id, $4, $5, $6, $7, $8, j.finished_at IS NOT NULL
       FROM probe_jobs AS j
      WHERE j.id = $1
+       AND j.server_id = $10
+       AND ($11::timestamptz IS NULL OR j.requested_at = $11::timestamptz)
     RETURNING id
 )
 SELECT run.id AS run_id, false AS advanced, EXISTS (SELECT 1 FROM finished) AS job_finished,
        (SELECT f.finished_at FROM finished AS f) AS finished_at
   FROM run;
-
--- name: RunStored
--- Whether job $1 has its run already: a replayed or retried finish asks first, since probe_finish
--- (migrations/00004_fencing.sql) answers a repeated job with a no-op that looks like a late finish.
-SELECT EXISTS (SELECT 1 FROM probe_runs AS r WHERE r.job_id = $1);
 
 -- name: RunLate
 -- Whether job $1's run was stored late (its job had been closed as abandoned first). A finish that

@@ -3,6 +3,7 @@ package queries
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -16,7 +17,8 @@ const MaxFinishBatch = 500
 // round trip: each job is advanced, recorded and closed as FinishTx would, and the commit is paid
 // once for all of them. It is all or nothing: on an error nothing is stored, and the caller
 // finishes the jobs one at a time (FinishTx), asking first whether a run was stored
-// (RunStored), since a commit whose answer was lost may have stored them all.
+// (GetReplayedJob: by job id, server and claim time), since a commit whose answer was lost may
+// have stored them all.
 func FinishTxBatch(ctx context.Context, db DB, ps []FinishParams) ([]FinishResult, error) {
 	if len(ps) == 0 {
 		return nil, nil
@@ -43,7 +45,7 @@ func FinishTxBatch(ctx context.Context, db DB, ps []FinishParams) ([]FinishResul
 		for _, i := range order {
 			p := ps[i]
 			b.Queue(SQL("FinishTx"), p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error, p.StartedAt,
-				p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now)
+				p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
 		}
 		br := tx.SendBatch(ctx, b)
 		for _, i := range order {
@@ -54,6 +56,9 @@ func FinishTxBatch(ctx context.Context, db DB, ps []FinishParams) ([]FinishResul
 				return fmt.Errorf("finish job %d: %w", p.JobID, err)
 			}
 			row, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[finishRow])
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = ErrClaimGone
+			}
 			if err != nil {
 				_ = br.Close()
 				return fmt.Errorf("finish job %d: %w", p.JobID, err)

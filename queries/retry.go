@@ -24,7 +24,7 @@ func RunAlreadyStored(err error) bool {
 // out of resources, a timeout fired, or a serialization conflict. An error the server raised
 // about the data (a constraint, a missing job) is not transient: trying again changes nothing.
 func Transient(err error) bool {
-	if err == nil {
+	if err == nil || errors.Is(err, ErrClaimGone) || errors.Is(err, ErrRoundGone) {
 		return false
 	}
 	var pgErr *pgconn.PgError

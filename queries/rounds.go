@@ -3,8 +3,11 @@ package queries
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // NewRound is what a probe_rounds row records about how a round was run.
@@ -38,6 +41,9 @@ func InsertRound(ctx context.Context, db DBTX, r NewRound) (id int64, startedAt 
 // FinishRound records the end of a round.
 func FinishRound(ctx context.Context, db DBTX, id int64, now *time.Time) (time.Time, error) {
 	at, err := valueOf[time.Time](ctx, db, "FinishRound", id, now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ErrRoundGone
+	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("record end of round %d: %w", id, err)
 	}

@@ -73,6 +73,9 @@ type RunDetail struct {
 	JobFinishedAt *time.Time      `db:"job_finished_at"`
 	Result        json.RawMessage `db:"result"`
 	Envelope      json.RawMessage `db:"envelope"`
+	// SignedJobID is the job the envelope was signed for: JobID, or for a run restored after a
+	// failover under a job of its own, the job of the claim it answered.
+	SignedJobID int64 `db:"signed_job_id" json:"-"`
 }
 
 // ErrNoRun says no run has the id asked for.

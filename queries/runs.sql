@@ -16,9 +16,13 @@ SELECT f.*
 -- outcome and finish (by the database's clock, as a key's retirement is), the result and the
 -- envelope.
 SELECT f.*, s.endpoint_url, j.outcome AS job_outcome, j.finished_at AS job_finished_at,
-       r.result, r.envelope
+       r.result, r.envelope,
+       -- The job the envelope was signed for: the run's own, or for a result restored after a
+       -- failover under a job of its own, the claim it answered (migrations/00014).
+       coalesce(rj.original_job_id, f.job_id) AS signed_job_id
   FROM run_facts AS f
   JOIN probe_runs AS r ON r.id = f.id
   JOIN probe_jobs AS j ON j.id = f.job_id
   JOIN servers AS s ON s.id = f.server_id
+  LEFT JOIN probe_restored_jobs AS rj ON rj.job_id = f.job_id
  WHERE f.id = $1;

@@ -3,8 +3,13 @@
 -- $1 (StatusNow resolves NULL to now()); the others say what their parameters are.
 
 -- name: StatusNow
--- The report's time: the one given, or the transaction's now().
-SELECT coalesce($1::timestamptz, now()) AS now;
+-- The report's time: the one given, or the transaction's now() less a standby's replay lag
+-- (migrations/00014): the moment the data read is as of, by which staleness is judged.
+SELECT coalesce($1::timestamptz, now() - probectl_replay_lag()) AS now;
+
+-- name: DatabaseRole
+-- Whether this session reads a hot standby, and how far behind its primary it is.
+SELECT pg_is_in_recovery() AS standby, probectl_replay_lag() AS replay_lag;
 
 -- name: StatusDue
 -- Due servers: how many, and how many of those are held by an open job (a round is on them). An

@@ -5,11 +5,11 @@
 -- The first $3 rounds that started at or after $2 under release $1 (or under no release: rounds
 -- recorded by a binary that did not know releases), with what each left in the database.
 -- dead: unfinished, and its heartbeat older than $4 by the database's clock (a round without one,
--- from a binary before 00005: started more than $5 ago).
+-- from a binary before 00005: started more than $5 ago), less a standby's replay lag (00014).
 SELECT r.id, r.started_at, r.finished_at,
        c.jobs, c.runs, c.servers, c.open_jobs, c.runs_missing_envelope, r.heartbeat_at,
        r.finished_at IS NULL
-       AND coalesce(r.heartbeat_at + $4::interval, r.started_at + $5::interval) < now() AS dead
+       AND coalesce(r.heartbeat_at + $4::interval, r.started_at + $5::interval) < now() - probectl_replay_lag() AS dead
   FROM probe_rounds AS r
  CROSS JOIN LATERAL (
        SELECT count(*)                                        AS jobs,
@@ -32,7 +32,8 @@ SELECT r.id, r.started_at, r.finished_at,
 -- ($4, $5 as in VerifyRounds) counts as finished: waiting longer changes nothing, verify fails it.
 SELECT count(*) AS found,
        count(*) FILTER (WHERE finished_at IS NOT NULL
-                           OR coalesce(heartbeat_at + $4::interval, started_at + $5::interval) < now())
+                           OR coalesce(heartbeat_at + $4::interval, started_at + $5::interval)
+                              < now() - probectl_replay_lag())
            AS finished
   FROM (SELECT finished_at, heartbeat_at, started_at
           FROM probe_rounds

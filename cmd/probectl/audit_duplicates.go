@@ -38,6 +38,10 @@ the gap from the first job's finish to the second request, and a class:
   overlap       the second was claimed before the first finished (a negative gap)
   open          the first job never finished
   explained     the second job is an explicit re-check (reason maintainer_claim or manual)
+  failover      the database failed over between the two: a claim vanished with an
+                asynchronous standby's promotion, was restored from a spool or journal, and
+                its server looked due on the new primary (explained; JSON gives failover_at,
+                when the new timeline was first seen)
 
 Also reported: the closest two jobs of one server, duplicate or not, and with --split-at (repeatable)
 the jobs, servers and pairs of each period. --fail-on-found exits 1 when any pair is unexplained,
@@ -73,7 +77,7 @@ func runAuditDuplicates(ctx context.Context, opts *auditDuplicatesOptions) error
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}
@@ -153,6 +157,9 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 			first += " (before --since)"
 		}
 		class := string(p.Class)
+		if p.FailoverAt != nil {
+			class += " (new timeline seen " + io.TimeMillis(*p.FailoverAt) + ")"
+		}
 		if !p.Explained() {
 			class = st.Fail.Render(class)
 		}

@@ -49,7 +49,7 @@ func runAuditOpen(ctx context.Context, opts *auditOpenOptions) error {
 	if err := mustBePositive("in-flight", opts.InFlight); err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

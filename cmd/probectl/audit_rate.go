@@ -55,7 +55,7 @@ func runAuditRate(ctx context.Context, opts *auditRateOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func runAuditTools(ctx context.Context, opts *auditToolsOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	if req.Wait.Progress == nil && !opts.Quiet {
 		req.Wait.Progress = waitReporter(f.IO)
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

@@ -41,8 +41,13 @@ type factory struct {
 	NoColor     bool
 	TZ          string
 
-	mu    sync.Mutex
-	pools []*pgxpool.Pool
+	// ReadDatabaseURL, when set (or PROBECTL_READ_DATABASE_URL), is where the commands that only
+	// read connect: a hot standby.
+	ReadDatabaseURL string
+
+	mu       sync.Mutex
+	pools    []*pgxpool.Pool
+	readPool *pgxpool.Pool
 }
 
 func newFactory(io *render.Streams, getenv func(string) string, build buildInfo) *factory {
@@ -79,6 +84,32 @@ func (f *factory) RawPool(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// ReadPool is the pool of a command that only reads (status, serve, audit, runs list|show,
+// servers list|show, deploy verify): on --read-database-url (else PROBECTL_READ_DATABASE_URL), a
+// hot standby, when one is named; else the same pool as Pool. What runs on it never writes, takes
+// no advisory lock and reads no UNLOGGED table, so a standby serves it.
+func (f *factory) ReadPool(ctx context.Context) (*pgxpool.Pool, error) {
+	url, source := queries.ResolveReadURL(f.ReadDatabaseURL, f.Getenv)
+	if url == "" {
+		return f.Pool(ctx)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readPool != nil {
+		return f.readPool, nil
+	}
+	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{MaxConns: 10})
+	if err != nil {
+		return nil, err
+	}
+	if err := queries.CheckSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	f.readPool = pool
+	return pool, nil
+}
+
 // Close closes what the factory opened.
 func (f *factory) Close() {
 	f.mu.Lock()
@@ -87,6 +118,10 @@ func (f *factory) Close() {
 		p.Close()
 	}
 	f.pools = nil
+	if f.readPool != nil {
+		f.readPool.Close()
+		f.readPool = nil
+	}
 }
 
 // OutputFormat checks -o against the formats a command supports.

@@ -25,6 +25,11 @@ var helpTopics = []struct{ name, short, long string }{
 		short: "Environment variables probectl reads",
 		long: `PROBECTL_DATABASE_URL   PostgreSQL URL, used when --database-url is not given
 DATABASE_URL            used when neither of the above is set
+PROBECTL_READ_DATABASE_URL
+                        PostgreSQL URL (a hot standby) for the commands that only
+                        read: status, serve, audit, runs list|show, servers
+                        list|show, deploy verify; used when --read-database-url
+                        is not given. Unset: they use the database above
 PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ...
                         libpq variables, used when no URL is set at all
 PROBECTL_SIGNING_KEY    path of the ed25519 private key that signs runs

@@ -40,6 +40,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.DatabaseURL, "database-url", "", "PostgreSQL URL (else PROBECTL_DATABASE_URL, DATABASE_URL, PG* variables)")
+	pf.StringVar(&f.ReadDatabaseURL, "read-database-url", "", "PostgreSQL URL of a hot standby for the commands that only read (else PROBECTL_READ_DATABASE_URL; default: --database-url)")
 	pf.StringVarP(&f.Output, "output", "o", "table", "output format: table or json (audit and runs list also csv)")
 	pf.BoolVar(&f.NoColor, "no-color", false, "never colour the output (also NO_COLOR)")
 	pf.StringVar(&f.TZ, "tz", "", "time zone of times in tables and text: an IANA name, UTC or Local (else PROBECTL_TZ, else UTC; JSON stays UTC)")

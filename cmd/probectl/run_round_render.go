@@ -144,6 +144,11 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 	if s.Recovered != nil && s.Recovered.Stored > 0 {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("stored %d result(s) an earlier round had spooled in %s", s.Recovered.Stored, s.Recovered.Dir)))
 	}
+	if j := s.Journal; j != nil && j.Switched {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("the database failed over (now on timeline %d, first seen %s): %d result(s) it lacked "+
+			"were stored again from the failover journal (%d under jobs of their own), %d were there", j.Timeline,
+			j.SwitchSeen.UTC().Format(time.RFC3339), j.Stored, j.Restored, j.AlreadyStored)))
+	}
 	if s.Spooled > 0 {
 		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d result(s) could not be stored and wait in %s: the next run round (or runs recover) stores them",
 			s.Spooled, s.SpoolFile)))

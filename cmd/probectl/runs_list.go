@@ -98,7 +98,7 @@ func runRunsList(ctx context.Context, opts *runsListOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,16 @@ run would hold it, to a spool file of its own (0600, fsync'd) under --spool-dir,
 $XDG_STATE_HOME/probectl or ~/.local/state/probectl. 'run round' does the same before it claims.
 
 A result whose run is already stored changes nothing: a run's job is unique, so a result is
-stored exactly once however often it is replayed. A file still written by a live round is left
+stored exactly once however often it is replayed. A result is matched to its job by job id,
+server, round and the time of the claim: after a failover of the database the job may be gone,
+or its id given to another claim. Such a result is never counted as stored: it is restored under
+a finished job of its own, marked restored (probe_restored_jobs), or, for a record too old to
+carry its claim's time, kept in the spool and reported. A file still written by a live round is left
 for later. A file is removed once all its results are stored; what cannot be stored stays, and
 'probectl status' shows it.
 
--o json prints dir, files (replayed and removed), stored, already_stored, busy (files a live
+-o json prints dir, files (replayed and removed), stored, already_stored, restored (of the
+stored, those whose claim had vanished), busy (files a live
 round still writes), left (results still waiting) and problems. Exit 0 when nothing is left, 3
 when results could not be stored (check the database) or the directory cannot be used.`,
 		Example: `  probectl runs recover
@@ -52,6 +57,7 @@ type recoveryJSON struct {
 	Files         int      `json:"files"`
 	Stored        int      `json:"stored"`
 	AlreadyStored int      `json:"already_stored"`
+	Restored      int      `json:"restored"`
 	Busy          int      `json:"busy"`
 	Left          int      `json:"left"`
 	Problems      []string `json:"problems"`
@@ -90,10 +96,10 @@ func runRunsRecover(ctx context.Context, opts *runsRecoverOptions) error {
 			problems = []string{}
 		}
 		err = render.JSON(f.IO.Out, recoveryJSON{Dir: rec.Dir, Files: rec.Files, Stored: rec.Stored,
-			AlreadyStored: rec.AlreadyStored, Busy: rec.Busy, Left: rec.Left, Problems: problems})
+			AlreadyStored: rec.AlreadyStored, Restored: rec.Restored, Busy: rec.Busy, Left: rec.Left, Problems: problems})
 	} else {
-		_, err = fmt.Fprintf(f.IO.Out, "%s: %d stored, %d already stored, %d file(s) replayed, %d busy, %d left\n",
-			rec.Dir, rec.Stored, rec.AlreadyStored, rec.Files, rec.Busy, rec.Left)
+		_, err = fmt.Fprintf(f.IO.Out, "%s: %d stored (%d restored), %d already stored, %d file(s) replayed, %d busy, %d left\n",
+			rec.Dir, rec.Stored, rec.Restored, rec.AlreadyStored, rec.Files, rec.Busy, rec.Left)
 		for _, p := range rec.Problems {
 			fmt.Fprintf(f.IO.ErrOut, "probectl: %s\n", p)
 		}

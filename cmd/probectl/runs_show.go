@@ -68,7 +68,7 @@ func runRunsShow(ctx context.Context, opts *runsShowOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		log.Warn("listening beyond loopback: the status page has no authentication", "addr", opts.Addr)
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

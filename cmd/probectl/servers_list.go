@@ -44,7 +44,7 @@ func runServersList(ctx context.Context, opts *serversListOptions) error {
 	if err := directory.CheckStatusFilter(opts.Status); err != nil {
 		return exit.UsageError(fmt.Errorf("--%w", err))
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func runServersShow(ctx context.Context, opts *serversShowOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}

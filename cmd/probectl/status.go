@@ -67,7 +67,7 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
 	}
@@ -204,6 +204,9 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	}
 	p.title(st, "")
 	p.linef("%s", st.Muted.Render("as of "+statusTime(r.GeneratedAt)))
+	if r.Standby != nil {
+		p.linef("%s", st.Muted.Render("read on a hot standby, "+render.Duration(r.Standby.ReplayLag)+" behind its primary"))
+	}
 	return p.err
 }
 

@@ -82,7 +82,7 @@ func showRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
 	if d.JobFinishedAt != nil {
 		finished = *d.JobFinishedAt
 	}
-	err = release.VerifyRun(queries.SignedRun{JobID: d.JobID, RunID: d.ID, ServerID: d.ServerID, Slug: d.Server,
+	err = release.VerifyRun(queries.SignedRun{JobID: d.SignedJobID, RunID: d.ID, ServerID: d.ServerID, Slug: d.Server,
 		URL: d.EndpointURL, FinishedAt: finished, Envelope: d.Envelope}, keys)
 	ok := err == nil
 	v.Verified = &ok

@@ -25,6 +25,12 @@ type reportJSON struct {
 	Spool                 *spoolJSON     `json:"spool"`
 	Workers               []workerJSON   `json:"workers"`
 	Queue                 *queueJSON     `json:"queue"`
+	// Standby is present only when the report was read on a hot standby.
+	Standby *standbyJSON `json:"standby,omitempty"`
+}
+
+type standbyJSON struct {
+	ReplayLagSeconds audit.Seconds `json:"replay_lag_seconds"`
 }
 
 // spoolJSON is what waits in the local spool: null when nothing waits (or, on serve's pages, when
@@ -134,6 +140,9 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 			UnexplainedCount: r.Duplicates.Unexplained(), Pairs: []duplicatePairJSON{}},
 		Workers: workersJSON(r.Workers),
 		Queue:   queueToJSON(r.Queue),
+	}
+	if r.Standby != nil {
+		out.Standby = &standbyJSON{ReplayLagSeconds: audit.Seconds(r.Standby.ReplayLag)}
 	}
 	if rel := r.ActiveRelease; rel != nil {
 		out.ActiveRelease = &releaseJSON{ID: rel.ID, Version: rel.Version, Kind: rel.Kind,

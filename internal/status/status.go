@@ -57,6 +57,14 @@ type Report struct {
 	// Spool is what waits in this machine's spool (results a round could not store); nil when
 	// nothing waits, or it was not looked at (serve: the page is about the database).
 	Spool *Spool
+	// Standby is set when the report was read on a hot standby (--read-database-url): its figures
+	// are as of GeneratedAt, the standby's replay lag before its clock.
+	Standby *Standby
+}
+
+// Standby is the hot standby a report was read on.
+type Standby struct {
+	ReplayLag time.Duration
 }
 
 // Spool is what waits in a spool directory to be stored (probe.Recover).
@@ -177,6 +185,13 @@ func read(ctx context.Context, tx pgx.Tx, at *time.Time) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{GeneratedAt: now}
+	role, err := queries.DatabaseRole(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if role.Standby {
+		r.Standby = &Standby{ReplayLag: role.ReplayLag}
+	}
 	if r.ActiveRelease, err = activeRelease(ctx, tx); err != nil {
 		return nil, err
 	}

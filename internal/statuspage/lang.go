@@ -27,6 +27,8 @@ type lang struct {
 	DueDetail string
 	// FullStop ends the sentence that gives the report's time.
 	FullStop string
+	// Standby is a fmt format taking the replay lag of the hot standby the page reads.
+	Standby string
 
 	Open, OpenNone, Job, Server, Round, Invocation, RequestedAt, Age, State string
 	StateOpen, StateLeased, StateStale, StateAdvanced                       string
@@ -51,6 +53,7 @@ var english = lang{
 	Code: "en", Path: "/status",
 	Title: "probectl status", Refreshes: "Refreshes every 30 s.", TimesUTC: "All times UTC.",
 	GeneratedAt: "As of", OtherLanguage: "中文",
+	Standby:         "Read on a hot standby, %s behind its primary.",
 	Unavailable:     "The database could not be read.",
 	UnavailableHint: "The page will try again at the next refresh; probectl serve logs the error.",
 
@@ -88,6 +91,7 @@ var english = lang{
 	Classes: map[audit.Class]string{
 		audit.ClassAfterFinish: "claimed after finish", audit.ClassOverlap: "overlap",
 		audit.ClassOpen: "first still open", audit.ClassExplained: "explained re-check",
+		audit.ClassFailover: "database failover",
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "manual"},
 
@@ -98,6 +102,7 @@ var chinese = lang{
 	Code: "zh-CN", Path: "/zh/status",
 	Title: "probectl 状态", Refreshes: "每 30 秒自动刷新。", TimesUTC: "时间均为 UTC。",
 	GeneratedAt: "数据时间", OtherLanguage: "English",
+	Standby:         "读自热备库，落后主库 %s。",
 	Unavailable:     "读不到数据库。",
 	UnavailableHint: "页面会在下次刷新时重试；错误记录在 probectl serve 的日志里。",
 
@@ -134,6 +139,7 @@ var chinese = lang{
 	Classes: map[audit.Class]string{
 		audit.ClassAfterFinish: "结束后被再次领取", audit.ClassOverlap: "两次重叠",
 		audit.ClassOpen: "第一个未结束", audit.ClassExplained: "有解释的重新检查",
+		audit.ClassFailover: "数据库故障切换",
 	},
 	Triggers: map[string]string{"cron": "cron", "manual": "手动"},
 

@@ -68,6 +68,11 @@ func writeMetrics(w io.Writer, r *status.Report, took time.Duration) {
 		m.sample("probectl_active_release_fanout", nil, float64(rel.Fanout))
 	}
 
+	if r.Standby != nil {
+		m.family("probectl_standby_replay_lag_seconds", "gauge", "How far the hot standby this page reads (--read-database-url) is behind its primary.")
+		m.sample("probectl_standby_replay_lag_seconds", nil, r.Standby.ReplayLag.Seconds())
+	}
+
 	m.family("probectl_status_read_seconds", "gauge", "How long reading this report from the database took.")
 	m.sample("probectl_status_read_seconds", nil, took.Seconds())
 }

@@ -33,6 +33,9 @@ type view struct {
 	Pairs                       []pairView
 	MorePairs                   string
 	Workers                     *workersView
+
+	// Standby says the page reads a hot standby, and how far behind it is ("" on a primary).
+	Standby string
 }
 
 type card struct {
@@ -74,6 +77,9 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		return v
 	}
 	v.GeneratedAt, v.GeneratedAtISO = timestamp(r.GeneratedAt), r.GeneratedAt.UTC().Format(time.RFC3339)
+	if r.Standby != nil {
+		v.Standby = fmt.Sprintf(l.Standby, l.duration(r.Standby.ReplayLag))
+	}
 	v.Cards = []card{
 		{Label: l.CardDue, Value: strconv.Itoa(r.Due.Count)},
 		{Label: l.CardOpen, Value: strconv.Itoa(r.OpenCount)},

@@ -128,6 +128,12 @@ func (p *process) beatOnce(ctx context.Context) {
 			log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
 		}
 	}
+	if dir != "" {
+		// After a failover, what this machine's invocations stored and the new primary lacks.
+		if _, err := probe.ReplayJournals(ctx, p.cfg.Pool, dir, log); err != nil && ctx.Err() == nil {
+			log.Warn("replay the failover journals; the next heartbeat tries again", "err", err)
+		}
+	}
 }
 
 // stopped records a clean stop, so status shows this worker stopped rather than dead.

@@ -1,0 +1,231 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/queries"
+)
+
+// writeSpool writes entries as one spool file of dir (0700) and returns its path.
+func writeSpool(t *testing.T, dir string, entries ...spoolEntry) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	path := filepath.Join(dir, "round-1-pid-1-test"+spoolExt)
+	var data []byte
+	for _, e := range entries {
+		line, err := json.Marshal(e)
+		require.NoError(t, err)
+		data = append(append(data, line...), '\n')
+	}
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
+}
+
+// lostClaimEntry is the spooled result of a claim of server serverID as job jobID in round
+// roundID, requested at requested: a claim the database no longer holds.
+func lostClaimEntry(jobID, serverID, roundID int64, requested time.Time) spoolEntry {
+	start := requested.Add(time.Second)
+	return spoolEntry{RoundID: roundID, Slug: "lost", Finish: FinishTx, JobID: jobID, ServerID: serverID,
+		RequestedAt: &requested, ClaimedNextCheckAt: requested.Add(queries.InFlightWindow), Outcome: "ok",
+		StartedAt: start, CheckFinishedAt: start.Add(time.Second), Requests: 1,
+		Result: json.RawMessage(`{"outcome":"ok","summary":"lost claim"}`), SpooledAt: start, Cause: "failover"}
+}
+
+type serverRuns struct {
+	Runs     int `db:"runs"`
+	Restored int `db:"restored"`
+}
+
+// runsOf counts the runs stored for server id, and those under a restored job.
+func runsOf(t *testing.T, db queries.DBTX, id int64) serverRuns {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT count(*)::int AS runs,
+	       count(rj.job_id)::int AS restored
+	  FROM probe_runs AS r LEFT JOIN probe_restored_jobs AS rj ON rj.job_id = r.job_id
+	 WHERE r.server_id = $1`, id)
+	require.NoError(t, err)
+	out, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[serverRuns])
+	require.NoError(t, err)
+	return out
+}
+
+// After an asynchronous failover the new primary gives a lost claim's job id to another server's
+// claim. The spooled result of the lost claim is not that job's: it is neither counted as stored
+// nor dropped, but restored under a job of its own, once; the other server's run is untouched.
+// (Matched by job id alone, the replay counted it "already stored" and deleted it.)
+func TestASpooledResultWhoseJobIdNowBelongsToAnotherServerIsRestoredNotDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lostServer := testfactory.Server(ctx, t, db, nil)
+	otherServer := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	// The new primary's claim of the other server, under the id the lost claim had.
+	reused := testfactory.Job(ctx, t, db, &testfactory.JobOpts{ServerID: otherServer, RoundID: &round,
+		FinishedAt: testfactory.Ptr(time.Now())})
+	testfactory.Run(ctx, t, db, &testfactory.RunOpts{JobID: reused, ServerID: otherServer})
+	requested := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Microsecond)
+	dir := filepath.Join(t.TempDir(), "spool")
+	path := writeSpool(t, dir, lostClaimEntry(reused, lostServer, round, requested))
+	saved, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Zero(t, rec.AlreadyStored, "another server's run is not this result's: problems %v", rec.Problems)
+	require.Equal(t, 1, rec.Stored)
+	require.Equal(t, 1, rec.Restored)
+	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lostServer), "the result is stored, marked restored")
+	require.Equal(t, serverRuns{Runs: 1}, runsOf(t, db, otherServer), "the other server's run is untouched")
+
+	var next time.Time
+	require.NoError(t, db.QueryRow(ctx, `SELECT next_check_at FROM servers WHERE id = $1`, lostServer).Scan(&next))
+	require.True(t, next.After(time.Now()), "the server moved on as the lost finish would have moved it: %v", next)
+
+	// Replayed again (the file restored from a backup): the restore is found, nothing is written.
+	require.NoError(t, os.WriteFile(path, saved, 0o600))
+	rec, err = Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, Recovery{Dir: dir, Files: 1, AlreadyStored: 1}, rec)
+	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lostServer))
+}
+
+// A lost claim whose id the new primary has not handed out yet is restored under its own id, so
+// that its signed envelope (which names the job) still verifies, and the identity is moved past
+// it: the next claim gets another id.
+func TestALostClaimWithAFreeIdIsRestoredUnderItAndTheNextClaimGetsAnother(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lostServer := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	const lostID = 5000
+	requested := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	dir := filepath.Join(t.TempDir(), "spool")
+	writeSpool(t, dir, lostClaimEntry(lostID, lostServer, round, requested))
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, Recovery{Dir: dir, Files: 1, Stored: 1, Restored: 1}, rec)
+	job, found, err := queries.GetReplayedJob(ctx, db, lostID)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, lostServer, job.ServerID)
+	require.True(t, job.Stored)
+	require.True(t, job.RequestedAt.Equal(requested))
+
+	testfactory.Server(ctx, t, db, nil)
+	claimed, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1, "the restored server is not due again; the other is")
+	require.Greater(t, claimed[0].JobID, int64(lostID))
+}
+
+// The same server and round under the same id but claimed at another time is another claim (the
+// round's id was reused too): not this result's job.
+func TestASpooledResultIsMatchedByItsRequestedTimeToo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	server := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	job := testfactory.Job(ctx, t, db, &testfactory.JobOpts{ServerID: server, RoundID: &round,
+		RequestedAt: testfactory.Ptr(time.Now()), FinishedAt: testfactory.Ptr(time.Now())})
+	testfactory.Run(ctx, t, db, &testfactory.RunOpts{JobID: job, ServerID: server})
+	dir := filepath.Join(t.TempDir(), "spool")
+	writeSpool(t, dir, lostClaimEntry(job, server, round, time.Now().Add(-5*time.Minute).UTC()))
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Zero(t, rec.AlreadyStored)
+	require.Equal(t, 1, rec.Restored)
+	require.Equal(t, serverRuns{Runs: 2, Restored: 1}, runsOf(t, db, server))
+}
+
+// A record written before records carried the requested time, whose job id now holds another
+// server's job, is kept in the spool and reported: never counted, never dropped.
+func TestAnOldRecordWhoseJobIsAnotherClaimIsKeptAndReported(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lostServer := testfactory.Server(ctx, t, db, nil)
+	otherServer := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	reused := testfactory.Job(ctx, t, db, &testfactory.JobOpts{ServerID: otherServer, RoundID: &round,
+		FinishedAt: testfactory.Ptr(time.Now())})
+	testfactory.Run(ctx, t, db, &testfactory.RunOpts{JobID: reused, ServerID: otherServer})
+	e := lostClaimEntry(reused, lostServer, round, time.Now())
+	e.RequestedAt = nil
+	dir := filepath.Join(t.TempDir(), "spool")
+	path := writeSpool(t, dir, e)
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Zero(t, rec.AlreadyStored)
+	require.Zero(t, rec.Stored)
+	require.Equal(t, 1, rec.Left)
+	require.Len(t, rec.Problems, 1)
+	require.Contains(t, rec.Problems[0], "kept for a person to read")
+	require.FileExists(t, path, "the record stays in the spool")
+	require.Equal(t, serverRuns{}, runsOf(t, db, lostServer))
+}
+
+// A check in flight when the database fails over finishes on the new primary, which may have lost
+// its claim and given the job's id to another server's claim. The finish must not store the
+// result as that job's run (nor finish that job, nor advance that server): it finds no claim of
+// its server at its time, spools the result, and the next replay restores it under a job of its
+// own. (Matched by the id alone, probe_finish stored it on the other server's job.)
+func TestAFinishWhoseJobIdNowBelongsToAnotherServerDoesNotStoreOnIt(t *testing.T) {
+	t.Parallel()
+	for _, finish := range []string{FinishTx, FinishAdvanceFirst} {
+		t.Run(finish, func(t *testing.T) {
+			t.Parallel()
+			finishOnAReusedJobID(t, finish)
+		})
+	}
+}
+
+func finishOnAReusedJobID(t *testing.T, finish string) {
+	ctx := context.Background()
+	db := testDB(t)
+	lost := dueServers(t, db, 1)[0]
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	other := testfactory.Server(ctx, t, db, &testfactory.ServerOpts{NextCheckAt: &later})
+	s := settings(finish)
+	s.ClaimLimit = 1
+	dir := filepath.Join(t.TempDir(), "spool")
+	var reused int64
+	checker := &okChecker{during: func(ctx context.Context, tg check.Target) {
+		// The failover: the claim is gone, and its id is the other server's claim now.
+		require.NoError(t, db.QueryRow(ctx, `DELETE FROM probe_jobs WHERE server_id = $1 RETURNING id`, tg.ServerID).Scan(&reused))
+		_, err := db.Exec(ctx, `INSERT INTO probe_jobs (id, server_id, requested_at) OVERRIDING SYSTEM VALUE
+		                        VALUES ($1, $2, now())`, reused, other)
+		require.NoError(t, err)
+	}}
+	r := &Round{DB: db, Settings: s, Checker: checker, SpoolDir: dir}
+	sum, err := r.Run(ctx)
+	require.Error(t, err, "the round says its result waits in the spool")
+	require.Equal(t, 1, sum.Spooled, "problems: %v", sum.Problems)
+	require.Equal(t, serverRuns{}, runsOf(t, db, other), "the other server's claim got no run of this check")
+	var next time.Time
+	var open bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT s.next_check_at, j.finished_at IS NULL FROM servers s
+	  JOIN probe_jobs j ON j.server_id = s.id WHERE s.id = $1`, other).Scan(&next, &open))
+	require.True(t, open, "the other server's claim is still open")
+	require.True(t, next.Equal(later), "the other server was not advanced")
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Restored, "problems: %v", rec.Problems)
+	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lost))
+}
