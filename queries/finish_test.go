@@ -157,13 +157,31 @@ func TestAReplayedFinishStoresNothingTwiceAndIsNoError(t *testing.T) {
 	require.True(t, next.Equal(at.Add(12*time.Hour)), "the replay moved the server again: %s", next)
 }
 
-// A finish that names one job and another server (a spooled line another user wrote, or a bug)
-// advances nothing: neither the other server, though its next check time is the one named, nor
-// the job's own server. The run is still stored against the job's own server.
+// A finish that names one job and another server (a spooled line another user wrote, a job id a
+// failover gave to another claim, or a bug) advances nothing: neither the other server, though its
+// next check time is the one named, nor the job's own server. The advance asks the job's server
+// itself, and the finish refuses a claim the database does not hold as named (ErrClaimGone), so
+// that a replay restores the result instead of storing it on another server's job.
 func TestAFinishWhoseServerIsNotTheJobsAdvancesNothing(t *testing.T) {
 	t.Parallel()
-	for _, f := range finishers {
-		t.Run(f.name, func(t *testing.T) {
+	modes := []struct {
+		name   string
+		finish func(t *testing.T, db queries.DBTX, p queries.FinishParams)
+	}{
+		{"in one transaction", func(t *testing.T, db queries.DBTX, p queries.FinishParams) {
+			_, err := queries.FinishTx(t.Context(), db, p)
+			require.ErrorIs(t, err, queries.ErrClaimGone)
+		}},
+		{"advance first, then the job", func(t *testing.T, db queries.DBTX, p queries.FinishParams) {
+			advanced, err := queries.AdvanceServer(t.Context(), db, p.JobID, p.ServerID, p.ClaimedNextCheckAt, p.Now)
+			require.NoError(t, err)
+			require.False(t, advanced, "a job never advances another server")
+			_, err = queries.FinishJob(t.Context(), db, p)
+			require.ErrorIs(t, err, queries.ErrClaimGone)
+		}},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			pool := migrated.Pool(t)
@@ -175,8 +193,7 @@ func TestAFinishWhoseServerIsNotTheJobsAdvancesNothing(t *testing.T) {
 
 			p := finishParams(j, now.Add(3*time.Second))
 			p.ServerID, p.ClaimedNextCheckAt = other, otherAt
-			r := f.finish(t, pool, p)
-			require.False(t, r.Advanced, "a job never advances another server")
+			m.finish(t, pool, p)
 
 			var next time.Time
 			require.NoError(t, pool.QueryRow(ctx, "SELECT next_check_at FROM servers WHERE id = $1", other).Scan(&next))
