@@ -217,3 +217,22 @@ func TestADecodeGateHoldsOneSlotAndNoneAfterItsCheck(t *testing.T) {
 	assert.ErrorIs(t, g.acquire(context.Background()), errCheckEnded, "an answer read after its check ended takes no slot")
 	assert.Empty(t, g.slots)
 }
+
+// The read that crosses the body cap is scanned up to the cap: it hands on all but the byte past
+// the cap, and a bound passed in those bytes must stop it as any other read's would.
+func TestTheReadThatCrossesTheCapIsScanned(t *testing.T) {
+	t.Parallel()
+	const limit = 100
+	body := strings.Repeat("[", MaxMessageDepth+1) + strings.Repeat(" ", 200)
+	rec := &recorder{maxBody: limit, requests: []Request{{}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &shapeScan{budget: &shapeBudget{}}
+	s.reset()
+	b := &cappedBody{rc: io.NopCloser(strings.NewReader(body)), rec: rec, parent: context.Background(),
+		ctx: ctx, cancel: cancel, shape: s}
+	n, err := b.Read(make([]byte, 4096))
+	var shape *ShapeError
+	require.ErrorAs(t, err, &shape, "the bound passed within the cap stops the read")
+	assert.Zero(t, n, "none of it is handed on")
+}

@@ -265,8 +265,14 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	total := b.n
 	b.rec.update(b.idx, func(q *Request) { q.Bytes = total })
-	if b.shape != nil && b.n <= limit {
-		serr := b.shape.scan(p[:n])
+	// The read that crosses the cap is scanned too, up to the cap: what it passes on must have
+	// been judged.
+	within := n
+	if b.n > limit {
+		within -= int(b.n - limit)
+	}
+	if b.shape != nil && within > 0 {
+		serr := b.shape.scan(p[:within])
 		if serr == nil && b.n >= largeAnswer && !b.gated {
 			// A large answer: read on, and decoded, once the check has a decode slot.
 			b.gated = true
