@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -14,7 +15,7 @@ import (
 // written here. A rune a terminal would obey rather than print, or that hides or reorders what
 // follows, is written as a visible escape instead:
 //
-//   - C0 controls (ESC, CR, BEL, backspace, ...) and DEL: \x1b, \r, \x07, \x08, \x7f;
+//   - C0 controls (ESC, CR, BEL, backspace, ...) and DEL: \u001b, \r, \u0007, \u0008, \u007f;
 //   - C1 controls (U+0080–U+009F, CSI among them: \u009b);
 //   - bidi overrides, embeddings and isolates (U+202A–U+202E, U+2066–U+2069), marks, zero-width
 //     and every other format character (Unicode category Cf: \u202e, \u200b, \ufeff, ...);
@@ -28,7 +29,7 @@ import (
 // every control character, and a JSON reader does not interpret the rest.
 
 // Printable returns s with every rune a terminal would not print as text written as a visible
-// escape (\x1b, \r, \u202e, ...). Backslashes are left as they are: the escapes are for a person
+// escape (\u001b, \r, \u202e, ...). Backslashes are left as they are: the escapes are for a person
 // to read, not to be decoded.
 func Printable(s string) string { return sanitize(s, keepNothing) }
 
@@ -52,7 +53,11 @@ func escaped(r rune) bool {
 	return unicode.Is(unicode.Cf, r)
 }
 
-// visible is the escape that stands for r.
+// visible is the escape that stands for r. Every escape of a rune is one JSON has too (\n, \r,
+// \t, \u001b, \u007f, \u202e, a surrogate pair past U+FFFF), meaning the same rune: the guarded
+// stream escapes what encoding/json writes raw (DEL, C1 controls, format characters), and JSON
+// output must stay valid JSON that says the same text. Only a byte that is not UTF-8, which
+// encoding/json never writes, is shown as \xNN.
 func visible(r rune) string {
 	switch r {
 	case '\n':
@@ -62,8 +67,9 @@ func visible(r rune) string {
 	case '\t':
 		return `\t`
 	}
-	if r < 0x80 {
-		return fmt.Sprintf(`\x%02x`, r)
+	if r > 0xffff {
+		hi, lo := utf16.EncodeRune(r)
+		return fmt.Sprintf(`\u%04x\u%04x`, hi, lo)
 	}
 	return fmt.Sprintf(`\u%04x`, r)
 }
