@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -157,7 +158,8 @@ func colourAt(s string) int {
 
 // guarded is a stream that escapes what Printable escapes, but for newline, tab and (on a colour
 // terminal) the colours of Styles. A rune cut in two by a writer's buffer (encoding/csv writes in
-// 4 KiB pieces) is held back until its end arrives, so that it is not taken for two bad bytes.
+// 4 KiB pieces) is held back until its end arrives, so that it is not taken for two bad bytes, and
+// so is a colour sequence cut in two, which would otherwise be shown as an escape.
 type guarded struct {
 	mu    *sync.Mutex
 	w     io.Writer
@@ -179,11 +181,38 @@ func (g guarded) Write(p []byte) (int, error) {
 			break
 		}
 	}
+	if g.k&keepColour != 0 {
+		cut = min(cut, unfinishedEscape(data[:cut]))
+	}
 	*g.carry = append((*g.carry)[:0:0], data[cut:]...)
 	if _, err := io.WriteString(g.w, sanitize(string(data[:cut]), g.k)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// unfinishedEscape is where a colour sequence that data ends in the middle of starts (ESC, or
+// ESC [ and parameters with no final byte yet), len(data) when it ends in none: a sequence cut in
+// two by a writer's buffer is held back like a cut rune, and passes whole once its end arrives.
+// A sequence longer than colourAt reads is no colour of ours, so none longer is held.
+func unfinishedEscape(data []byte) int {
+	start := bytes.LastIndexByte(data, 0x1b)
+	if start < 0 || len(data)-start > 2+32 {
+		return len(data)
+	}
+	rest := data[start+1:]
+	if len(rest) == 0 {
+		return start
+	}
+	if rest[0] != '[' {
+		return len(data)
+	}
+	for _, c := range rest[1:] {
+		if c >= 0x40 && c <= 0x7e {
+			return len(data) // the sequence has ended
+		}
+	}
+	return start
 }
 
 // flush writes what is held back: the start of a rune that never ended, as escapes.

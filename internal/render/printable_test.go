@@ -90,3 +90,17 @@ func TestOurOwnColoursPassTheGuard(t *testing.T) { //nolint:paralleltest // sets
 		}
 	}
 }
+
+// A colour sequence cut in two by a writer's buffer passes whole once its end arrives, as a cut
+// rune does; one that never ends is shown as escapes when the stream is flushed.
+func TestAGuardedStreamKeepsAColourCutBetweenWrites(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	s := (&Streams{Out: &out, ErrOut: &out, OutTTY: true}).Guard()
+	for _, piece := range []string{"a\x1b", "[3", "2mok\x1b[", "0m b \x1b[1"} {
+		_, err := s.Out.Write([]byte(piece))
+		require.NoError(t, err)
+	}
+	s.Flush()
+	assert.Equal(t, "a\x1b[32mok\x1b[0m b "+`\u001b[1`, out.String())
+}
