@@ -152,9 +152,9 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 		if p.FirstBeforeSince {
 			first += " (before --since)"
 		}
-		class := string(p.Class)
+		class := render.Plain(string(p.Class))
 		if !p.Explained() {
-			class = st.Fail.Render(class)
+			class = render.Styled(st.Fail, string(p.Class))
 		}
 		tbl.Row(p.Slug, first, p.SecondJobID, io.TimeMillis(p.FirstRequestedAt), millisOr(io, p.FirstFinishedAt, "open"),
 			io.TimeMillis(p.SecondRequestedAt), render.Duration(p.RequestGap), durationOr(p.GapAfterFinish, "-"), class)
