@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Decode bounds: what an MCP server's answers may make a check decode, judged on the raw bytes as
@@ -32,12 +33,15 @@ const (
 	MaxArrayItems = 1000
 )
 
-// MaxLargeDecodes bounds how many large answers (past largeAnswer bytes) one Checker's checks
-// read and decode at once. A 1 MB answer costs the SDK several times its size to read and decode:
-// 60 checks doing so at once peaked near 256 MiB. An answer waits for a slot when its body passes
-// largeAnswer bytes; a check holds one slot at most, until the call the answer was for returns
-// (or the check ends), and answers under largeAnswer never wait. A server that sends a large
-// answer slowly holds its slot at most a request's timeout.
+// MaxLargeDecodes bounds how many large answers (largeAnswer bytes or more) one Checker's checks
+// decode at once. A 1 MB answer costs the SDK several times its size to decode: 60 checks doing
+// so at once peaked near 256 MiB. A check's answer is read from the network whole (JSON) or an
+// event at a time (server-sent events), bounded by the body cap and the shape scan, before the
+// SDK sees a byte of it; only then does a large one wait for a slot, which the check holds until
+// the call the answer was for returns (or the check ends), or until the SDK reads the network
+// again for more of that stream. So a slot is held while decoding, never while a server sends:
+// a server that trickles its answer holds none, and cannot make an honest server's check wait.
+// Answers under largeAnswer never wait.
 const MaxLargeDecodes = 8
 
 // DecodeSlots are the MaxLargeDecodes slots large answers are read and decoded in. Checkers of one
@@ -57,14 +61,23 @@ type decodeGate struct {
 	slots  chan struct{}
 	mu     sync.Mutex
 	held   bool
+	owner  any  // the body that took the slot
 	closed bool // the check has ended: what the SDK still reads is not decoded for it
+}
+
+// SlotsBusyError says a large answer, read whole, waited for a decode slot for a whole request
+// timeout: the process was busy decoding others' answers. It says nothing about the server.
+type SlotsBusyError struct{ After time.Duration }
+
+func (e *SlotsBusyError) Error() string {
+	return fmt.Sprintf("could not check: decode slots busy (waited %s for one of %d)", e.After, MaxLargeDecodes)
 }
 
 // errCheckEnded refuses a slot to an answer read after its check ended.
 var errCheckEnded = errors.New("check ended")
 
-// acquire takes a slot unless the check holds one; it waits at most as long as ctx.
-func (g *decodeGate) acquire(ctx context.Context) error {
+// acquire takes a slot for owner unless the check holds one; it waits at most as long as ctx.
+func (g *decodeGate) acquire(ctx context.Context, owner any) error {
 	if g == nil {
 		return nil
 	}
@@ -78,10 +91,22 @@ func (g *decodeGate) acquire(ctx context.Context) error {
 	}
 	select {
 	case g.slots <- struct{}{}:
-		g.held = true
+		g.held, g.owner = true, owner
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+}
+
+// releaseFor gives the check's slot back if owner took it: its body is about to read the network.
+func (g *decodeGate) releaseFor(owner any) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owner == owner {
+		g.releaseLocked()
 	}
 }
 
@@ -98,7 +123,7 @@ func (g *decodeGate) release() {
 func (g *decodeGate) releaseLocked() {
 	if g.held {
 		<-g.slots
-		g.held = false
+		g.held, g.owner = false, nil
 	}
 }
 
@@ -185,59 +210,71 @@ func (s *shapeScan) reset() {
 
 // scan reads p; an error means a bound was passed.
 func (s *shapeScan) scan(p []byte) error {
+	_, err := s.scanEvents(p)
+	return err
+}
+
+// scanEvents reads p and returns how many of its bytes end with the last server-sent event that
+// ended in p (0 when none did, and always for raw JSON); an error means a bound was passed.
+func (s *shapeScan) scanEvents(p []byte) (int, error) {
 	s.budget.mu.Lock()
 	defer s.budget.mu.Unlock()
-	for _, c := range p {
+	ended := 0
+	for i, c := range p {
 		if !s.sse {
 			if err := s.json(c); err != nil {
-				return err
+				return ended, err
 			}
 			continue
 		}
-		if err := s.event(c); err != nil {
-			return err
+		end, err := s.event(c)
+		if err != nil {
+			return ended, err
+		}
+		if end {
+			ended = i + 1
 		}
 	}
-	return nil
+	return ended, nil
 }
 
 // event follows the SSE framing (docs: the SDK's event reader): "field: value" lines, the values
-// of consecutive data fields joined by newlines into one message, a blank line ending it.
-func (s *shapeScan) event(c byte) error {
+// of consecutive data fields joined by newlines into one message, a blank line ending it (end).
+func (s *shapeScan) event(c byte) (end bool, err error) {
 	if c == '\r' {
-		return nil // a line ends at '\n'; "\r\n" is "\n", and a '\r' elsewhere is JSON space
+		return false, nil // a line ends at '\n'; "\r\n" is "\n", and a '\r' elsewhere is JSON space
 	}
 	if c == '\n' {
 		if s.lineStart {
 			s.reset() // a blank line: the event ends, the next is a new message
-			return nil
+			return true, nil
 		}
 		if s.inData {
 			if err := s.json('\n'); err != nil {
-				return err
+				return false, err
 			}
 		}
 		s.lineStart, s.inData, s.skipLine = true, false, false
 		s.field = s.field[:0]
-		return nil
+		return false, nil
 	}
 	wasStart := s.lineStart
 	s.lineStart = false
 	switch {
 	case s.inData:
-		return s.json(c)
+		return false, s.json(c)
 	case s.skipLine:
-		return nil
+		return false, nil
 	case c == ':':
 		s.inData = !wasStart && string(s.field) == "data"
 		s.skipLine = !s.inData
-		return nil
+		return false, nil
 	case len(s.field) < 5:
 		s.field = append(s.field, c)
 	default:
 		s.skipLine = true // no field we scan has a longer name
 	}
-	return nil
+	return false, nil
 }
 
 // json counts one byte of a message's JSON. A newline inside a string is not JSON: the string is

@@ -181,9 +181,9 @@ func decoderCount(t *testing.T, doc string) (values, maxDepth, maxItems int) {
 	}
 }
 
-// A large answer is read on only in one of the Checker's decode slots; a small one never waits.
-// With every slot taken, a check of a server whose page is large runs out of its request's time
-// (the check could not be made: an error, not the server's fault), while a small page is listed.
+// A large answer is decoded only in one of the Checker's decode slots; a small one never waits.
+// With every slot taken, a check of a server whose page is large waits its request's time for
+// one and could not be made: an error at probectl's fault, not the server's timeout.
 func TestALargeAnswerWaitsForADecodeSlot(t *testing.T) {
 	t.Parallel()
 	large := newFleet(t, fakefleet.HostileMCP(fakefleet.NearBoundsResult(200, 400), false))
@@ -197,7 +197,8 @@ func TestALargeAnswerWaitsForADecodeSlot(t *testing.T) {
 
 	res = c.Check(context.Background(), Target{URL: large.URL, Kind: "mcp"})
 	assert.Equal(t, OutcomeError, res.Outcome)
-	assert.Equal(t, "timed out", res.Summary, res.Error)
+	assert.Equal(t, "could not check: decode slots busy", res.Summary, res.Error)
+	assert.Equal(t, FaultProbectl, res.Fault)
 
 	<-c.decodes
 	res = c.Check(context.Background(), Target{URL: large.URL, Kind: "mcp"})
@@ -208,13 +209,13 @@ func TestALargeAnswerWaitsForADecodeSlot(t *testing.T) {
 func TestADecodeGateHoldsOneSlotAndNoneAfterItsCheck(t *testing.T) {
 	t.Parallel()
 	g := &decodeGate{slots: make(chan struct{}, 2)}
-	require.NoError(t, g.acquire(context.Background()))
-	require.NoError(t, g.acquire(context.Background()), "a check holds one slot at most")
+	require.NoError(t, g.acquire(context.Background(), nil))
+	require.NoError(t, g.acquire(context.Background(), nil), "a check holds one slot at most")
 	assert.Len(t, g.slots, 1)
 	g.release()
 	assert.Empty(t, g.slots)
 	g.close()
-	assert.ErrorIs(t, g.acquire(context.Background()), errCheckEnded, "an answer read after its check ended takes no slot")
+	assert.ErrorIs(t, g.acquire(context.Background(), nil), errCheckEnded, "an answer read after its check ended takes no slot")
 	assert.Empty(t, g.slots)
 }
 
