@@ -17,21 +17,30 @@ import (
 // worker's memory is bounded by its concurrency (docs/deploy.md, "Memory").
 const (
 	// MaxMessageValues bounds the JSON values (objects, arrays, strings, numbers, literals; an
-	// object's keys count too) of one JSON-RPC message. A list of 500 tools with schemas of 30
-	// values each is 15,000.
-	MaxMessageValues = 20000
+	// object's keys count too) of one JSON-RPC message. The Go SDK's servers send 1,000 tools a
+	// page; a realistic tool (a title, a description, annotations, five typed and described
+	// parameters, an output schema) is 80 values and 817 bytes, so a full honest page is 80,000
+	// values in 817 KB, under the body cap. A tiny-value bomb that fits the cap is refused.
+	MaxMessageValues = 100000
 	// MaxCheckValues bounds the JSON values of all the messages of one check together. A list's
 	// next page is asked for only while a whole message's worth (MaxMessageValues) is left: the
 	// list is then recorded as truncated, not failed.
-	MaxCheckValues = 60000
+	MaxCheckValues = 150000
 	// MaxMessageDepth bounds how deep a message's arrays and objects nest.
 	MaxMessageDepth = 64
-	// MaxArrayItems bounds the items of any one array of a message, the tools of one page among
-	// them (a longer list is served in pages; the Go SDK's servers send 1,000 a page). The SDK
-	// re-encodes each listed tool's input schema, some 30 KB of garbage a tool whatever its size,
-	// so tools per page cost more than values do.
+	// MaxArrayItems bounds the items of a list array: a batch of messages, and an array directly
+	// in a result (the tools, resources or prompts of one page; a longer list is served in pages,
+	// and the Go SDK's servers send 1,000 a page). The SDK re-encodes each listed tool's input
+	// schema, some 30 KB of garbage a tool whatever its size, so tools per page cost more than
+	// values do. An array deeper in (a schema's enum) is bounded by the message's values only:
+	// one long enum must not fail an honest server's whole check.
 	MaxArrayItems = 1000
 )
+
+// listDepth says whether the depth is one at which an array is a list MaxArrayItems bounds: a batch (the
+// message itself, depth 1) and a member of a message's result or params (depth 3:
+// {"result":{"tools":[...]}}).
+func listDepth(depth int) bool { return depth == 1 || depth == 3 }
 
 // MaxLargeDecodes bounds how many large answers (largeAnswer bytes or more) one Checker's checks
 // decode at once. A 1 MB answer costs the SDK several times its size to decode: 60 checks doing
@@ -184,8 +193,8 @@ type shapeScan struct {
 	inString bool
 	escape   bool
 	inScalar bool
-	items    [MaxMessageDepth + 1]int // items of the array open at each depth (0: not an array)
-	isArray  [MaxMessageDepth + 1]bool
+	items    [MaxMessageDepth + 1]int  // items of the list array open at each depth
+	isArray  [MaxMessageDepth + 1]bool // a list array (listDepth) is open at that depth
 }
 
 // newShapeScan returns the scan for a response to req, or nil when it needs none.
@@ -307,7 +316,7 @@ func (s *shapeScan) json(c byte) error {
 		if s.depth > MaxMessageDepth {
 			return &ShapeError{What: "levels of nesting", Limit: MaxMessageDepth}
 		}
-		s.isArray[s.depth], s.items[s.depth] = c == '[', 0
+		s.isArray[s.depth], s.items[s.depth] = c == '[' && listDepth(s.depth), 0
 		return nil
 	case '}', ']':
 		s.inScalar = false
