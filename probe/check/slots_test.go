@@ -41,13 +41,25 @@ func (c *readConn) Read(p []byte) (int, error) {
 // and an honest check that waited longer than its own timeout was recorded as the server's.
 func TestSlowServersHoldNoDecodeSlot(t *testing.T) {
 	t.Parallel()
+	for _, sse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sse %v", sse), func(t *testing.T) { slowServersHoldNoSlot(t, sse) })
+	}
+}
+
+func slowServersHoldNoSlot(t *testing.T, sse bool) {
+	t.Parallel()
 	stop := make(chan struct{})
 	trickle := newFleet(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
+		if sse {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message\ndata: ")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":1,"result":{"padding":"%s`, strings.Repeat("a", 96<<10))
 		w.(http.Flusher).Flush()
 		select { // the rest never comes, until the test ends

@@ -253,7 +253,8 @@ type cappedBody struct {
 	// An MCP body: ready is judged and not yet handed on; pending is read but not yet judged
 	// whole (the answer, or the event, is unfinished); end is how the network read ended (io.EOF
 	// or an error), handed on once ready is.
-	ready, pending []byte
+	ready, pending [][]byte // pieces (see pieceSize)
+	pendingLen     int      // the bytes in pending
 	end            error
 	holds          bool // this body took the check's decode slot for what it hands on
 
@@ -334,27 +335,38 @@ func (b *cappedBody) readJudged(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	n := copy(p, b.ready)
-	b.ready = b.ready[n:]
+	n := copy(p, b.ready[0])
+	if b.ready[0] = b.ready[0][n:]; len(b.ready[0]) == 0 {
+		b.ready = b.ready[1:]
+	}
 	return n, nil
 }
+
+// pieceSize is the size of the pieces a judged body is read into: a body is kept in pieces, not
+// in one buffer grown as it arrives, whose every growth left the last as garbage (the bodies of
+// all of a worker's checks are held at once while they wait for decode slots).
+const pieceSize = 32 << 10
 
 // fill reads one piece from the network, judges it, and moves to ready what is whole: the answer
 // at its end (JSON), or every event that ended (SSE). Before a large piece is made ready, the
 // check takes a decode slot.
 func (b *cappedBody) fill() error {
-	if cap(b.pending)-len(b.pending) < 16<<10 {
-		b.pending = slices.Grow(b.pending, 32<<10)
+	if len(b.pending) == 0 || len(b.pending[len(b.pending)-1]) == pieceSize {
+		b.pending = append(b.pending, make([]byte, 0, pieceSize))
 	}
-	start := len(b.pending)
-	n, err := b.readCapped(b.pending[start:cap(b.pending)])
-	b.pending = b.pending[:start+n]
+	last := len(b.pending) - 1
+	piece := b.pending[last]
+	start := len(piece)
+	n, err := b.readCapped(piece[start:pieceSize])
+	piece = piece[:start+n]
+	b.pending[last] = piece
+	b.pendingLen += n
 	limit := b.rec.maxBody
 	within := n
 	if b.n > limit {
 		within -= int(b.n - limit) // the read that crosses the cap is judged up to the cap
 	}
-	whole, serr := b.shape.scanEvents(b.pending[start : start+within])
+	whole, serr := b.shape.scanEvents(piece[start : start+within])
 	if serr != nil {
 		// None of it is passed on: it would complete the message that passed the bound.
 		b.failed(serr)
@@ -364,40 +376,39 @@ func (b *cappedBody) fill() error {
 		b.failed(&OversizeError{Limit: limit})
 		return b.err
 	}
-	cut := 0 // how much of pending is whole: every event that ended, or all at the body's end
+	cut := -1 // where in the last piece what is whole ends: every event that ended, or all at the end
 	if b.shape.sse && whole > 0 {
 		cut = start + whole
 	}
 	switch {
 	case err == io.EOF:
-		cut, b.end = len(b.pending), io.EOF // the answer, or the stream's last unfinished event
+		cut, b.end = len(piece), io.EOF // the answer, or the stream's last unfinished event
 	case err != nil:
 		return b.ended(err)
 	}
-	if cut == 0 {
-		if b.end != nil {
-			b.done()
-		}
+	if cut < 0 {
 		return nil
 	}
+	ready := append(b.pending[:last:last], piece[:cut])
+	size := b.pendingLen - (len(piece) - cut)
+	var rest [][]byte
+	if cut < len(piece) {
+		rest = [][]byte{append(make([]byte, 0, pieceSize), piece[cut:]...)}
+	}
+	b.pending, b.pendingLen = rest, len(piece)-cut
 	// A slot is waited for within the request's time, so before the end of the body ends it.
-	if aerr := b.makeReady(b.pending[:cut]); aerr != nil {
+	if aerr := b.makeReady(ready, size); aerr != nil {
 		return aerr
 	}
 	if b.end != nil {
 		b.done()
 	}
-	if cut == len(b.pending) {
-		b.pending = nil
-	} else {
-		b.pending = append([]byte(nil), b.pending[cut:]...)
-	}
 	return nil
 }
 
 // makeReady hands data on, in a decode slot when it is a large answer.
-func (b *cappedBody) makeReady(data []byte) error {
-	if len(data) >= largeAnswer && !b.holds {
+func (b *cappedBody) makeReady(pieces [][]byte, size int) error {
+	if size >= largeAnswer && !b.holds {
 		if err := b.rec.gate.acquire(b.ctx, b); err != nil {
 			if !errors.Is(err, errCheckEnded) {
 				if b.parent.Err() == nil && errors.Is(b.ctx.Err(), context.DeadlineExceeded) {
@@ -411,7 +422,11 @@ func (b *cappedBody) makeReady(data []byte) error {
 		}
 		b.holds = true
 	}
-	b.ready = data
+	for _, p := range pieces {
+		if len(p) > 0 {
+			b.ready = append(b.ready, p)
+		}
+	}
 	return nil
 }
 
