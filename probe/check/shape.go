@@ -217,12 +217,6 @@ func (s *shapeScan) reset() {
 	s.inString, s.escape, s.inScalar = false, false, false
 }
 
-// scan reads p; an error means a bound was passed.
-func (s *shapeScan) scan(p []byte) error {
-	_, err := s.scanEvents(p)
-	return err
-}
-
 // scanEvents reads p and returns how many of its bytes end with the last server-sent event that
 // ended in p (0 when none did, and always for raw JSON); an error means a bound was passed.
 func (s *shapeScan) scanEvents(p []byte) (int, error) {
