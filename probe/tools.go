@@ -9,9 +9,10 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// MaxToolTextPerDay bounds the bytes of new tool definitions one server's checks may store in a
-// day (UTC): at one check per 15 minutes, a hostile server serving new definitions at every check
-// stored ~490 MB a day. Definitions past it are not stored; the run counts them
+// MaxToolTextPerDay bounds the bytes of new tool lists and definitions one server's checks may
+// store in a day (UTC): at one check per 15 minutes, a hostile server serving new definitions at
+// every check stored ~490 MB a day. A new list counts first and is not stored when it does not
+// fit; definitions past the bound are not stored; the run counts them
 // (check.Result.ToolDefinitionsCut) and keeps their fingerprints. Each run also stores at most
 // check.MaxToolDefinitionBytes.
 const MaxToolTextPerDay = 1 << 20

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -242,5 +243,43 @@ func TestToolDefinitionsAreBoundedInBytesPerRunAndPerServerPerDay(t *testing.T) 
 	require.Positive(t, res.ToolDefinitionsCut)
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT bytes FROM tool_definition_bytes WHERE server_id = $1`,
 		other).Scan(&stored))
-	assert.LessOrEqual(t, stored, int64(check.MaxToolDefinitionBytes))
+	list, err := json.Marshal(res.ToolFingerprints)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, stored, int64(check.MaxToolDefinitionBytes+len(list)), "a run's definitions, and its list")
+}
+
+// A tool list counts against its server's day as definitions do: a hostile server's new list at
+// every check (1,000 long names) was stored whole whatever the day had stored. A new list is
+// counted first and stored only if it fits; the definitions then have what is left.
+func TestAToolListCountsAgainstTheServersDay(t *testing.T) {
+	t.Parallel()
+	pool := testDB(t)
+	id := testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{Kind: "mcp"})
+	list := func(n int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`[{"name":%q,"fingerprint":"f"}]`, strings.Repeat("n", n)))
+	}
+	def := json.RawMessage(fmt.Sprintf(`{"name":%q}`, strings.Repeat("d", 200)))
+	bytesOf := func() int64 {
+		var b int64
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT coalesce(sum(bytes), 0) FROM tool_definition_bytes WHERE server_id = $1`,
+			id).Scan(&b))
+		return b
+	}
+
+	first, err := queries.StoreTools(t.Context(), pool, queries.StoreToolsParams{ServerID: id, DayBudget: 1000,
+		ListFingerprint: strings.Repeat("1", 64), List: list(800), Definitions: map[string]json.RawMessage{strings.Repeat("a", 64): def}})
+	require.NoError(t, err)
+	assert.Equal(t, queries.StoredTools{ListsAdded: 1, DefinitionsCut: 1}, first, "the list took the day's room")
+	assert.Equal(t, int64(len(list(800))), bytesOf())
+
+	second, err := queries.StoreTools(t.Context(), pool, queries.StoreToolsParams{ServerID: id, DayBudget: 1000,
+		ListFingerprint: strings.Repeat("2", 64), List: list(800)})
+	require.NoError(t, err)
+	assert.Equal(t, queries.StoredTools{ListsCut: 1}, second, "a second new list does not fit")
+	assert.Equal(t, int64(len(list(800))), bytesOf())
+
+	again, err := queries.StoreTools(t.Context(), pool, queries.StoreToolsParams{ServerID: id, DayBudget: 1000,
+		ListFingerprint: strings.Repeat("1", 64), List: list(800)})
+	require.NoError(t, err)
+	assert.Equal(t, queries.StoredTools{}, again, "a list stored before costs nothing")
 }

@@ -28,6 +28,8 @@ type StoredTools struct {
 	ListsAdded       int64 `db:"lists_added"`
 	DefinitionsAdded int64 `db:"definitions_added"`
 	DefinitionsCut   int64 `db:"definitions_cut"`
+	// ListsCut is 1 when the list was new and the server's day had no room for it: not stored.
+	ListsCut int64 `db:"lists_cut"`
 }
 
 // StoreTools stores a tool list and its definitions once per fingerprint, in one statement, the

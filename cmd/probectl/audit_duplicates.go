@@ -156,12 +156,13 @@ func writeDuplicatesTable(io *render.Streams, r *audit.DuplicatesReport) error {
 		if p.FirstBeforeSince {
 			first += " (before --since)"
 		}
-		class := string(p.Class)
+		label := string(p.Class)
 		if p.FailoverAt != nil {
-			class += " (new timeline seen " + io.TimeMillis(*p.FailoverAt) + ")"
+			label += " (new timeline seen " + io.TimeMillis(*p.FailoverAt) + ")"
 		}
+		class := render.Plain(label)
 		if !p.Explained() {
-			class = st.Fail.Render(class)
+			class = render.Styled(st.Fail, label)
 		}
 		tbl.Row(p.Slug, first, p.SecondJobID, io.TimeMillis(p.FirstRequestedAt), millisOr(io, p.FirstFinishedAt, "open"),
 			io.TimeMillis(p.SecondRequestedAt), render.Duration(p.RequestGap), durationOr(p.GapAfterFinish, "-"), class)

@@ -78,9 +78,9 @@ func writeOpenTable(io *render.Streams, r *audit.OpenReport) error {
 	fmt.Fprintln(w)
 	tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", "REASON", "REQUESTED", "AGE", "STATE")
 	for _, j := range r.Jobs {
-		state := st.Muted.Render("open")
+		state := render.Styled(st.Muted, "open")
 		if j.Stale {
-			state = st.Fail.Render("stale")
+			state = render.Styled(st.Fail, "stale")
 		}
 		tbl.Row(j.JobID, j.Slug, openJobRound(j), orDash(j.Invocation), j.Reason, io.TimeMillis(j.RequestedAt),
 			render.Duration(j.Age), state)

@@ -95,9 +95,9 @@ func writeToolsTable(io *render.Streams, r *audit.ToolsReport) error {
 	fmt.Fprintln(w)
 	tbl := render.NewTable(w, "SERVER", "AT", "RUNS", "ADDED", "REMOVED", "CHANGED", "VERSION", "FLAG")
 	for _, c := range r.Changes {
-		flag := "-"
+		flag := render.Plain("-")
 		if c.Flag != "" {
-			flag = st.Fail.Render(c.Flag)
+			flag = render.Styled(st.Fail, c.Flag)
 		}
 		tbl.Row(c.Server, io.TimeMillis(c.At), fmt.Sprintf("%d→%d", c.FromRun, c.ToRun), orNone(c.Added), orNone(c.Removed),
 			changedCell(c.Changed), fmt.Sprintf("%s→%s", orDash(c.VersionBefore), orDash(c.VersionAfter)), flag)

@@ -176,14 +176,14 @@ func writeVerifyReport(f *factory, rep *release.Report) error {
 	return err
 }
 
-func statusStyle(st render.Styles, status string) string {
+func statusStyle(st render.Styles, status string) render.Cell {
 	switch status {
 	case release.VerdictPass:
-		return st.Pass.Render(status)
+		return render.Styled(st.Pass, status)
 	case release.VerdictFail:
-		return st.Fail.Render(status)
+		return render.Styled(st.Fail, status)
 	}
-	return st.Warn.Render(status)
+	return render.Styled(st.Warn, status)
 }
 
 // gapsText is the write-up's last column: "0.168 s, 0.236 s", "-" for none.

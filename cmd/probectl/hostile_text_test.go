@@ -24,9 +24,10 @@ import (
 // hostile is what a probed server may choose to send as its name, version, title, a tool's name
 // or description, or an error's message: an OSC title change, an erase-line and a carriage return
 // that overwrite the line with a forged "ok", a cursor move up, C1 controls (CSI, NEL), bidi
-// overrides and isolates, a bell and a zero-width space.
+// overrides and isolates, a bell, a zero-width space, DEL (which encoding/json writes raw), a
+// newline and a format character outside the BMP (a language tag).
 const hostile = "\x1b]0;owned\x07\x1b[2K\rok 12 tools from weather\x1b[1A\u009b2J\u0085" +
-	"\u202egnp.exe\u202c \u2066iso\u2069 \x07\u200b!"
+	"\u202egnp.exe\u202c \u2066iso\u2069 \x07\u200b!\x7f\nnext\U000E0001"
 
 // requireNoRawControl fails when s holds a rune a terminal would obey or hide: what the sanitizer
 // must have written as a visible escape. Newline and tab are probectl's own layout.
@@ -120,10 +121,18 @@ func TestServerChosenTextNeverReachesTheTerminalRaw(t *testing.T) {
 		requireNoRawControl(t, what+" stdout", res.Stdout)
 		requireNoRawControl(t, what+" stderr", res.Stderr)
 	}
+	// JSON output passes through the same guarded stream: what it escapes must stay valid JSON
+	// that means the same text.
+	seenJSON := func(what string, res cliResult) {
+		t.Helper()
+		seen(what, res)
+		assert.True(t, json.Valid([]byte(res.Stdout)), "%s: not valid JSON: %s", what, res.Stdout)
+	}
 	for _, target := range []string{ok, bad} {
 		res := runCLI(t, "check", target, "--allow-private-targets")
 		seen("check "+target, res)
-		assert.Contains(t, res.Stdout+res.Stderr, `\x1b`, "the escape is shown, not obeyed")
+		assert.Contains(t, res.Stdout+res.Stderr, `\u001b`, "the escape is shown, not obeyed")
+		seenJSON("check -o json "+target, runCLI(t, "check", target, "--allow-private-targets", "-o", "json"))
 	}
 	round := runCLI(t, "--database-url", url, "run", "round", "--unsigned", "--allow-private-targets",
 		"--fanout", "0", "--claim-limit", "5")
@@ -139,28 +148,31 @@ func TestServerChosenTextNeverReachesTheTerminalRaw(t *testing.T) {
 		ID int64 `json:"id"`
 	}
 	js := runCLI(t, "--database-url", url, "runs", "list", "-o", "json")
+	seenJSON("runs list -o json", js)
 	require.NoError(t, json.Unmarshal([]byte(js.Stdout), &list), js.Stdout)
 	require.NotEmpty(t, list)
 	for _, r := range list {
 		seen(fmt.Sprintf("runs show %d", r.ID), runCLI(t, "--database-url", url, "runs", "show", strconv.FormatInt(r.ID, 10)))
+		seenJSON(fmt.Sprintf("runs show %d -o json", r.ID), runCLI(t, "--database-url", url, "runs", "show", strconv.FormatInt(r.ID, 10), "-o", "json"))
 	}
 	for _, slug := range []string{"evil-ok", "evil-fail", "drift"} {
 		show := runCLI(t, "--database-url", url, "servers", "show", slug)
 		require.Equal(t, 0, show.Code, show.Stderr)
 		seen("servers show "+slug, show)
+		seenJSON("servers show -o json "+slug, runCLI(t, "--database-url", url, "servers", "show", slug, "-o", "json"))
 	}
 	seen("servers list", runCLI(t, "--database-url", url, "servers", "list"))
 
 	tools := runCLI(t, "--database-url", url, "audit", "tools", "--since", "2h", "--diff")
 	seen("audit tools", tools)
-	assert.Contains(t, tools.Stdout, `\x1b]0;owned`, "the VERSION column and the diff show the escapes")
+	assert.Contains(t, tools.Stdout, `\u001b]0;owned`, "the VERSION column and the diff show the escapes")
 	csv := runCLI(t, "--database-url", url, "audit", "tools", "--since", "2h", "-o", "csv")
 	seen("audit tools -o csv", csv)
 	assert.Contains(t, csv.Stdout, `'=cmd|`, "a formula in a spreadsheet cell is defused")
 	assert.Contains(t, csv.Stdout, `'@SUM(1+1)`)
 
 	asJSON := runCLI(t, "--database-url", url, "audit", "tools", "--since", "2h", "--diff", "-o", "json")
-	seen("audit tools -o json", asJSON)
+	seenJSON("audit tools -o json", asJSON)
 	assert.Contains(t, asJSON.Stdout, `\u001b]0;owned`, "JSON carries the text, escaped by encoding/json")
 	// The guard writes C1 and format characters as \uXXXX, JSON's own escape: the JSON means the same.
 	var report struct {

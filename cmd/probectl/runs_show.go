@@ -123,6 +123,10 @@ func writeRunShow(io *render.Streams, v history.RunView) error {
 		kv.Row("tool definitions", fmt.Sprintf("%d not stored: over the bytes a run or the server's day may store "+
 			"(their fingerprints are in the run)", res.ToolDefinitionsCut))
 	}
+	if res.ToolNamesCut > 0 {
+		kv.Row("tool names", fmt.Sprintf("%d cut to %d bytes (ending in …; their fingerprints are of the whole definitions)",
+			res.ToolNamesCut, check.MaxToolNameBytes))
+	}
 	kv.Row("envelope", envelopeText(v))
 	if err := kv.Render(); err != nil {
 		return err

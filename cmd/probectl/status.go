@@ -119,15 +119,15 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 		tbl := render.NewTable(w, "JOB", "SERVER", "ROUND", "INVOCATION", io.TimeHeader("REQUESTED"), "AGE", "STATE")
 		var anyAdvanced bool
 		for _, j := range r.OpenJobs {
-			state := "open"
+			state := render.Plain("open")
 			if j.Leased {
-				state = "in flight"
+				state = render.Plain("in flight")
 			}
 			if j.Stale {
-				state = st.Fail.Render("STALE")
+				state = render.Styled(st.Fail, "STALE")
 			}
 			if j.Advanced {
-				state += ", " + st.Warn.Render("advanced")
+				state = state.Then(render.Plain(", ")).Then(render.Styled(st.Warn, "advanced"))
 				anyAdvanced = true
 			}
 			tbl.Row(j.JobID, j.Slug, orDash(j.RoundID), orDash(j.Invocation), statusTime(j.RequestedAt),
@@ -154,15 +154,15 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 			"FAILURES", "OPEN", "DURATION")
 		for _, rd := range r.RecentRounds {
 			// An unfinished round is running, or dead: its heartbeat stopped.
-			duration := rd.State
+			duration := render.Plain(rd.State)
 			if d := rd.Duration(); d != nil {
-				duration = render.Duration(*d)
+				duration = render.Plain(render.Duration(*d))
 			} else if rd.State == queries.RoundDead {
-				duration = st.Fail.Render(duration)
+				duration = render.Styled(st.Fail, rd.State)
 			}
-			servers := fmt.Sprint(rd.Servers)
+			servers := render.Plain(fmt.Sprint(rd.Servers))
 			if rd.Servers < rd.Jobs {
-				servers = st.Warn.Render(servers)
+				servers = render.Styled(st.Warn, fmt.Sprint(rd.Servers))
 			}
 			tbl.Row(rd.ID, statusTime(rd.StartedAt), rd.Trigger, rd.Version, rd.Jobs, rd.Runs, servers, rd.Failures,
 				rd.OpenJobs, duration)

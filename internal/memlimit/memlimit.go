@@ -24,9 +24,10 @@ var cgroupFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/m
 const unlimited = 1 << 62
 
 // Set applies the soft memory limit and says where it came from ("" when there is none): an
-// explicit GOMEMLIMIT is the runtime's own and is left as it is.
+// explicit GOMEMLIMIT is the runtime's own and is left as it is, "off" included (an operator who
+// asked for no limit gets none, not the container's).
 func Set() (limit int64, source string) {
-	if v := os.Getenv("GOMEMLIMIT"); v != "" && v != "off" {
+	if os.Getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1), "GOMEMLIMIT"
 	}
 	for _, f := range cgroupFiles {

@@ -3,6 +3,7 @@ package memlimit
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,4 +32,22 @@ func TestTheLimitIsAShareOfTheContainersAndNoneWhenItHasNone(t *testing.T) {
 	}
 	_, ok := fromCgroup(filepath.Join(dir, "absent"))
 	assert.False(t, ok)
+}
+
+// GOMEMLIMIT=off is an operator's choice of no limit: the container's limit must not replace it.
+func TestGOMEMLIMITOffIsLeftAsItIs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "memory.max")
+	if err := os.WriteFile(path, []byte("268435456\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	saved := cgroupFiles
+	cgroupFiles = []string{path}
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { cgroupFiles = saved; debug.SetMemoryLimit(before) })
+	t.Setenv("GOMEMLIMIT", "off")
+
+	_, source := Set()
+	assert.Equal(t, "GOMEMLIMIT", source)
+	assert.Equal(t, before, debug.SetMemoryLimit(-1), "the runtime's limit was changed")
 }

@@ -1,11 +1,13 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -14,7 +16,7 @@ import (
 // written here. A rune a terminal would obey rather than print, or that hides or reorders what
 // follows, is written as a visible escape instead:
 //
-//   - C0 controls (ESC, CR, BEL, backspace, ...) and DEL: \x1b, \r, \x07, \x08, \x7f;
+//   - C0 controls (ESC, CR, BEL, backspace, ...) and DEL: \u001b, \r, \u0007, \u0008, \u007f;
 //   - C1 controls (U+0080–U+009F, CSI among them: \u009b);
 //   - bidi overrides, embeddings and isolates (U+202A–U+202E, U+2066–U+2069), marks, zero-width
 //     and every other format character (Unicode category Cf: \u202e, \u200b, \ufeff, ...);
@@ -28,7 +30,7 @@ import (
 // every control character, and a JSON reader does not interpret the rest.
 
 // Printable returns s with every rune a terminal would not print as text written as a visible
-// escape (\x1b, \r, \u202e, ...). Backslashes are left as they are: the escapes are for a person
+// escape (\u001b, \r, \u202e, ...). Backslashes are left as they are: the escapes are for a person
 // to read, not to be decoded.
 func Printable(s string) string { return sanitize(s, keepNothing) }
 
@@ -52,7 +54,11 @@ func escaped(r rune) bool {
 	return unicode.Is(unicode.Cf, r)
 }
 
-// visible is the escape that stands for r.
+// visible is the escape that stands for r. Every escape of a rune is one JSON has too (\n, \r,
+// \t, \u001b, \u007f, \u202e, a surrogate pair past U+FFFF), meaning the same rune: the guarded
+// stream escapes what encoding/json writes raw (DEL, C1 controls, format characters), and JSON
+// output must stay valid JSON that says the same text. Only a byte that is not UTF-8, which
+// encoding/json never writes, is shown as \xNN.
 func visible(r rune) string {
 	switch r {
 	case '\n':
@@ -62,8 +68,9 @@ func visible(r rune) string {
 	case '\t':
 		return `\t`
 	}
-	if r < 0x80 {
-		return fmt.Sprintf(`\x%02x`, r)
+	if r > 0xffff {
+		hi, lo := utf16.EncodeRune(r)
+		return fmt.Sprintf(`\u%04x\u%04x`, hi, lo)
 	}
 	return fmt.Sprintf(`\u%04x`, r)
 }
@@ -151,7 +158,8 @@ func colourAt(s string) int {
 
 // guarded is a stream that escapes what Printable escapes, but for newline, tab and (on a colour
 // terminal) the colours of Styles. A rune cut in two by a writer's buffer (encoding/csv writes in
-// 4 KiB pieces) is held back until its end arrives, so that it is not taken for two bad bytes.
+// 4 KiB pieces) is held back until its end arrives, so that it is not taken for two bad bytes, and
+// so is a colour sequence cut in two, which would otherwise be shown as an escape.
 type guarded struct {
 	mu    *sync.Mutex
 	w     io.Writer
@@ -173,11 +181,38 @@ func (g guarded) Write(p []byte) (int, error) {
 			break
 		}
 	}
+	if g.k&keepColour != 0 {
+		cut = min(cut, unfinishedEscape(data[:cut]))
+	}
 	*g.carry = append((*g.carry)[:0:0], data[cut:]...)
 	if _, err := io.WriteString(g.w, sanitize(string(data[:cut]), g.k)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// unfinishedEscape is where a colour sequence that data ends in the middle of starts (ESC, or
+// ESC [ and parameters with no final byte yet), len(data) when it ends in none: a sequence cut in
+// two by a writer's buffer is held back like a cut rune, and passes whole once its end arrives.
+// A sequence longer than colourAt reads is no colour of ours, so none longer is held.
+func unfinishedEscape(data []byte) int {
+	start := bytes.LastIndexByte(data, 0x1b)
+	if start < 0 || len(data)-start > 2+32 {
+		return len(data)
+	}
+	rest := data[start+1:]
+	if len(rest) == 0 {
+		return start
+	}
+	if rest[0] != '[' {
+		return len(data)
+	}
+	for _, c := range rest[1:] {
+		if c >= 0x40 && c <= 0x7e {
+			return len(data) // the sequence has ended
+		}
+	}
+	return start
 }
 
 // flush writes what is held back: the start of a rune that never ended, as escapes.

@@ -15,10 +15,11 @@ func TestPrintableWritesWhatATerminalWouldObeyAsAVisibleEscape(t *testing.T) {
 	for in, want := range map[string]string{
 		"search the web":                  "search the web",
 		"工具 ok":                           "工具 ok",
-		"\x1b[2J\x1b[1Aok\rhidden":        `\x1b[2J\x1b[1Aok\rhidden`,
+		"\x1b[2J\x1b[1Aok\rhidden":        `\u001b[2J\u001b[1Aok\rhidden`,
 		"a\u202eb\u2066c\u2069":           `a\u202eb\u2066c\u2069`,
 		"csi\u009b2J nel\u0085":           `csi\u009b2J nel\u0085`,
-		"bell\x07 del\x7f nul\x00":        `bell\x07 del\x7f nul\x00`,
+		"bell\x07 del\x7f nul\x00":        `bell\u0007 del\u007f nul\u0000`,
+		"tag\U000E0001":                   `tag\udb40\udc01`,
 		"line\nbreak\ttab":                `line\nbreak\ttab`,
 		"zero\u200bwidth\ufeff\u2028":     `zero\u200bwidth\ufeff\u2028`,
 		"bad \xff\xfe utf-8":              `bad \xff\xfe utf-8`,
@@ -38,9 +39,9 @@ func TestGuardedStreamsPassOnlyTextLayoutAndOurColours(t *testing.T) {
 	line := "\x1b[1;32mok\x1b[0m 1\ttool\n\x1b[8mhidden\x1b[0m\x1b[2K\rforged \x1b[41mbg\x1b[39m\n"
 	_, _ = p.Out.Write([]byte(line))
 	_, _ = c.Out.Write([]byte(line))
-	assert.Equal(t, `\x1b[1;32mok\x1b[0m 1`+"\ttool\n"+`\x1b[8mhidden\x1b[0m\x1b[2K\rforged \x1b[41mbg\x1b[39m`+"\n", plain.String(),
+	assert.Equal(t, `\u001b[1;32mok\u001b[0m 1`+"\ttool\n"+`\u001b[8mhidden\u001b[0m\u001b[2K\rforged \u001b[41mbg\u001b[39m`+"\n", plain.String(),
 		"no colour: every escape is shown")
-	assert.Equal(t, "\x1b[1;32mok\x1b[0m 1\ttool\n"+`\x1b[8m`+"hidden\x1b[0m"+`\x1b[2K\r`+"forged "+`\x1b[41m`+"bg\x1b[39m\n", colour.String(),
+	assert.Equal(t, "\x1b[1;32mok\x1b[0m 1\ttool\n"+`\u001b[8m`+"hidden\x1b[0m"+`\u001b[2K\r`+"forged "+`\u001b[41m`+"bg\x1b[39m\n", colour.String(),
 		"colour: bold, green and the resets pass; conceal, erase, CR and a background do not")
 }
 
@@ -65,7 +66,7 @@ func TestCSVDefusesFormulasAndEscapesControls(t *testing.T) {
 	w := NewCSV(&out)
 	w.Write("=1+1", "+cmd", "-2+3+cmd|' /C calc'!A0", "@SUM(A1)", "-12.5", "+3", "plain", "a\x1b[2Jb\nc", "")
 	require.NoError(t, w.Flush())
-	assert.Equal(t, `'=1+1,'+cmd,'-2+3+cmd|' /C calc'!A0,'@SUM(A1),-12.5,+3,plain,a\x1b[2Jb\nc,`+"\n", out.String())
+	assert.Equal(t, `'=1+1,'+cmd,'-2+3+cmd|' /C calc'!A0,'@SUM(A1),-12.5,+3,plain,a\u001b[2Jb\nc,`+"\n", out.String())
 	assert.False(t, strings.ContainsAny(out.String(), "\x1b\r"))
 }
 
@@ -88,4 +89,18 @@ func TestOurOwnColoursPassTheGuard(t *testing.T) { //nolint:paralleltest // sets
 			assert.Equal(t, out, sanitize(out, keepColour), "profile %s", p)
 		}
 	}
+}
+
+// A colour sequence cut in two by a writer's buffer passes whole once its end arrives, as a cut
+// rune does; one that never ends is shown as escapes when the stream is flushed.
+func TestAGuardedStreamKeepsAColourCutBetweenWrites(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	s := (&Streams{Out: &out, ErrOut: &out, OutTTY: true}).Guard()
+	for _, piece := range []string{"a\x1b", "[3", "2mok\x1b[", "0m b \x1b[1"} {
+		_, err := s.Out.Write([]byte(piece))
+		require.NoError(t, err)
+	}
+	s.Flush()
+	assert.Equal(t, "a\x1b[32mok\x1b[0m b "+`\u001b[1`, out.String())
 }

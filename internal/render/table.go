@@ -26,14 +26,56 @@ func NewTable(w io.Writer, header ...string) *Table {
 }
 
 // Row adds one row; values are formatted with %v and pass Printable (a server's name or error
-// cannot add a line, move the cursor or reorder the row), keeping only the colours of Styles, which
-// the guarded stream drops in turn where colour is off.
+// cannot add a line, move the cursor, reorder the row or colour it: a colour it sends is shown as
+// escapes). A Cell is probectl's own colour: its text passes Printable first, then takes its
+// style.
 func (t *Table) Row(values ...any) {
 	row := make([]string, len(values))
 	for i, v := range values {
-		row[i] = sanitize(fmt.Sprint(v), keepColour)
+		if c, ok := v.(Cell); ok {
+			row[i] = c.String()
+			continue
+		}
+		row[i] = Printable(fmt.Sprint(v))
 	}
 	t.rows = append(t.rows, row)
+}
+
+// Cell is text in probectl's own styles, for a table cell or a line: the one way colour reaches a
+// cell. Each part's text passes Printable before its style is applied, so a server's text in a
+// Cell is shown, never obeyed.
+type Cell struct{ parts []cellPart }
+
+type cellPart struct {
+	style  lipgloss.Style
+	styled bool
+	text   string
+}
+
+// Styled is text in one of Styles' styles.
+func Styled(style lipgloss.Style, text string) Cell {
+	return Cell{parts: []cellPart{{style: style, styled: true, text: text}}}
+}
+
+// Plain is text without a style, to join with styled parts (Then).
+func Plain(text string) Cell { return Cell{parts: []cellPart{{text: text}}} }
+
+// Then is c followed by more.
+func (c Cell) Then(more Cell) Cell {
+	return Cell{parts: append(append([]cellPart(nil), c.parts...), more.parts...)}
+}
+
+// String is the cell's text, sanitized, then styled.
+func (c Cell) String() string {
+	var b strings.Builder
+	for _, p := range c.parts {
+		text := Printable(p.text)
+		if p.styled {
+			text = p.style.Render(text)
+		}
+		b.WriteString(text)
+	}
+	return b.String()
 }
 
 // Render writes the table. On a terminal of known width (a writer with a Width method, as the

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,4 +66,17 @@ func TestATableTooWideToWrapBecomesRecords(t *testing.T) {
 		"SECOND REQUESTED  2026-10-07T20:55:44.168Z\n"+
 		"REQUEST GAP       43.168s\n"+
 		"CLASS             after_finish\n", term.String())
+}
+
+// A cell's colour is probectl's own, never a server's: a colour sequence in a value is shown as
+// escapes, and only a Cell (Styled) is coloured, its text sanitized before its style applies.
+func TestATableCellCarriesOnlyOurColours(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	green := lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
+	tbl := NewTable(&out, "A", "B")
+	tbl.Row("\x1b[32mok\x1b[0m from server", Styled(green, "ok\x1b[2J").Then(Plain(", \x1b[31mx")))
+	require.NoError(t, tbl.Render())
+	assert.Contains(t, out.String(), `\u001b[32mok\u001b[0m from server`)
+	assert.Contains(t, out.String(), green.Render(`ok\u001b[2J`)+`, \u001b[31mx`)
 }

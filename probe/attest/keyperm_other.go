@@ -5,4 +5,4 @@ package attest
 import "os"
 
 // podSecret: Kubernetes' secret volumes are a unix shape.
-func podSecret(os.FileInfo) bool { return false }
+func podSecret(string, os.FileInfo) bool { return false }

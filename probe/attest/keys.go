@@ -99,7 +99,7 @@ func LoadSigner(path string) (*Signer, error) {
 	if !info.Mode().IsRegular() {
 		return nil, &KeyFileError{Path: path, Err: errors.New("not a regular file")}
 	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" && !podSecret(info) {
+	if perm := info.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" && !podSecret(path, info) {
 		return nil, &KeyFileError{Path: path, Err: fmt.Errorf(
 			"is readable or writable by group or others (mode %04o); run: chmod 600 %s", perm, path)}
 	}

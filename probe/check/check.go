@@ -137,6 +137,9 @@ func (c *Checker) Check(ctx context.Context, t Target) (res Result) {
 	}
 	res.Outcome = outcomeOf(problem)
 	res.Error = clip(rec.redact(problem.Error()), maxErrorLen)
+	if busy := (*SlotsBusyError)(nil); errors.As(problem, &busy) {
+		res.Fault = FaultProbectl // the process was busy: nothing about the server
+	}
 	var limited *RateLimitedError
 	if errors.As(problem, &limited) {
 		res.RetryAfterSeconds = limited.RetryAfter.Seconds()
@@ -176,8 +179,9 @@ func outcomeOf(err error) string {
 		return OutcomeFailed
 	}
 	var timeout *TimeoutError
+	var busy *SlotsBusyError
 	var netErr interface{ Timeout() bool }
-	if errors.As(err, &timeout) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) ||
+	if errors.As(err, &busy) || errors.As(err, &timeout) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) || isNetworkError(err) {
 		return OutcomeError
 	}
@@ -191,6 +195,7 @@ func summaryOf(err error) string {
 	var oversize *OversizeError
 	var shape *ShapeError
 	var timeout *TimeoutError
+	var busy *SlotsBusyError
 	var status *statusError
 	var limited *RateLimitedError
 	var origin *OriginError
@@ -207,6 +212,8 @@ func summaryOf(err error) string {
 		return "response too large"
 	case errors.As(err, &shape):
 		return "response too large to decode"
+	case errors.As(err, &busy):
+		return "could not check: decode slots busy"
 	case errors.As(err, &timeout):
 		return "timed out"
 	case errors.As(err, &status):

@@ -69,6 +69,7 @@ func (c *Checker) checkMCP(ctx context.Context, client *http.Client, rec *record
 	res.ToolsTruncated = truncated || tools.capped
 	res.ToolFingerprints, res.ToolsFingerprint = tools.list()
 	res.ToolDefinitions, res.ToolDefinitionsCut = tools.defs, len(tools.cut)
+	res.ToolNamesCut = tools.namesCut
 	c.countOthers(ctx, cs, rec, reserve, &res)
 	// Close sends the DELETE that ends the session; its failure does not undo what was seen.
 	_ = cs.Close()

@@ -83,6 +83,9 @@ type Result struct {
 	// room in the bytes one run (check.MaxToolDefinitionBytes) or one server's day
 	// (probe.MaxToolTextPerDay) may store; the run keeps their fingerprints.
 	ToolDefinitionsCut int `json:"tool_definitions_cut,omitempty"`
+	// ToolNamesCut counts the tool names longer than MaxToolNameBytes, recorded cut to it (ending
+	// in "…") in ToolFingerprints; their fingerprints are those of the whole definitions.
+	ToolNamesCut int `json:"tool_names_cut,omitempty"`
 	// RefusedRequests counts requests the check wanted to make past MaxRequests: refused, never
 	// sent, and not in Requests (which holds only requests attempted, at most MaxRequests).
 	RefusedRequests int `json:"refused_requests,omitempty"`

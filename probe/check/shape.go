@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Decode bounds: what an MCP server's answers may make a check decode, judged on the raw bytes as
@@ -16,28 +17,40 @@ import (
 // worker's memory is bounded by its concurrency (docs/deploy.md, "Memory").
 const (
 	// MaxMessageValues bounds the JSON values (objects, arrays, strings, numbers, literals; an
-	// object's keys count too) of one JSON-RPC message. A list of 500 tools with schemas of 30
-	// values each is 15,000.
-	MaxMessageValues = 20000
+	// object's keys count too) of one JSON-RPC message. The Go SDK's servers send 1,000 tools a
+	// page; a realistic tool (a title, a description, annotations, five typed and described
+	// parameters, an output schema) is 80 values and 817 bytes, so a full honest page is 80,000
+	// values in 817 KB, under the body cap. A tiny-value bomb that fits the cap is refused.
+	MaxMessageValues = 100000
 	// MaxCheckValues bounds the JSON values of all the messages of one check together. A list's
 	// next page is asked for only while a whole message's worth (MaxMessageValues) is left: the
 	// list is then recorded as truncated, not failed.
-	MaxCheckValues = 60000
+	MaxCheckValues = 150000
 	// MaxMessageDepth bounds how deep a message's arrays and objects nest.
 	MaxMessageDepth = 64
-	// MaxArrayItems bounds the items of any one array of a message, the tools of one page among
-	// them (a longer list is served in pages; the Go SDK's servers send 1,000 a page). The SDK
-	// re-encodes each listed tool's input schema, some 30 KB of garbage a tool whatever its size,
-	// so tools per page cost more than values do.
+	// MaxArrayItems bounds the items of a list array: a batch of messages, and an array directly
+	// in a result (the tools, resources or prompts of one page; a longer list is served in pages,
+	// and the Go SDK's servers send 1,000 a page). The SDK re-encodes each listed tool's input
+	// schema, some 30 KB of garbage a tool whatever its size, so tools per page cost more than
+	// values do. An array deeper in (a schema's enum) is bounded by the message's values only:
+	// one long enum must not fail an honest server's whole check.
 	MaxArrayItems = 1000
 )
 
-// MaxLargeDecodes bounds how many large answers (past largeAnswer bytes) one Checker's checks
-// read and decode at once. A 1 MB answer costs the SDK several times its size to read and decode:
-// 60 checks doing so at once peaked near 256 MiB. An answer waits for a slot when its body passes
-// largeAnswer bytes; a check holds one slot at most, until the call the answer was for returns
-// (or the check ends), and answers under largeAnswer never wait. A server that sends a large
-// answer slowly holds its slot at most a request's timeout.
+// listDepth says whether the depth is one at which an array is a list MaxArrayItems bounds: a batch (the
+// message itself, depth 1) and a member of a message's result or params (depth 3:
+// {"result":{"tools":[...]}}).
+func listDepth(depth int) bool { return depth == 1 || depth == 3 }
+
+// MaxLargeDecodes bounds how many large answers (largeAnswer bytes or more) one Checker's checks
+// decode at once. A 1 MB answer costs the SDK several times its size to decode: 60 checks doing
+// so at once peaked near 256 MiB. A check's answer is read from the network whole (JSON) or an
+// event at a time (server-sent events), bounded by the body cap and the shape scan, before the
+// SDK sees a byte of it; only then does a large one wait for a slot, which the check holds until
+// the call the answer was for returns (or the check ends), or until the SDK reads the network
+// again for more of that stream. So a slot is held while decoding, never while a server sends:
+// a server that trickles its answer holds none, and cannot make an honest server's check wait.
+// Answers under largeAnswer never wait.
 const MaxLargeDecodes = 8
 
 // DecodeSlots are the MaxLargeDecodes slots large answers are read and decoded in. Checkers of one
@@ -57,14 +70,23 @@ type decodeGate struct {
 	slots  chan struct{}
 	mu     sync.Mutex
 	held   bool
+	owner  any  // the body that took the slot
 	closed bool // the check has ended: what the SDK still reads is not decoded for it
+}
+
+// SlotsBusyError says a large answer, read whole, waited for a decode slot for a whole request
+// timeout: the process was busy decoding others' answers. It says nothing about the server.
+type SlotsBusyError struct{ After time.Duration }
+
+func (e *SlotsBusyError) Error() string {
+	return fmt.Sprintf("could not check: decode slots busy (waited %s for one of %d)", e.After, MaxLargeDecodes)
 }
 
 // errCheckEnded refuses a slot to an answer read after its check ended.
 var errCheckEnded = errors.New("check ended")
 
-// acquire takes a slot unless the check holds one; it waits at most as long as ctx.
-func (g *decodeGate) acquire(ctx context.Context) error {
+// acquire takes a slot for owner unless the check holds one; it waits at most as long as ctx.
+func (g *decodeGate) acquire(ctx context.Context, owner any) error {
 	if g == nil {
 		return nil
 	}
@@ -78,10 +100,22 @@ func (g *decodeGate) acquire(ctx context.Context) error {
 	}
 	select {
 	case g.slots <- struct{}{}:
-		g.held = true
+		g.held, g.owner = true, owner
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+}
+
+// releaseFor gives the check's slot back if owner took it: its body is about to read the network.
+func (g *decodeGate) releaseFor(owner any) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owner == owner {
+		g.releaseLocked()
 	}
 }
 
@@ -98,7 +132,7 @@ func (g *decodeGate) release() {
 func (g *decodeGate) releaseLocked() {
 	if g.held {
 		<-g.slots
-		g.held = false
+		g.held, g.owner = false, nil
 	}
 }
 
@@ -159,8 +193,8 @@ type shapeScan struct {
 	inString bool
 	escape   bool
 	inScalar bool
-	items    [MaxMessageDepth + 1]int // items of the array open at each depth (0: not an array)
-	isArray  [MaxMessageDepth + 1]bool
+	items    [MaxMessageDepth + 1]int  // items of the list array open at each depth
+	isArray  [MaxMessageDepth + 1]bool // a list array (listDepth) is open at that depth
 }
 
 // newShapeScan returns the scan for a response to req, or nil when it needs none.
@@ -183,61 +217,67 @@ func (s *shapeScan) reset() {
 	s.inString, s.escape, s.inScalar = false, false, false
 }
 
-// scan reads p; an error means a bound was passed.
-func (s *shapeScan) scan(p []byte) error {
+// scanEvents reads p and returns how many of its bytes end with the last server-sent event that
+// ended in p (0 when none did, and always for raw JSON); an error means a bound was passed.
+func (s *shapeScan) scanEvents(p []byte) (int, error) {
 	s.budget.mu.Lock()
 	defer s.budget.mu.Unlock()
-	for _, c := range p {
+	ended := 0
+	for i, c := range p {
 		if !s.sse {
 			if err := s.json(c); err != nil {
-				return err
+				return ended, err
 			}
 			continue
 		}
-		if err := s.event(c); err != nil {
-			return err
+		end, err := s.event(c)
+		if err != nil {
+			return ended, err
+		}
+		if end {
+			ended = i + 1
 		}
 	}
-	return nil
+	return ended, nil
 }
 
 // event follows the SSE framing (docs: the SDK's event reader): "field: value" lines, the values
-// of consecutive data fields joined by newlines into one message, a blank line ending it.
-func (s *shapeScan) event(c byte) error {
+// of consecutive data fields joined by newlines into one message, a blank line ending it (end).
+func (s *shapeScan) event(c byte) (end bool, err error) {
 	if c == '\r' {
-		return nil // a line ends at '\n'; "\r\n" is "\n", and a '\r' elsewhere is JSON space
+		return false, nil // a line ends at '\n'; "\r\n" is "\n", and a '\r' elsewhere is JSON space
 	}
 	if c == '\n' {
 		if s.lineStart {
 			s.reset() // a blank line: the event ends, the next is a new message
-			return nil
+			return true, nil
 		}
 		if s.inData {
 			if err := s.json('\n'); err != nil {
-				return err
+				return false, err
 			}
 		}
 		s.lineStart, s.inData, s.skipLine = true, false, false
 		s.field = s.field[:0]
-		return nil
+		return false, nil
 	}
 	wasStart := s.lineStart
 	s.lineStart = false
 	switch {
 	case s.inData:
-		return s.json(c)
+		return false, s.json(c)
 	case s.skipLine:
-		return nil
+		return false, nil
 	case c == ':':
 		s.inData = !wasStart && string(s.field) == "data"
 		s.skipLine = !s.inData
-		return nil
+		return false, nil
 	case len(s.field) < 5:
 		s.field = append(s.field, c)
 	default:
 		s.skipLine = true // no field we scan has a longer name
 	}
-	return nil
+	return false, nil
 }
 
 // json counts one byte of a message's JSON. A newline inside a string is not JSON: the string is
@@ -270,7 +310,7 @@ func (s *shapeScan) json(c byte) error {
 		if s.depth > MaxMessageDepth {
 			return &ShapeError{What: "levels of nesting", Limit: MaxMessageDepth}
 		}
-		s.isArray[s.depth], s.items[s.depth] = c == '[', 0
+		s.isArray[s.depth], s.items[s.depth] = c == '[' && listDepth(s.depth), 0
 		return nil
 	case '}', ']':
 		s.inScalar = false

@@ -33,8 +33,8 @@ func TestAHostilePageFailsTheCheckBeforeItIsDecoded(t *testing.T) {
 	}{
 		{"15,000 tools as json", many, false, "more than 1000 items in one array"},
 		{"15,000 tools as events", many, true, "more than 1000 items in one array"},
-		{"a schema bomb as json", bomb, false, "more than 20000 JSON values in one message"},
-		{"a schema bomb as events", bomb, true, "more than 20000 JSON values in one message"},
+		{"a schema bomb as json", bomb, false, "more than 100000 JSON values in one message"},
+		{"a schema bomb as events", bomb, true, "more than 100000 JSON values in one message"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFleet(t, fakefleet.HostileMCP(tc.page, tc.sse))
@@ -69,6 +69,43 @@ func TestALargeHonestToolListIsWithinTheDecodeBounds(t *testing.T) {
 	assert.Equal(t, 500, *res.Tools)
 }
 
+// An honest server on the Go SDK serves 1,000 tools a page: a full page of realistic tools (80
+// values and 817 bytes each), one of them with a parameter's enum of 1,500 values, is listed
+// whole. Such a server failed outright past ~666 tools, and one long enum failed its whole check.
+func TestAFullPageOfRealisticToolsIsWithinTheDecodeBounds(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "full", Version: "1"}, nil) // the SDK's page size
+	for i := range 1000 {
+		units := []any{"metric", "imperial"}
+		if i == 7 {
+			units = make([]any, 1500)
+			for j := range units {
+				units[j] = fmt.Sprintf("u%d", j)
+			}
+		}
+		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("get_weather_forecast_%d", i), Title: "Weather forecast",
+			Description: "Returns the weather forecast for a city for the next days, with temperatures, precipitation and wind.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)},
+			InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"city":    map[string]any{"type": "string", "description": "The city name"},
+				"days":    map[string]any{"type": "integer", "description": "How many days", "minimum": 1, "maximum": 14},
+				"units":   map[string]any{"type": "string", "enum": units, "default": "metric"},
+				"hourly":  map[string]any{"type": "boolean", "description": "Hourly detail"},
+				"country": map[string]any{"type": "string", "description": "ISO 3166 country code", "pattern": "^[A-Z]{2}$"},
+			}, "required": []any{"city"}, "additionalProperties": false},
+			OutputSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"forecast": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}}},
+		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	}
+	fleet := newFleet(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	res := New(Config{AllowPrivate: true}).Check(context.Background(), Target{URL: fleet.URL, Kind: "mcp"})
+	require.Equal(t, OutcomeOK, res.Outcome, "%s: %s", res.Summary, res.Error)
+	assert.Equal(t, 1000, *res.Tools)
+	assert.False(t, res.ToolsTruncated)
+}
+
 func TestTheShapeScanCountsStructureNotText(t *testing.T) {
 	t.Parallel()
 	count := func(sse bool, body string) (int, error) {
@@ -90,16 +127,20 @@ func TestTheShapeScanCountsStructureNotText(t *testing.T) {
 
 	_, err = count(true, "data: ["+strings.Repeat("0,", MaxArrayItems)+"0]\n\n")
 	assert.ErrorContains(t, err, "more than 1000 items in one array")
+	_, err = count(false, `{"result":{"tools":[`+strings.Repeat("{},", MaxArrayItems)+"{}]}}")
+	assert.ErrorContains(t, err, "more than 1000 items in one array", "a list in a result is bounded")
+	_, err = count(false, `{"result":{"tools":[{"inputSchema":{"enum":[`+strings.Repeat("0,", 5*MaxArrayItems)+"0]}}]}}")
+	assert.NoError(t, err, "an array deeper in is bounded by the message's values only")
 
 	// The per-message bound resets at each event; the check's does not.
 	inner := "[" + strings.Repeat("0,", MaxArrayItems-1) + "0]"
 	event := "data: [" + strings.Repeat(inner+",", 9) + inner + "]\n\n" // 10,011 values
 	s := &shapeScan{budget: &shapeBudget{}, sse: true}
 	s.reset()
-	for range 5 {
+	for range 14 {
 		require.NoError(t, s.scan([]byte(event)))
 	}
-	assert.ErrorContains(t, s.scan([]byte(event)), "more than 60000 JSON values in all of the check's responses")
+	assert.ErrorContains(t, s.scan([]byte(event)), "more than 150000 JSON values in all of the check's responses")
 }
 
 // A long list whose pages would pass the check's decode budget is listed while a whole message
@@ -181,9 +222,9 @@ func decoderCount(t *testing.T, doc string) (values, maxDepth, maxItems int) {
 	}
 }
 
-// A large answer is read on only in one of the Checker's decode slots; a small one never waits.
-// With every slot taken, a check of a server whose page is large runs out of its request's time
-// (the check could not be made: an error, not the server's fault), while a small page is listed.
+// A large answer is decoded only in one of the Checker's decode slots; a small one never waits.
+// With every slot taken, a check of a server whose page is large waits its request's time for
+// one and could not be made: an error at probectl's fault, not the server's timeout.
 func TestALargeAnswerWaitsForADecodeSlot(t *testing.T) {
 	t.Parallel()
 	large := newFleet(t, fakefleet.HostileMCP(fakefleet.NearBoundsResult(200, 400), false))
@@ -197,7 +238,8 @@ func TestALargeAnswerWaitsForADecodeSlot(t *testing.T) {
 
 	res = c.Check(context.Background(), Target{URL: large.URL, Kind: "mcp"})
 	assert.Equal(t, OutcomeError, res.Outcome)
-	assert.Equal(t, "timed out", res.Summary, res.Error)
+	assert.Equal(t, "could not check: decode slots busy", res.Summary, res.Error)
+	assert.Equal(t, FaultProbectl, res.Fault)
 
 	<-c.decodes
 	res = c.Check(context.Background(), Target{URL: large.URL, Kind: "mcp"})
@@ -208,12 +250,37 @@ func TestALargeAnswerWaitsForADecodeSlot(t *testing.T) {
 func TestADecodeGateHoldsOneSlotAndNoneAfterItsCheck(t *testing.T) {
 	t.Parallel()
 	g := &decodeGate{slots: make(chan struct{}, 2)}
-	require.NoError(t, g.acquire(context.Background()))
-	require.NoError(t, g.acquire(context.Background()), "a check holds one slot at most")
+	require.NoError(t, g.acquire(context.Background(), nil))
+	require.NoError(t, g.acquire(context.Background(), nil), "a check holds one slot at most")
 	assert.Len(t, g.slots, 1)
 	g.release()
 	assert.Empty(t, g.slots)
 	g.close()
-	assert.ErrorIs(t, g.acquire(context.Background()), errCheckEnded, "an answer read after its check ended takes no slot")
+	assert.ErrorIs(t, g.acquire(context.Background(), nil), errCheckEnded, "an answer read after its check ended takes no slot")
 	assert.Empty(t, g.slots)
+}
+
+// The read that crosses the body cap is scanned up to the cap: it hands on all but the byte past
+// the cap, and a bound passed in those bytes must stop it as any other read's would.
+func TestTheReadThatCrossesTheCapIsScanned(t *testing.T) {
+	t.Parallel()
+	const limit = 100
+	body := strings.Repeat("[", MaxMessageDepth+1) + strings.Repeat(" ", 200)
+	rec := &recorder{maxBody: limit, requests: []Request{{}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &shapeScan{budget: &shapeBudget{}}
+	s.reset()
+	b := &cappedBody{rc: io.NopCloser(strings.NewReader(body)), rec: rec, parent: context.Background(),
+		ctx: ctx, cancel: cancel, shape: s}
+	n, err := b.Read(make([]byte, 4096))
+	var shape *ShapeError
+	require.ErrorAs(t, err, &shape, "the bound passed within the cap stops the read")
+	assert.Zero(t, n, "none of it is handed on")
+}
+
+// scan reads p; an error means a bound was passed.
+func (s *shapeScan) scan(p []byte) error {
+	_, err := s.scanEvents(p)
+	return err
 }

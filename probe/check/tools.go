@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,29 @@ const MaxToolsFingerprinted = 1000
 // them (Result.ToolDefinitionsCut). A server's day has its own budget (probe.MaxToolTextPerDay).
 const MaxToolDefinitionBytes = 256 << 10
 
+// MaxToolNameBytes bounds a tool's name as a run records it (tool_fingerprints, the stored list):
+// the MCP spec's 128 characters (its names are ASCII). Names are the server's choice and were not
+// bounded: 1,000 names of 1 KB went into every run. A longer name is cut to fit, ending in "…";
+// its fingerprint is still that of the whole definition, so a cut list stays comparable, and the
+// run counts the names cut (Result.ToolNamesCut).
+const MaxToolNameBytes = 128
+
+// toolNameCut marks a name cut at MaxToolNameBytes.
+const toolNameCut = "…"
+
+// boundName returns name cut to MaxToolNameBytes (at a rune's start, ending in toolNameCut), and
+// whether it was cut.
+func boundName(name string) (string, bool) {
+	if len(name) <= MaxToolNameBytes {
+		return name, false
+	}
+	end := MaxToolNameBytes - len(toolNameCut)
+	for end > 0 && !utf8.RuneStart(name[end]) {
+		end--
+	}
+	return strings.ToValidUTF8(name[:end], "") + toolNameCut, true
+}
+
 // ToolPrint is one tool of a run's list: its name and the fingerprint of its definition.
 type ToolPrint struct {
 	Name        string `json:"name"`
@@ -40,6 +64,8 @@ type toolSet struct {
 	// want of room under MaxToolDefinitionBytes.
 	defBytes int
 	cut      map[string]bool
+	// namesCut counts the names cut to MaxToolNameBytes.
+	namesCut int
 }
 
 // add fingerprints the page's tools while under the cap; a tool it cannot canonicalise (a schema
@@ -61,7 +87,11 @@ func (s *toolSet) add(tools []*mcp.Tool) {
 		}
 		fp := fingerprint(canon)
 		s.keep(fp, canon)
-		s.prints = append(s.prints, ToolPrint{Name: t.Name, Fingerprint: fp})
+		name, cut := boundName(t.Name)
+		if cut {
+			s.namesCut++
+		}
+		s.prints = append(s.prints, ToolPrint{Name: name, Fingerprint: fp})
 	}
 }
 

@@ -234,7 +234,10 @@ func (r *recorder) snapshot() (reqs []Request, overflow int, problem error) {
 }
 
 // cappedBody counts what is read, stops after maxBody bytes, and ends the request's timeout
-// when the body is done with.
+// when the body is done with. An MCP check's body (shape set) is scanned as it is read and handed
+// on only once judged: raw JSON whole, server-sent events one whole event at a time. A large
+// answer then waits for a decode slot (see MaxLargeDecodes) with all its bytes in hand, so no
+// slot is held while a server sends.
 type cappedBody struct {
 	rc     io.ReadCloser
 	rec    *recorder
@@ -245,62 +248,194 @@ type cappedBody struct {
 	n      int64
 	err    error
 	once   sync.Once
-	shape  *shapeScan // nil: the body's structure is not bounded
-	gated  bool       // the body passed largeAnswer bytes and its check took a decode slot
+	shape  *shapeScan // nil: the body's structure is not bounded, and it is passed on as read
+
+	// An MCP body: ready is judged and not yet handed on; pending is read but not yet judged
+	// whole (the answer, or the event, is unfinished); end is how the network read ended (io.EOF
+	// or an error), handed on once ready is.
+	ready, pending [][]byte // pieces (see pieceSize)
+	pendingLen     int      // the bytes in pending
+	end            error
+	holds          bool // this body took the check's decode slot for what it hands on
+
 	// closed: the client closed the body (the SDK ends an SSE stream that way); a read that then
 	// fails says nothing about the server.
 	closed atomic.Bool
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.shape != nil {
+		return b.readJudged(p)
+	}
 	if b.err != nil {
 		return 0, b.err
 	}
-	limit := b.rec.maxBody
-	// Read one byte past the cap, so a body of exactly the cap is not taken for a larger one.
-	if room := limit + 1 - b.n; int64(len(p)) > room {
+	n, err := b.readCapped(p)
+	if b.n > b.rec.maxBody {
+		n -= int(b.n - b.rec.maxBody)
+		b.failed(&OversizeError{Limit: b.rec.maxBody})
+		return n, b.err
+	}
+	if err != nil {
+		err = b.ended(err)
+	}
+	return n, err
+}
+
+// readCapped reads into p at most one byte past the cap, so that a body of exactly the cap is not
+// taken for a larger one, and counts what it read.
+func (b *cappedBody) readCapped(p []byte) (int, error) {
+	if room := b.rec.maxBody + 1 - b.n; int64(len(p)) > room {
 		p = p[:room]
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
 	total := b.n
 	b.rec.update(b.idx, func(q *Request) { q.Bytes = total })
-	if b.shape != nil && b.n <= limit {
-		serr := b.shape.scan(p[:n])
-		if serr == nil && b.n >= largeAnswer && !b.gated {
-			// A large answer: read on, and decoded, once the check has a decode slot.
-			b.gated = true
-			if serr = b.rec.gate.acquire(b.ctx); serr != nil && !errors.Is(serr, errCheckEnded) {
-				serr = b.rec.explain(b.parent, b.ctx, serr) // the wait counts in the request's time
-			}
-		}
-		if serr != nil {
-			// None of this read is passed on: it would complete the message that passed the
-			// bound, and a buffered reader may hand that on before it sees the error.
-			b.err = serr
-			b.rec.fail(b.idx, serr, nil)
-			b.done()
-			return 0, serr
-		}
-	}
+	return n, err
+}
+
+// ended says how a read that returned err ends the body: io.EOF as it is, an error as the
+// server's (or the check's, see explain) unless the client had closed the body.
+func (b *cappedBody) ended(err error) error {
 	switch {
-	case b.n > limit:
-		n -= int(b.n - limit)
-		b.err = &OversizeError{Limit: limit}
-		b.rec.fail(b.idx, b.err, nil)
-		b.done()
-		return n, b.err
 	case err == io.EOF:
 		b.done()
-	case err != nil && b.closed.Load():
+	case b.closed.Load():
 		b.done()
-	case err != nil:
+	default:
 		err = b.rec.explain(b.parent, b.ctx, err)
-		b.err = err
-		b.rec.fail(b.idx, err, nil)
+		b.failed(err)
+	}
+	return err
+}
+
+// failed ends the body with err, recorded on its request.
+func (b *cappedBody) failed(err error) {
+	b.err = err
+	b.rec.fail(b.idx, err, nil)
+	b.done()
+}
+
+// readJudged hands on what has been read and judged; it reads on from the network when nothing is.
+func (b *cappedBody) readJudged(p []byte) (int, error) {
+	for len(b.ready) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.end != nil {
+			return 0, b.end // the slot, if any, is held until the call returns: the SDK decodes now
+		}
+		if b.shape.sse {
+			// The SDK asks for more of the stream: the events handed on are decoded, and waiting
+			// on the server holds no slot. (A JSON answer is read whole before it is handed on.)
+			b.release()
+		}
+		if err := b.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, b.ready[0])
+	if b.ready[0] = b.ready[0][n:]; len(b.ready[0]) == 0 {
+		b.ready = b.ready[1:]
+	}
+	return n, nil
+}
+
+// pieceSize is the size of the pieces a judged body is read into: a body is kept in pieces, not
+// in one buffer grown as it arrives, whose every growth left the last as garbage (the bodies of
+// all of a worker's checks are held at once while they wait for decode slots).
+const pieceSize = 32 << 10
+
+// fill reads one piece from the network, judges it, and moves to ready what is whole: the answer
+// at its end (JSON), or every event that ended (SSE). Before a large piece is made ready, the
+// check takes a decode slot.
+func (b *cappedBody) fill() error {
+	if len(b.pending) == 0 || len(b.pending[len(b.pending)-1]) == pieceSize {
+		b.pending = append(b.pending, make([]byte, 0, pieceSize))
+	}
+	last := len(b.pending) - 1
+	piece := b.pending[last]
+	start := len(piece)
+	n, err := b.readCapped(piece[start:pieceSize])
+	piece = piece[:start+n]
+	b.pending[last] = piece
+	b.pendingLen += n
+	limit := b.rec.maxBody
+	within := n
+	if b.n > limit {
+		within -= int(b.n - limit) // the read that crosses the cap is judged up to the cap
+	}
+	whole, serr := b.shape.scanEvents(piece[start : start+within])
+	if serr != nil {
+		// None of it is passed on: it would complete the message that passed the bound.
+		b.failed(serr)
+		return serr
+	}
+	if b.n > limit {
+		b.failed(&OversizeError{Limit: limit})
+		return b.err
+	}
+	cut := -1 // where in the last piece what is whole ends: every event that ended, or all at the end
+	if b.shape.sse && whole > 0 {
+		cut = start + whole
+	}
+	switch {
+	case err == io.EOF:
+		cut, b.end = len(piece), io.EOF // the answer, or the stream's last unfinished event
+	case err != nil:
+		return b.ended(err)
+	}
+	if cut < 0 {
+		return nil
+	}
+	ready := append(b.pending[:last:last], piece[:cut])
+	size := b.pendingLen - (len(piece) - cut)
+	var rest [][]byte
+	if cut < len(piece) {
+		rest = [][]byte{append(make([]byte, 0, pieceSize), piece[cut:]...)}
+	}
+	b.pending, b.pendingLen = rest, len(piece)-cut
+	// A slot is waited for within the request's time, so before the end of the body ends it.
+	if aerr := b.makeReady(ready, size); aerr != nil {
+		return aerr
+	}
+	if b.end != nil {
 		b.done()
 	}
-	return n, err
+	return nil
+}
+
+// makeReady hands data on, in a decode slot when it is a large answer.
+func (b *cappedBody) makeReady(pieces [][]byte, size int) error {
+	if size >= largeAnswer && !b.holds {
+		if err := b.rec.gate.acquire(b.ctx, b); err != nil {
+			if !errors.Is(err, errCheckEnded) {
+				if b.parent.Err() == nil && errors.Is(b.ctx.Err(), context.DeadlineExceeded) {
+					err = &SlotsBusyError{After: b.rec.timeout} // the wait was ours, not the server's
+				} else {
+					err = b.rec.explain(b.parent, b.ctx, err)
+				}
+			}
+			b.failed(err)
+			return err
+		}
+		b.holds = true
+	}
+	for _, p := range pieces {
+		if len(p) > 0 {
+			b.ready = append(b.ready, p)
+		}
+	}
+	return nil
+}
+
+// release gives back the decode slot this body took, if the check still holds it for it.
+func (b *cappedBody) release() {
+	if b.holds {
+		b.rec.gate.releaseFor(b)
+		b.holds = false
+	}
 }
 
 func (b *cappedBody) Close() error {
