@@ -21,13 +21,18 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 	res := r.check(ctx, job, l)
 	checked() // the check's slot is free: nothing more is sent to the server
 	outcome = res.Outcome
-	if res.Fault == check.FaultProbectl {
+	if res.Fault == check.FaultProbectl && res.Summary == fencedSummary {
 		st.mu.Lock()
 		st.fenced++
 		st.mu.Unlock()
 		st.problem("job %d (%s): %s", job.JobID, job.Slug, res.Error)
 		r.Log.Warn("check fenced: the job's lease ended before or during the check; no request was sent after it",
 			"job", job.JobID, "server", job.Slug)
+	} else if res.Fault == check.FaultProbectl {
+		// Not a lease's end (the process had no decode slot free in time): a problem of this
+		// prober, stored as such, and not counted as fenced.
+		st.problem("job %d (%s): %s", job.JobID, job.Slug, res.Error)
+		r.Log.Warn("check not made by probectl's fault", "job", job.JobID, "server", job.Slug, "error", res.Error)
 	} else if ctx.Err() != nil && res.Outcome != check.OutcomeOK {
 		// The round was stopped (Ctrl-C) while this check ran, or before it began: whatever went
 		// wrong says nothing about the server. The run is still stored (requests may have been

@@ -45,6 +45,10 @@ func (e *LeaseError) Error() string {
 		e.End.UTC().Format(time.RFC3339), queries.InFlightWindow, leaseMargin)
 }
 
+// fencedSummary is a fenced result's summary: what tells a lease's end from the other results that
+// are probectl's fault.
+const fencedSummary = "fenced"
+
 // fenced marks a result as stopped by the lease, keeping what it observed: the server is not to
 // blame, and a late finish stores it as such.
 func fenced(res check.Result, err error) check.Result {
@@ -53,7 +57,7 @@ func fenced(res check.Result, err error) check.Result {
 		msg += ": " + res.Error
 	}
 	res.Outcome = check.OutcomeError
-	res.Summary = "fenced"
+	res.Summary = fencedSummary
 	res.Error = msg
 	res.Fault = check.FaultProbectl
 	return res

@@ -376,3 +376,28 @@ func TestARoundThatCannotCountWhatItLeftSaysItsCountsAreUnknown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, counts.Jobs)
 }
+
+// A result that is probectl's fault but not a lease's end (no decode slot was free in time) is
+// stored as such and named in the problems, and not counted as fenced: on-call reading "fenced"
+// would look for a paused prober that never was.
+func TestAProbectlFaultThatIsNotALeaseEndIsNotCountedFenced(t *testing.T) {
+	t.Parallel()
+	pool := testDB(t)
+	dueServers(t, pool, 1)
+	checker := checkerFunc(func(_ context.Context, _ check.Target) check.Result {
+		now := time.Now()
+		return check.Result{Outcome: check.OutcomeError, Summary: "could not check: decode slots busy",
+			Error: "could not check: decode slots busy (waited 10s for one of 8)", Fault: check.FaultProbectl,
+			StartedAt: now, FinishedAt: now}
+	})
+	sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: checker}).Run(t.Context())
+	var inc *IncompleteError
+	require.ErrorAs(t, err, &inc, "a check probectl could not make is work left undone")
+	require.Zero(t, sum.Fenced)
+	require.Len(t, sum.Problems, 1)
+	require.Contains(t, sum.Problems[0], "decode slots busy")
+	jobs, err := queries.ListRoundJobs(t.Context(), pool, sum.RoundID)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.Contains(t, *jobs[0].Error, "decode slots busy")
+}
