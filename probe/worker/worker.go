@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/probectl/probectl/internal/alerts"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -187,16 +188,17 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &tickWorker{cfg: cfg})
 	river.AddWorker(workers, &invocationWorker{p: p})
+	alertResend, alertQueue := alerts.River(workers, cfg.Pool, cfg.Log) // alert deliveries (internal/alerts)
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		ID:                   p.id,
-		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
+		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}, alerts.Queue: alertQueue},
 		Workers:              workers,
 		MaxAttempts:          MaxAttempts,
 		RescueStuckJobsAfter: RescueStuckJobsAfter,
 		JobTimeout:           tickTimeout,
 		Logger:               slog.New(warnings{cfg.Log.Handler()}),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
-			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true})},
+			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true}), alertResend},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure river: %w", err)
