@@ -48,7 +48,9 @@ type resendArgs struct{}
 
 func (resendArgs) Kind() string { return "probectl_alert_resend" }
 
-func (resendArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: Queue, MaxAttempts: 1} }
+func (resendArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+}
 
 type deliveryWorker struct {
 	river.WorkerDefaults[DeliveryArgs]
@@ -56,7 +58,9 @@ type deliveryWorker struct {
 }
 
 // Timeout: one attempt, and the transaction that records it.
-func (w *deliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration { return AttemptTimeout + 20*time.Second }
+func (w *deliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
+	return AttemptTimeout + 20*time.Second
+}
 
 // NextRetry follows the delivery's backoff.
 func (w *deliveryWorker) NextRetry(j *river.Job[DeliveryArgs]) time.Time {
