@@ -94,7 +94,7 @@ func (d *Deliverer) Attempt(ctx context.Context, k queries.DeliveryKey) (Result,
 		case err == nil && ans.OK():
 			res.State = "delivered"
 		case err != nil:
-			res.Err = err.Error()
+			res.Err = SafeError(err)
 		default:
 			res.Err = fmt.Sprintf("the receiver answered %d %s", ans.Status, http.StatusText(ans.Status))
 		}
@@ -241,7 +241,7 @@ func (d *Deliverer) Resend(ctx context.Context) (int, error) {
 			}
 		}
 		if err != nil {
-			d.Log.Warn("re-sending open alerts failed", "receiver", id, "err", render.Printable(err.Error()))
+			d.Log.Warn("re-sending open alerts failed", "receiver", id, "err", render.Printable(SafeError(err)))
 			firstErr = cmpOr(firstErr, err)
 			continue
 		}
@@ -281,3 +281,6 @@ func newEventID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// RoundDeliveryBound bounds how long run round waits to deliver its round's events.
+const RoundDeliveryBound = 30 * time.Second

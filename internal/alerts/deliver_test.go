@@ -238,3 +238,49 @@ func TestTheWorkerDeliversRetriesAndAfterARestartSendsNothingNew(t *testing.T) {
 	require.Len(t, ids, 2)
 	require.NotEqual(t, ids[0], ids[1])
 }
+
+// run round delivers its own round's events before it exits, waiting out a retry.
+func TestARoundsEventsAreDeliveredByTheRoundWithinItsBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	rcv := newWebhookReceiver(t, 1)
+	rcv.add(ctx, t, pool, "oncall")
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	round := testfactory.Round(ctx, t, pool, nil)
+	finish(ctx, t, pool, round, srv, "failed", nil)
+	other := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "other"})
+	finish(ctx, t, pool, 0, other, "failed", nil)
+	finish(ctx, t, pool, 0, other, "failed", nil) // not the round's: left for a worker
+
+	s, err := alerts.NewDeliverer(pool, nil).DrainRound(ctx, round, alerts.RoundDeliveryBound)
+	require.NoError(t, err)
+	require.Equal(t, alerts.DrainSummary{Attempts: 2, Delivered: 1}, s)
+	require.Len(t, rcv.takenIDs(), 1)
+	require.Equal(t, "weather", rcv.taken[0].Data.Server.Slug)
+}
+
+// net/http's errors quote the URL, and a receiver's URL may be its secret: an attempt's error is
+// stored and logged without it.
+func TestAFailedAttemptsErrorDoesNotHoldTheReceiversURL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	addr := closed.URL
+	closed.Close()
+	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "chat",
+		URL: addr + "/services/T000/B000/sekrit", Format: alerts.FormatSlack}, "test"))
+	srv := testfactory.Server(ctx, t, pool, nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	s, err := alerts.NewDeliverer(pool, nil).Drain(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.Attempts)
+	list, err := alerts.List(ctx, pool, alerts.ListOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, list[0].Deliveries[0].LastError)
+	require.Contains(t, *list[0].Deliveries[0].LastError, "connect")
+	require.NotContains(t, *list[0].Deliveries[0].LastError, "sekrit")
+}

@@ -94,7 +94,7 @@ func (w *resendWorker) Timeout(*river.Job[resendArgs]) time.Duration { return 2 
 func (w *resendWorker) Work(ctx context.Context, _ *river.Job[resendArgs]) error {
 	_, err := w.d.Resend(ctx)
 	if err != nil {
-		w.d.Log.Warn("re-sending open alerts", "err", err)
+		w.d.Log.Warn("re-sending open alerts", "err", SafeError(err))
 	}
 	return nil // the next period sends again
 }

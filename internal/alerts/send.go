@@ -3,9 +3,12 @@ package alerts
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/probectl/probectl/probe/check"
@@ -61,4 +64,14 @@ func (s *Sender) send(ctx context.Context, r request) (Answer, error) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
 	return Answer{Status: resp.StatusCode, Body: body}, nil
+}
+
+// SafeError is an attempt's error fit to store and print: net/http's errors quote the whole URL,
+// and a receiver's URL may be its secret (Slack's is), so the URL is dropped.
+func SafeError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Sprintf("%s: %v", strings.ToLower(ue.Op), ue.Err)
+	}
+	return err.Error()
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/exit"
+)
+
+func TestAlertsPolicySetIsBoundedAndADryRunChangesNothing(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "0")
+	require.Equal(t, exit.Usage, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "--down-after: must be 1 to 100")
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--storm-share", "101")
+	require.Equal(t, exit.Usage, res.Code)
+	require.Contains(t, res.Stderr, "--storm-share")
+
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "3", "--dry-run")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "dry run: nothing changed")
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "-o", "json")
+	var p map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &p))
+	require.EqualValues(t, 2, p["down_after"])
+
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "3", "--resend-every", "30s")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "-o", "json")
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &p))
+	require.EqualValues(t, 3, p["down_after"])
+	require.EqualValues(t, 30, p["resend_every_seconds"])
+}
+
+// A receiver's URL is printed redacted and its secret never; receivers test sends one signed event.
+func TestReceiversAreListedRedactedAndTestedWithASignedEvent(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte("thanks\x1b[2J"))
+	}))
+	t.Cleanup(srv.Close)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	file := filepath.Join(t.TempDir(), "oncall.secret")
+	require.NoError(t, os.WriteFile(file, []byte(secret+"\n"), 0o600))
+
+	res := runCLI(t, "--database-url", url, "receivers", "add", "oncall", "--url", srv.URL+"/T000/B000/sekrit-path",
+		"--format", "standard-webhooks", "--secret-file", file)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "receivers", "add", "oncall", "--url", srv.URL, "--format", "slack")
+	require.Equal(t, exit.Usage, res.Code, "a name taken")
+	res = runCLI(t, "--database-url", url, "receivers", "add", "bad", "--url", srv.URL, "--format", "standard-webhooks")
+	require.Equal(t, exit.Usage, res.Code)
+	require.Contains(t, res.Stderr, "--secret-file")
+	res = runCLI(t, "--database-url", url, "receivers", "add", "bad", "--url", srv.URL, "--format", "slack", "--events", "server.exploded")
+	require.Equal(t, exit.Usage, res.Code)
+	require.Contains(t, res.Stderr, "--events")
+
+	for _, format := range []string{"table", "json"} {
+		res = runCLI(t, "--database-url", url, "receivers", "list", "-o", format)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		require.Contains(t, res.Stdout, "oncall")
+		require.NotContains(t, res.Stdout, "sekrit-path")
+		require.NotContains(t, res.Stdout, base64.StdEncoding.EncodeToString(key))
+	}
+
+	res = runCLI(t, "--database-url", url, "receivers", "test", "oncall")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "answered 202")
+	require.NotContains(t, res.Stdout, "\x1b", "the receiver's answer is sanitised")
+	require.True(t, strings.HasPrefix(got.Get("webhook-signature"), "v1,"))
+	require.NotEmpty(t, got.Get("webhook-id"))
+
+	res = runCLI(t, "--database-url", url, "receivers", "remove", "oncall")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "receivers", "remove", "oncall")
+	require.Equal(t, exit.Usage, res.Code)
+}
+
+func TestAlertsListAndDeliverOnAnEmptyOutbox(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "alerts", "list", "--open", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.JSONEq(t, "[]", res.Stdout)
+	res = runCLI(t, "--database-url", url, "alerts", "deliver", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.JSONEq(t, `{"attempts":0,"delivered":0,"failed":0,"pending":0,"resent":0}`, res.Stdout)
+	res = runCLI(t, "--database-url", url, "alerts", "list", "--limit", "0")
+	require.Equal(t, exit.Usage, res.Code)
+}
