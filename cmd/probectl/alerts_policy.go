@@ -86,11 +86,11 @@ func runAlertsPolicy(ctx context.Context, opts *alertsPolicyOptions) error {
 }
 
 type alertsPolicySetOptions struct {
-	f                                         *factory
+	f                                        *factory
 	DownAfter, UpAfter, StormShare, StormMin int
-	ResendEvery                               time.Duration
-	DryRun                                    bool
-	changed                                   func(string) bool
+	ResendEvery                              time.Duration
+	DryRun                                   bool
+	changed                                  func(string) bool
 }
 
 func newAlertsPolicySetCmd(f *factory) *cobra.Command {
