@@ -4,14 +4,24 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
 )
 
+// endRound ends a round as a round does (queries.FinishRound).
+func endRound(ctx context.Context, t *testing.T, pool *pgxpool.Pool, round int64) {
+	t.Helper()
+	_, err := queries.FinishRound(ctx, pool, round, nil)
+	require.NoError(t, err)
+}
+
 // The storm guard: when 80 % of a round's checks fail at once, the prober is the likelier culprit.
-// The failures are finished first, the worst order: the first nine are recorded before the round
-// has storm_min (10) checks and are counted, then taken back once the round is judged degraded.
+// The failures are finished first, the worst order: all eight are recorded before the round has
+// storm_min (10) checks and are counted, the round is judged degraded when it ends, and each
+// server's next run takes its failure back.
 // Two such rounds in a row give one prober.degraded each and not one server.down.
 func TestARoundWhereEightyPerCentFailIsDegradedAndTakesNoServerDown(t *testing.T) {
 	t.Parallel()
@@ -34,6 +44,7 @@ func TestARoundWhereEightyPerCentFailIsDegradedAndTakesNoServerDown(t *testing.T
 			}
 			finish(ctx, t, pool, storm, s, outcome, nil)
 		}
+		endRound(ctx, t, pool, storm)
 	}
 	ev := events(ctx, t, pool)
 	require.Len(t, ev, 2, "%+v", ev)
@@ -55,6 +66,7 @@ func TestARoundWhereEightyPerCentFailIsDegradedAndTakesNoServerDown(t *testing.T
 			}
 			finish(ctx, t, pool, round, s, outcome, nil)
 		}
+		endRound(ctx, t, pool, round)
 	}
 	ev = events(ctx, t, pool)
 	require.Len(t, ev, 3)
@@ -75,4 +87,30 @@ func TestASmallRoundIsNeverDegraded(t *testing.T) {
 	ev := events(ctx, t, pool)
 	require.Len(t, ev, 1)
 	require.Equal(t, "server.down", ev[0].Type)
+}
+
+// Failures that come once the round has storm_min checks judge it at once, before it ends.
+func TestARoundIsJudgedDegradedByTheFailureThatTipsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	servers := make([]int64, 12)
+	for i := range servers {
+		servers[i] = testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slugOf(i)})
+	}
+	round := testfactory.Round(ctx, t, pool, nil)
+	for i, s := range servers {
+		outcome := "failed"
+		if i < 4 {
+			outcome = "ok"
+		}
+		finish(ctx, t, pool, round, s, outcome, nil)
+	}
+	ev := events(ctx, t, pool)
+	require.Len(t, ev, 1)
+	require.Equal(t, "prober.degraded", ev[0].Type)
+	var checked, failed int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT checked, failed FROM alert_degraded_rounds WHERE round_id = $1`, round).
+		Scan(&checked, &failed))
+	require.Equal(t, []int{10, 6}, []int{checked, failed}, "judged at the 10th check: 6 of 10 failed")
 }

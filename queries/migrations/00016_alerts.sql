@@ -41,7 +41,7 @@ CREATE TABLE alert_receivers (
 );
 CREATE UNIQUE INDEX alert_receivers_name_idx ON alert_receivers (name) WHERE removed_at IS NULL;
 
--- One row per server that has runs since this migration: its alert state and the counts it is
+-- One row per server: its alert state and the counts it is
 -- derived from. streak_runs holds the ids of the current streak's runs (ok or failed), at most 10.
 -- failed_round_id is the round of the last failure counted: if that round turns out degraded,
 -- the next run of the server takes the failure back.
@@ -60,6 +60,23 @@ CREATE TABLE alert_states (
     open_event_id      uuid,
     changed_at         timestamptz
 );
+
+-- Every server has its row, made with the server (by any binary) or below for those before.
+-- +goose StatementBegin
+CREATE FUNCTION alert_states_for_server() RETURNS trigger
+LANGUAGE plpgsql
+AS $probe$
+BEGIN
+    INSERT INTO alert_states (server_id) VALUES (NEW.id) ON CONFLICT (server_id) DO NOTHING;
+    RETURN NULL;
+END
+$probe$;
+-- +goose StatementEnd
+
+CREATE TRIGGER alert_states_for_server AFTER INSERT ON servers
+    FOR EACH ROW EXECUTE FUNCTION alert_states_for_server();
+
+INSERT INTO alert_states (server_id) SELECT id FROM servers;
 
 -- Each round's running tally, in the shape of run_totals' shards (kind, outcome, server id mod
 -- 16) so that a batch finish, which takes run_totals' rows in that order, takes these in the
@@ -161,164 +178,195 @@ END
 $probe$;
 -- +goose StatementEnd
 
+-- alert_judge_round judges a round by its tally: degraded when it checked at least storm_min
+-- servers and at least storm_share per cent of them failed. The first judgement that finds it so
+-- records it and emits its one prober.degraded event. It says whether the round is degraded.
+-- +goose StatementBegin
+CREATE FUNCTION alert_judge_round(p_round bigint, p_share integer, p_min integer) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $probe$
+DECLARE
+    v_checked integer;
+    v_failed  integer;
+    v_id      uuid;
+BEGIN
+    IF EXISTS (SELECT 1 FROM alert_degraded_rounds AS d WHERE d.round_id = p_round) THEN
+        RETURN true;
+    END IF;
+    SELECT coalesce(sum(t.runs), 0), coalesce(sum(t.runs) FILTER (WHERE t.outcome <> 'ok'), 0)
+      INTO v_checked, v_failed
+      FROM alert_round_tallies AS t
+     WHERE t.round_id = p_round;
+    IF v_checked < p_min OR v_failed * 100 < p_share * v_checked THEN
+        RETURN false;
+    END IF;
+    -- One event per round. The lock is only tried: a finish that holds it has not committed yet,
+    -- and waiting for it could deadlock two batches; if it rolls back, the round's next failure
+    -- (or its end) judges again.
+    IF pg_try_advisory_xact_lock(2024061500, 16 + (p_round % 1000000)::integer) THEN
+        INSERT INTO alert_degraded_rounds (round_id, checked, failed)
+        VALUES (p_round, v_checked, v_failed)
+        ON CONFLICT (round_id) DO NOTHING;
+        IF FOUND THEN
+            v_id := alert_emit('prober.degraded', NULL, 'degraded', NULL, '{}', p_round,
+                jsonb_build_object('checked', v_checked, 'failed', v_failed,
+                                   'storm_share', p_share, 'storm_min', p_min));
+            UPDATE alert_degraded_rounds SET event_id = v_id WHERE round_id = p_round;
+        END IF;
+    END IF;
+    RETURN true;
+END
+$probe$;
+-- +goose StatementEnd
+
 -- probe_runs_alert judges each stored run: the round's tally and storm guard, then the server's
 -- state, tools and auth. Runs at probectl's fault (fenced, interrupted, late) say nothing about the
 -- server and are left out, as from uptime; a run older than the last one judged (a replayed spool)
--- is left out too.
+-- is left out too. It runs on every finish, so it is written for cost: one statement reads
+-- everything (the result's fields, the job, the policy, the server's state, locked; ->> and not
+-- jsonb_to_record, which cost 70 us a call more on these machines),
+-- an ok run only bumps its round's tally, and one statement writes the state back.
 -- +goose StatementBegin
 CREATE FUNCTION probe_runs_alert() RETURNS trigger
 LANGUAGE plpgsql
 AS $probe$
 DECLARE
-    v_outcome  text    := coalesce(NEW.result->>'outcome', '');
-    v_fail     boolean := coalesce(NEW.result->>'outcome', '') <> 'ok';
-    v_tools    text    := nullif(NEW.result->>'tools_fingerprint', '');
-    v_version  text    := coalesce(NEW.result->>'server_version', '');
-    v_auth     text    := coalesce(nullif(NEW.result->>'auth', ''), 'none');
-    v_round    bigint;
-    v_job_out  text;
-    v_kind     text;
-    v_pol      alert_policy;
-    st         alert_states;
-    v_checked  integer;
-    v_failed   integer;
+    r          record;
+    v_fail     boolean;
     v_degraded boolean := false;
-    v_prev     text;
+    v_state    text;
+    v_ok       integer;
+    v_failed   integer;
+    v_streak   bigint[];
+    v_fround   bigint;
+    v_open     uuid;
+    v_changed  timestamptz;
+    v_tools    text;
+    v_version  text;
+    v_auth     text;
     v_id       uuid;
 BEGIN
-    IF NEW.result->>'fault' IS NOT DISTINCT FROM 'probectl'
-       OR NEW.result->>'summary' IS NOT DISTINCT FROM 'interrupted' THEN
+    SELECT coalesce(x.outcome, '') AS outcome, x.summary, x.fault, x.error,
+           nullif(x.tools_fingerprint, '') AS tools_fingerprint, coalesce(x.server_version, '') AS server_version,
+           coalesce(nullif(x.auth, ''), 'none') AS auth,
+           j.round_id, j.outcome AS job_outcome, s.kind,
+           coalesce(p.down_after, 2) AS down_after, coalesce(p.up_after, 1) AS up_after,
+           coalesce(p.storm_share, 50) AS storm_share, coalesce(p.storm_min, 10) AS storm_min,
+           a.state, a.consecutive_ok, a.consecutive_failed, a.streak_runs, a.failed_round_id, a.last_run_at,
+           a.tools_fingerprint AS last_tools, a.server_version AS last_version, a.auth AS last_auth,
+           a.open_event_id, a.changed_at
+      INTO r
+      FROM (SELECT NEW.result->>'outcome' AS outcome, NEW.result->>'summary' AS summary, NEW.result->>'fault' AS fault,
+                   NEW.result->>'error' AS error, NEW.result->>'tools_fingerprint' AS tools_fingerprint,
+                   NEW.result->>'server_version' AS server_version, NEW.result->>'auth' AS auth) AS x
+      JOIN probe_jobs AS j ON j.id = NEW.job_id
+      JOIN servers AS s ON s.id = j.server_id
+      JOIN alert_states AS a ON a.server_id = NEW.server_id
+      LEFT JOIN alert_policy AS p ON true
+       FOR UPDATE OF a;
+    IF NOT FOUND                                          -- no state row: no alerts
+       OR r.fault IS NOT DISTINCT FROM 'probectl'          -- fenced
+       OR r.summary IS NOT DISTINCT FROM 'interrupted'     -- stopped by probectl
+       OR r.job_outcome IS NOT DISTINCT FROM 'abandoned'   -- late: its job was closed before it came
+       OR r.last_run_at > NEW.started_at THEN              -- older than the last run judged
         RETURN NULL;
     END IF;
-    SELECT j.round_id, j.outcome, s.kind INTO v_round, v_job_out, v_kind
-      FROM probe_jobs AS j JOIN servers AS s ON s.id = j.server_id
-     WHERE j.id = NEW.job_id;
-    IF v_job_out IS NOT DISTINCT FROM 'abandoned' THEN
-        RETURN NULL; -- a late run: its job was closed before the run came
-    END IF;
-    SELECT * INTO v_pol FROM alert_policy LIMIT 1;
-    IF NOT FOUND THEN
-        v_pol := ROW(true, 2, 1, 50, 10, interval '1 minute', now(), '')::alert_policy;
-    END IF;
+    v_fail := r.outcome <> 'ok';
+    v_state := r.state;
+    v_ok := r.consecutive_ok;
+    v_failed := r.consecutive_failed;
+    v_streak := r.streak_runs;
+    v_fround := r.failed_round_id;
+    v_open := r.open_event_id;
+    v_changed := r.changed_at;
 
-    -- The server's row, locked: inserted on its first run, else locked by the no-op update.
-    INSERT INTO alert_states AS a (server_id) VALUES (NEW.server_id)
-    ON CONFLICT (server_id) DO UPDATE SET server_id = a.server_id
-    RETURNING a.* INTO st;
-    IF st.last_run_at > NEW.started_at THEN
-        RETURN NULL;
-    END IF;
-
-    -- The storm guard: the round's tally, judged at every run of a round not degraded yet (an ok
-    -- run too: the round may have failed first and succeeded last).
-    IF v_round IS NOT NULL THEN
+    -- The storm guard. Every run bumps its round's tally; a failure judges the round (and the
+    -- round's end judges it once more: alert_rounds_end).
+    IF r.round_id IS NOT NULL THEN
         INSERT INTO alert_round_tallies AS t (round_id, kind, outcome, shard, runs)
-        VALUES (v_round, v_kind, v_outcome, (NEW.server_id % 16)::smallint, 1)
+        VALUES (r.round_id, r.kind, r.outcome, (NEW.server_id % 16)::smallint, 1)
         ON CONFLICT (round_id, kind, outcome, shard) DO UPDATE SET runs = t.runs + 1;
-        v_degraded := EXISTS (SELECT 1 FROM alert_degraded_rounds AS d WHERE d.round_id = v_round);
-        IF NOT v_degraded THEN
-            SELECT sum(t.runs), coalesce(sum(t.runs) FILTER (WHERE t.outcome <> 'ok'), 0)
-              INTO v_checked, v_failed
-              FROM alert_round_tallies AS t
-             WHERE t.round_id = v_round;
-            IF v_checked >= v_pol.storm_min AND v_failed * 100 >= v_pol.storm_share * v_checked THEN
-                v_degraded := true;
-                -- One event per round. The lock is only tried: a finish that holds it has not
-                -- committed yet, and waiting for it could deadlock two batches; if it rolls
-                -- back, the round's next run judges again.
-                IF pg_try_advisory_xact_lock(2024061500, 16 + (v_round % 1000000)::integer) THEN
-                    INSERT INTO alert_degraded_rounds (round_id, checked, failed)
-                    VALUES (v_round, v_checked, v_failed)
-                    ON CONFLICT (round_id) DO NOTHING;
-                    IF FOUND THEN
-                        v_id := alert_emit('prober.degraded', NULL, 'degraded', NULL, '{}', v_round,
-                            jsonb_build_object('checked', v_checked, 'failed', v_failed,
-                                               'storm_share', v_pol.storm_share, 'storm_min', v_pol.storm_min));
-                        UPDATE alert_degraded_rounds SET event_id = v_id WHERE round_id = v_round;
-                    END IF;
-                END IF;
-            END IF;
+        IF v_fail THEN
+            v_degraded := alert_judge_round(r.round_id, r.storm_share, r.storm_min);
         END IF;
     END IF;
 
     -- A failure counted from a round judged degraded since is taken back (unless it took the
     -- server down: that event was sent, and stands until the server recovers).
-    IF st.failed_round_id IS NOT NULL AND st.state <> 'down' AND st.consecutive_failed > 0
-       AND EXISTS (SELECT 1 FROM alert_degraded_rounds AS d WHERE d.round_id = st.failed_round_id) THEN
-        st.consecutive_failed := st.consecutive_failed - 1;
-        st.streak_runs := st.streak_runs[1:cardinality(st.streak_runs) - 1];
-        st.failed_round_id := NULL;
+    IF v_fround IS NOT NULL AND v_state <> 'down' AND v_failed > 0
+       AND EXISTS (SELECT 1 FROM alert_degraded_rounds AS d WHERE d.round_id = v_fround) THEN
+        v_failed := v_failed - 1;
+        v_streak := v_streak[1:cardinality(v_streak) - 1];
+        v_fround := NULL;
     END IF;
 
-    v_prev := st.state;
-    st.last_run_id := NEW.id;
-    st.last_run_at := NEW.started_at;
     IF v_fail THEN
         -- A failure in a degraded round counts toward nothing: the counts stay as they were.
         IF NOT v_degraded THEN
-            IF st.consecutive_failed = 0 THEN
-                st.streak_runs := '{}';
+            IF v_failed = 0 THEN
+                v_streak := '{}';
             END IF;
-            st.consecutive_failed := st.consecutive_failed + 1;
-            st.consecutive_ok := 0;
-            st.streak_runs := (st.streak_runs || NEW.id)[greatest(1, cardinality(st.streak_runs) - 8):];
-            st.failed_round_id := v_round;
-            IF st.consecutive_failed >= v_pol.down_after AND st.state <> 'down' THEN
-                st.state := 'down';
+            v_failed := v_failed + 1;
+            v_ok := 0;
+            v_streak := (v_streak || NEW.id)[greatest(1, cardinality(v_streak) - 8):];
+            v_fround := r.round_id;
+            IF v_failed >= r.down_after AND v_state <> 'down' THEN
+                v_state := 'down';
             END IF;
         END IF;
     ELSE
-        IF st.consecutive_ok = 0 THEN
-            st.streak_runs := '{}';
+        IF v_ok = 0 THEN
+            v_streak := '{}';
         END IF;
-        st.consecutive_ok := st.consecutive_ok + 1;
-        st.consecutive_failed := 0;
-        st.failed_round_id := NULL;
-        st.streak_runs := (st.streak_runs || NEW.id)[greatest(1, cardinality(st.streak_runs) - 8):];
-        IF st.consecutive_ok >= v_pol.up_after AND st.state <> 'up' THEN
-            st.state := 'up';
+        v_ok := v_ok + 1;
+        v_failed := 0;
+        v_fround := NULL;
+        v_streak := (v_streak || NEW.id)[greatest(1, cardinality(v_streak) - 8):];
+        IF v_ok >= r.up_after AND v_state <> 'up' THEN
+            v_state := 'up';
         END IF;
     END IF;
 
-    IF st.state <> v_prev THEN
-        st.changed_at := now();
-        IF st.state = 'down' THEN
-            st.open_event_id := alert_emit('server.down', NEW.server_id, 'down', v_prev, st.streak_runs, v_round,
-                jsonb_build_object('failed_checks', st.consecutive_failed, 'error', NEW.result->>'error',
-                                   'outcome', v_outcome));
-        ELSIF v_prev = 'down' THEN
-            v_id := alert_emit('server.recovered', NEW.server_id, 'up', v_prev, st.streak_runs, v_round,
-                jsonb_build_object('ok_checks', st.consecutive_ok, 'down_event_id', st.open_event_id));
-            UPDATE alert_events SET resolved_at = now(), resolved_by = v_id WHERE id = st.open_event_id;
-            st.open_event_id := NULL;
+    IF v_state <> r.state THEN
+        v_changed := now();
+        IF v_state = 'down' THEN
+            v_open := alert_emit('server.down', NEW.server_id, 'down', r.state, v_streak, r.round_id,
+                jsonb_build_object('failed_checks', v_failed, 'error', r.error, 'outcome', r.outcome));
+        ELSIF r.state = 'down' THEN
+            v_id := alert_emit('server.recovered', NEW.server_id, 'up', r.state, v_streak, r.round_id,
+                jsonb_build_object('ok_checks', v_ok, 'down_event_id', v_open));
+            UPDATE alert_events SET resolved_at = now(), resolved_by = v_id WHERE id = v_open;
+            v_open := NULL;
         END IF;
     END IF;
 
     -- What the server says it is, from its answers (ok runs only).
+    v_tools := r.last_tools;
+    v_version := r.last_version;
+    v_auth := r.last_auth;
     IF NOT v_fail THEN
-        IF v_tools IS NOT NULL THEN
-            IF st.tools_fingerprint IS NOT NULL AND st.tools_fingerprint <> v_tools THEN
-                PERFORM alert_emit('server.tools_changed', NEW.server_id, st.state, st.state, ARRAY[NEW.id], v_round,
-                    jsonb_build_object('previous_fingerprint', st.tools_fingerprint, 'fingerprint', v_tools,
-                                       'previous_version', st.server_version, 'version', v_version,
-                                       'changed_without_version_bump', coalesce(st.server_version, '') = v_version));
+        IF r.tools_fingerprint IS NOT NULL THEN
+            IF r.last_tools IS NOT NULL AND r.last_tools <> r.tools_fingerprint THEN
+                PERFORM alert_emit('server.tools_changed', NEW.server_id, v_state, v_state, ARRAY[NEW.id], r.round_id,
+                    jsonb_build_object('previous_fingerprint', r.last_tools, 'fingerprint', r.tools_fingerprint,
+                                       'previous_version', r.last_version, 'version', r.server_version,
+                                       'changed_without_version_bump', coalesce(r.last_version, '') = r.server_version));
             END IF;
-            st.tools_fingerprint := v_tools;
-            st.server_version := v_version;
+            v_tools := r.tools_fingerprint;
+            v_version := r.server_version;
         END IF;
-        IF st.auth IS NOT NULL AND st.auth <> v_auth THEN
-            PERFORM alert_emit('server.auth_changed', NEW.server_id, st.state, st.state, ARRAY[NEW.id], v_round,
-                jsonb_build_object('previous_auth', st.auth, 'auth', v_auth));
+        IF r.last_auth IS NOT NULL AND r.last_auth <> r.auth THEN
+            PERFORM alert_emit('server.auth_changed', NEW.server_id, v_state, v_state, ARRAY[NEW.id], r.round_id,
+                jsonb_build_object('previous_auth', r.last_auth, 'auth', r.auth));
         END IF;
-        st.auth := v_auth;
+        v_auth := r.auth;
     END IF;
 
     UPDATE alert_states AS a
-       SET state = st.state, consecutive_ok = st.consecutive_ok, consecutive_failed = st.consecutive_failed,
-           streak_runs = st.streak_runs, failed_round_id = st.failed_round_id, last_run_id = st.last_run_id,
-           last_run_at = st.last_run_at, tools_fingerprint = st.tools_fingerprint,
-           server_version = st.server_version, auth = st.auth, open_event_id = st.open_event_id,
-           changed_at = st.changed_at
+       SET state = v_state, consecutive_ok = v_ok, consecutive_failed = v_failed, streak_runs = v_streak,
+           failed_round_id = v_fround, last_run_id = NEW.id, last_run_at = NEW.started_at,
+           tools_fingerprint = v_tools, server_version = v_version, auth = v_auth, open_event_id = v_open,
+           changed_at = v_changed
      WHERE a.server_id = NEW.server_id;
     RETURN NULL;
 END
@@ -328,9 +376,33 @@ $probe$;
 CREATE TRIGGER probe_runs_alert AFTER INSERT ON probe_runs
     FOR EACH ROW EXECUTE FUNCTION probe_runs_alert();
 
+-- A round that ends is judged once more: its failures may all have come before it had storm_min
+-- checks, and its ok runs do not judge it. Its failures counted meanwhile are taken back at each
+-- server's next run.
+-- +goose StatementBegin
+CREATE FUNCTION alert_rounds_end() RETURNS trigger
+LANGUAGE plpgsql
+AS $probe$
+BEGIN
+    PERFORM alert_judge_round(NEW.id, coalesce(p.storm_share, 50), coalesce(p.storm_min, 10))
+       FROM (SELECT 1) AS one LEFT JOIN alert_policy AS p ON true;
+    RETURN NULL;
+END
+$probe$;
+-- +goose StatementEnd
+
+CREATE TRIGGER alert_rounds_end AFTER UPDATE OF finished_at ON probe_rounds
+    FOR EACH ROW WHEN (OLD.finished_at IS NULL AND NEW.finished_at IS NOT NULL)
+    EXECUTE FUNCTION alert_rounds_end();
+
 -- +goose Down
+DROP TRIGGER alert_rounds_end ON probe_rounds;
+DROP FUNCTION alert_rounds_end();
 DROP TRIGGER probe_runs_alert ON probe_runs;
+DROP TRIGGER alert_states_for_server ON servers;
+DROP FUNCTION alert_states_for_server();
 DROP FUNCTION probe_runs_alert();
+DROP FUNCTION alert_judge_round(bigint, integer, integer);
 DROP FUNCTION alert_emit(text, bigint, text, text, bigint[], bigint, jsonb);
 DROP TABLE alert_delivery_attempts;
 DROP TABLE alert_deliveries;
