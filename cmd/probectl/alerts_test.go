@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -10,10 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
 )
 
 func TestAlertsPolicySetIsBoundedAndADryRunChangesNothing(t *testing.T) {
@@ -103,4 +107,25 @@ func TestAlertsListAndDeliverOnAnEmptyOutbox(t *testing.T) {
 	require.JSONEq(t, `{"attempts":0,"delivered":0,"failed":0,"pending":0,"resent":0}`, res.Stdout)
 	res = runCLI(t, "--database-url", url, "alerts", "list", "--limit", "0")
 	require.Equal(t, exit.Usage, res.Code)
+}
+
+func TestStatusShowsTheOpenAlerts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, pool := migratedDB(t)
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	for range 2 {
+		job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv})
+		now := time.Now().UTC()
+		_, err := queries.FinishTx(ctx, pool, queries.FinishParams{JobID: job, ServerID: srv, ClaimedNextCheckAt: now,
+			Outcome: "failed", StartedAt: now, CheckFinishedAt: now, Requests: 1, Result: []byte(`{"outcome":"failed"}`)})
+		require.NoError(t, err)
+	}
+	res := runCLI(t, "--database-url", url, "status")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "OPEN ALERTS")
+	require.Contains(t, res.Stdout, "weather")
+	res = runCLI(t, "--database-url", url, "alerts", "list", "--open")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "server.down")
 }

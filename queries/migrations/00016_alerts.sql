@@ -147,20 +147,21 @@ CREATE TABLE alert_delivery_attempts (
 );
 CREATE INDEX alert_delivery_attempts_event_idx ON alert_delivery_attempts (event_id, receiver_id, attempt);
 
--- alert_emit writes one event, a delivery for each receiver that wants its type and, when River's
+-- alert_emit writes one event (at p_at: a server's events carry the time its run ended, NULL: now), a delivery for each receiver that wants its type and, when River's
 -- tables are there, a River job per delivery (kind probectl_alert_delivery, queue probectl_alerts,
 -- run by `probectl worker`), all in the caller's transaction.
 -- +goose StatementBegin
 CREATE FUNCTION alert_emit(p_type text, p_server bigint, p_state text, p_previous text, p_runs bigint[],
-                           p_round bigint, p_data jsonb)
+                           p_round bigint, p_data jsonb, p_at timestamptz DEFAULT NULL)
 RETURNS uuid
 LANGUAGE plpgsql VOLATILE
 AS $probe$
 DECLARE
     v_id uuid;
 BEGIN
-    INSERT INTO alert_events (type, server_id, state, previous_state, runs, round_id, data)
-    VALUES (p_type, p_server, p_state, p_previous, coalesce(p_runs, '{}'), p_round, coalesce(p_data, '{}'))
+    INSERT INTO alert_events (type, server_id, state, previous_state, runs, round_id, data, created_at)
+    VALUES (p_type, p_server, p_state, p_previous, coalesce(p_runs, '{}'), p_round, coalesce(p_data, '{}'),
+            coalesce(p_at, now()))
     RETURNING id INTO v_id;
     INSERT INTO alert_deliveries (event_id, receiver_id)
     SELECT v_id, r.id
@@ -331,11 +332,11 @@ BEGIN
         v_changed := now();
         IF v_state = 'down' THEN
             v_open := alert_emit('server.down', NEW.server_id, 'down', r.state, v_streak, r.round_id,
-                jsonb_build_object('failed_checks', v_failed, 'error', r.error, 'outcome', r.outcome));
+                jsonb_build_object('failed_checks', v_failed, 'error', r.error, 'outcome', r.outcome), NEW.finished_at);
         ELSIF r.state = 'down' THEN
             v_id := alert_emit('server.recovered', NEW.server_id, 'up', r.state, v_streak, r.round_id,
-                jsonb_build_object('ok_checks', v_ok, 'down_event_id', v_open));
-            UPDATE alert_events SET resolved_at = now(), resolved_by = v_id WHERE id = v_open;
+                jsonb_build_object('ok_checks', v_ok, 'down_event_id', v_open), NEW.finished_at);
+            UPDATE alert_events SET resolved_at = NEW.finished_at, resolved_by = v_id WHERE id = v_open;
             v_open := NULL;
         END IF;
     END IF;
@@ -350,14 +351,15 @@ BEGIN
                 PERFORM alert_emit('server.tools_changed', NEW.server_id, v_state, v_state, ARRAY[NEW.id], r.round_id,
                     jsonb_build_object('previous_fingerprint', r.last_tools, 'fingerprint', r.tools_fingerprint,
                                        'previous_version', r.last_version, 'version', r.server_version,
-                                       'changed_without_version_bump', coalesce(r.last_version, '') = r.server_version));
+                                       'changed_without_version_bump', coalesce(r.last_version, '') = r.server_version),
+                NEW.finished_at);
             END IF;
             v_tools := r.tools_fingerprint;
             v_version := r.server_version;
         END IF;
         IF r.last_auth IS NOT NULL AND r.last_auth <> r.auth THEN
             PERFORM alert_emit('server.auth_changed', NEW.server_id, v_state, v_state, ARRAY[NEW.id], r.round_id,
-                jsonb_build_object('previous_auth', r.last_auth, 'auth', r.auth));
+                jsonb_build_object('previous_auth', r.last_auth, 'auth', r.auth), NEW.finished_at);
         END IF;
         v_auth := r.auth;
     END IF;
@@ -403,7 +405,7 @@ DROP TRIGGER alert_states_for_server ON servers;
 DROP FUNCTION alert_states_for_server();
 DROP FUNCTION probe_runs_alert();
 DROP FUNCTION alert_judge_round(bigint, integer, integer);
-DROP FUNCTION alert_emit(text, bigint, text, text, bigint[], bigint, jsonb);
+DROP FUNCTION alert_emit(text, bigint, text, text, bigint[], bigint, jsonb, timestamptz);
 DROP TABLE alert_delivery_attempts;
 DROP TABLE alert_deliveries;
 DROP TABLE alert_events;
