@@ -268,22 +268,6 @@ func EventDeliveries(ctx context.Context, db DBTX, eventIDs []string) ([]EventDe
 	return collect[EventDelivery](ctx, db, "EventDeliveries", pgx.NamedArgs{"event_ids": eventIDs})
 }
 
-// AlertState is one server's alert state.
-type AlertState struct {
-	ServerID          int64      `db:"server_id"`
-	Slug              string     `db:"slug"`
-	State             string     `db:"state"`
-	ConsecutiveOK     int        `db:"consecutive_ok"`
-	ConsecutiveFailed int        `db:"consecutive_failed"`
-	StreakRuns        []int64    `db:"streak_runs"`
-	ChangedAt         *time.Time `db:"changed_at"`
-}
-
-// AlertStates lists every server's alert state, by slug.
-func AlertStates(ctx context.Context, db DBTX) ([]AlertState, error) {
-	return collect[AlertState](ctx, db, "AlertStates")
-}
-
 // DeliveryTotal counts the attempts to one receiver that ended one way.
 type DeliveryTotal struct {
 	Receiver string `db:"receiver"`

@@ -122,12 +122,6 @@ SELECT d.event_id::text AS event_id, r.name AS receiver, d.state, d.attempts, d.
  WHERE d.event_id = ANY (@event_ids::uuid[])
  ORDER BY r.name;
 
--- name: AlertStates
-SELECT a.server_id, s.slug, a.state, a.consecutive_ok, a.consecutive_failed, a.streak_runs, a.changed_at
-  FROM alert_states AS a
-  JOIN servers AS s ON s.id = a.server_id
- ORDER BY s.slug;
-
 -- name: DeliveryTotals
 -- For /metrics: attempts by receiver and how they ended (delivered: a 2xx; failed: anything else).
 SELECT r.name AS receiver,

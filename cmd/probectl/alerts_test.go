@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -128,4 +130,37 @@ func TestStatusShowsTheOpenAlerts(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "alerts", "list", "--open")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "server.down")
+}
+
+// run round, with no worker anywhere, delivers its own round's events before it exits: here a
+// server that answers 500 goes down at its first failed check (--down-after 1) and the receiver
+// has the event when run round returns.
+func TestRunRoundDeliversItsRoundsEventsBeforeItExits(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	fakefleet.New(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	})).AddServers(t, pool, 1, "broken", testfactory.ServerOpts{})
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Text string `json:"text"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		got = append(got, body.Text)
+		mu.Unlock()
+	}))
+	t.Cleanup(rcv.Close)
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "1").Code)
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "receivers", "add", "chat", "--url", rcv.URL, "--format", "slack").Code)
+
+	res := runCLI(t, "--database-url", url, "run", "round", "--unsigned", "--allow-private-targets")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"server broken-0 is down"}, got)
 }

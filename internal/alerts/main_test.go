@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -72,17 +73,21 @@ func events(ctx context.Context, t *testing.T, pool *pgxpool.Pool) []eventRow {
 	return out
 }
 
-func state(ctx context.Context, t *testing.T, pool *pgxpool.Pool, slug string) queries.AlertState {
+// alertState is one server's alert state as the tests read it.
+type alertState struct {
+	State             string `db:"state"`
+	ConsecutiveOK     int    `db:"consecutive_ok"`
+	ConsecutiveFailed int    `db:"consecutive_failed"`
+}
+
+func state(ctx context.Context, t *testing.T, pool *pgxpool.Pool, slug string) alertState {
 	t.Helper()
-	all, err := queries.AlertStates(ctx, pool)
+	rows, err := pool.Query(ctx, `SELECT a.state, a.consecutive_ok, a.consecutive_failed
+		FROM alert_states AS a JOIN servers AS s ON s.id = a.server_id WHERE s.slug = $1`, slug)
 	require.NoError(t, err)
-	for _, s := range all {
-		if s.Slug == slug {
-			return s
-		}
-	}
-	t.Fatalf("no alert state for %s", slug)
-	return queries.AlertState{}
+	st, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[alertState])
+	require.NoError(t, err, "alert state of %s", slug)
+	return st
 }
 
 func slugOf(i int) string { return fmt.Sprintf("site-%02d", i) }
