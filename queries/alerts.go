@@ -279,3 +279,13 @@ type DeliveryTotal struct {
 func DeliveryTotals(ctx context.Context, db DBTX) ([]DeliveryTotal, error) {
 	return collect[DeliveryTotal](ctx, db, "DeliveryTotals")
 }
+
+// EmitVerifyFailed writes a verify.failed event (with its deliveries and River jobs) and returns
+// its id; data is the event's details.
+func EmitVerifyFailed(ctx context.Context, db DBTX, data json.RawMessage) (string, error) {
+	id, err := valueOf[string](ctx, db, "EmitVerifyFailed", pgx.NamedArgs{"data": string(data)})
+	if err != nil {
+		return "", fmt.Errorf("write the verify.failed event: %w", err)
+	}
+	return id, nil
+}

@@ -131,3 +131,7 @@ SELECT r.name AS receiver,
   JOIN alert_receivers AS r ON r.id = a.receiver_id
  GROUP BY 1, 2
  ORDER BY 1, 2;
+
+-- name: EmitVerifyFailed
+-- A failed post-deploy verification, as an event (deploy verify --alert).
+SELECT alert_emit('verify.failed', NULL, 'failed', NULL, '{}', NULL, @data::jsonb)::text AS id;

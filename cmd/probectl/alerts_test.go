@@ -164,3 +164,20 @@ func TestRunRoundDeliversItsRoundsEventsBeforeItExits(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []string{"server broken-0 is down"}, got)
 }
+
+// deploy verify --alert makes a failed verdict an event, with the release and the failed checks.
+func TestDeployVerifyWithAlertWritesAVerifyFailedEvent(t *testing.T) {
+	t.Parallel()
+	url := plantIncident(t)
+	res := withDB(url).run(t, "deploy", "verify", "--alert")
+	require.Equal(t, 1, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "verify.failed event")
+	res = runCLI(t, "--database-url", url, "alerts", "list", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	require.Len(t, got, 1)
+	require.Equal(t, "verify.failed", got[0]["type"])
+	details := got[0]["details"].(map[string]any)
+	require.Contains(t, details["failed_checks"], "duplicates")
+}

@@ -141,6 +141,11 @@ func headline(ev Event) string {
 	case TypeRoundDead:
 		return fmt.Sprintf("round %s is dead: its heartbeat stopped", roundOf(ev))
 	case TypeVerifyFailed:
+		var f VerifyFailure
+		if json.Unmarshal(ev.Data.Details, &f) == nil && f.ReleaseID != 0 {
+			return fmt.Sprintf("deploy verify failed for release #%d (%s): %s", f.ReleaseID, f.Version,
+				strings.Join(f.Failed, ", "))
+		}
 		return "deploy verify failed"
 	case TypeTest:
 		return "test event from probectl: this receiver is reachable"

@@ -266,6 +266,7 @@ BEGIN
       LEFT JOIN alert_policy AS p ON true
        FOR UPDATE OF a;
     IF NOT FOUND                                          -- no state row: no alerts
+       OR r.outcome NOT IN ('ok', 'failed', 'error')       -- not a check's result: nothing to judge
        OR r.fault IS NOT DISTINCT FROM 'probectl'          -- fenced
        OR r.summary IS NOT DISTINCT FROM 'interrupted'     -- stopped by probectl
        OR r.job_outcome IS NOT DISTINCT FROM 'abandoned'   -- late: its job was closed before it came
