@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/internal/alerts"
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
@@ -141,6 +142,9 @@ func runAlertsPolicySet(ctx context.Context, opts *alertsPolicySetOptions) error
 	c.StormMin = pick("storm-min", &opts.StormMin)
 	if opts.changed("resend-every") {
 		c.ResendEvery = &opts.ResendEvery
+	}
+	if c.DownAfter == nil && c.UpAfter == nil && c.StormShare == nil && c.StormMin == nil && c.ResendEvery == nil {
+		return exit.UsageError(fmt.Errorf("name at least one setting to change: --down-after, --up-after, --storm-share, --storm-min or --resend-every"))
 	}
 	// Bounds first, so bad input exits 2 without a database.
 	bounds := queries.AlertPolicy{DownAfter: 2, UpAfter: 1, StormShare: 50, StormMin: 10, ResendEvery: time.Minute}

@@ -25,7 +25,9 @@ import (
 func TestAlertsPolicySetIsBoundedAndADryRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	url, _ := migratedDB(t)
-	res := runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "0")
+	res := runCLI(t, "--database-url", url, "alerts", "policy", "set")
+	require.Equal(t, exit.Usage, res.Code, "no setting named")
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "0")
 	require.Equal(t, exit.Usage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "--down-after: must be 1 to 100")
 	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--storm-share", "101")

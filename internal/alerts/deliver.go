@@ -1,8 +1,10 @@
 package alerts
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -232,7 +234,7 @@ func (d *Deliverer) Resend(ctx context.Context) (int, error) {
 	sent := 0
 	var firstErr error
 	for _, id := range order {
-		body, err := jsonMarshal(byReceiver[id])
+		body, err := json.Marshal(byReceiver[id])
 		if err == nil {
 			var ans Answer
 			ans, err = d.Sender.send(ctx, request{url: amURL(urls[id]), header: jsonHeader(), body: body})
@@ -242,19 +244,12 @@ func (d *Deliverer) Resend(ctx context.Context) (int, error) {
 		}
 		if err != nil {
 			d.Log.Warn("re-sending open alerts failed", "receiver", id, "err", render.Printable(SafeError(err)))
-			firstErr = cmpOr(firstErr, err)
+			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
 		sent += len(byReceiver[id])
 	}
 	return sent, firstErr
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // Test sends one signed test event to a receiver now and returns its answer; nothing is stored.

@@ -248,5 +248,3 @@ func amURL(base string) string {
 	}
 	return strings.TrimRight(base, "/") + alertPath
 }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
