@@ -2,7 +2,9 @@ package alerts_test
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -52,6 +54,12 @@ func newWebhookReceiver(t *testing.T, fail int) *webhookReceiver {
 			t.Errorf("signature does not verify: %v", err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
+		}
+		// And by hand, as the specification defines it, not only through the library that signed.
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(req.Header.Get("webhook-id") + "." + req.Header.Get("webhook-timestamp") + "." + string(body)))
+		if want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)); req.Header.Get("webhook-signature") != want {
+			t.Errorf("webhook-signature %q, want %q", req.Header.Get("webhook-signature"), want)
 		}
 		var ev alerts.Event
 		if err := json.Unmarshal(body, &ev); err != nil {

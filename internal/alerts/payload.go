@@ -106,19 +106,28 @@ func signed(url, secret string, ev Event, now time.Time) (request, error) {
 	if err != nil {
 		return request{}, err
 	}
+	h, err := signHeaders(secret, ev.Data.EventID, now, body)
+	if err != nil {
+		return request{}, err
+	}
+	return request{url: url, header: h, body: body}, nil
+}
+
+// signHeaders are the Standard Webhooks headers of body sent as message id at now.
+func signHeaders(secret, id string, now time.Time, body []byte) (http.Header, error) {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
-		return request{}, fmt.Errorf("the receiver's secret: %w", err)
+		return nil, fmt.Errorf("the receiver's secret: %w", err)
 	}
-	sig, err := wh.Sign(ev.Data.EventID, now, body)
+	sig, err := wh.Sign(id, now, body)
 	if err != nil {
-		return request{}, fmt.Errorf("sign: %w", err)
+		return nil, fmt.Errorf("sign: %w", err)
 	}
 	h := jsonHeader()
-	h.Set("webhook-id", ev.Data.EventID)
+	h.Set("webhook-id", id)
 	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	h.Set("webhook-signature", sig)
-	return request{url: url, header: h, body: body}, nil
+	return h, nil
 }
 
 // headline is one line saying what happened, for Slack and Alertmanager's summary.
