@@ -3,10 +3,12 @@ package alerts_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
 )
 
 func TestAServerGoesDownAfterTwoFailedChecksAndRecoversAfterOneOK(t *testing.T) {
@@ -89,4 +91,23 @@ func repeat(s string, n int) string {
 		out += s
 	}
 	return out
+}
+
+// The two-write finish (advance first, then FinishJob) stores its run by another statement than
+// probe_finish: the trigger judges it all the same.
+func TestTheTwoWriteFinishProducesTheSameEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "twowrite"})
+	for range 2 {
+		job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv})
+		now := time.Now().UTC()
+		_, err := queries.FinishJob(ctx, pool, queries.FinishParams{JobID: job, ServerID: srv, Outcome: "failed",
+			StartedAt: now, CheckFinishedAt: now, Requests: 1, Result: []byte(`{"outcome":"failed"}`)})
+		require.NoError(t, err)
+	}
+	ev := events(ctx, t, pool)
+	require.Len(t, ev, 1)
+	require.Equal(t, "server.down", ev[0].Type)
 }
