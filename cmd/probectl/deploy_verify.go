@@ -21,6 +21,7 @@ type deployVerifyOptions struct {
 	Window    time.Duration
 	MaxOkDrop float64
 	Quiet     bool
+	Alert     bool // alerts: a failed verdict is a verify.failed event (cmd/probectl/alerts_verify.go)
 	// tick, set by tests, drives --wait instead of a ticker.
 	tick <-chan time.Time
 	// progress, set by tests, is told after each look while waiting.
@@ -78,6 +79,7 @@ Exit status: 0 pass; 1 fail or inconclusive (the output says which); 3 could not
 	durationVar(fl, &opts.Window, "window", 10*time.Minute, "two jobs of one server requested less than this apart are a duplicate claim")
 	fl.Float64Var(&opts.MaxOkDrop, "max-ok-drop", release.DefaultMaxOkDrop, "fail the health check when the ok share dropped more than this many points (0 to 100)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "say nothing on stderr while waiting")
+	fl.BoolVar(&opts.Alert, "alert", false, "on a fail verdict, send a verify.failed event to the receivers that take it (writes: needs the primary)")
 	return cmd
 }
 
@@ -117,6 +119,11 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if opts.Alert && rep.Verdict == release.VerdictFail {
+		if err := alertVerifyFailed(ctx, f, pool, rep); err != nil {
+			return err
+		}
 	}
 	if rep.Verdict != release.VerdictPass {
 		return &silentError{code: exit.Found}

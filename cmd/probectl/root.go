@@ -61,6 +61,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 		newServeCmd(f),
 		newDemoCmd(f),
 	)
+	root.AddCommand(newAlertsCmd(f), newReceiversCmd(f)) // alerts (cmd/probectl/alerts*.go, receivers.go)
 	addHelpTopics(root)
 	addCompletions(root, f)
 	root.AddCommand(newDocsCmd(root))

@@ -241,6 +241,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if sum == nil {
 		return spoolFlagError(err, opts.SpoolDir)
 	}
+	deliverRoundAlerts(ctx, pool, sum.RoundID, round.Log) // alerts (cmd/probectl/alerts_round.go)
 	if rerr := renderRoundWithFailures(ctx, f, pool, format, sum, overrides, round.Log); rerr != nil {
 		return errors.Join(err, rerr)
 	}

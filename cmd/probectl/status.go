@@ -81,7 +81,10 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	if format == "json" {
 		return render.JSON(f.IO.Out, rep)
 	}
-	return writeStatus(f.IO, render.StylesFor(f.IO), rep)
+	if err := writeStatus(f.IO, render.StylesFor(f.IO), rep); err != nil {
+		return err
+	}
+	return writeOpenAlerts(ctx, f, pool) // alerts (cmd/probectl/alerts_status.go)
 }
 
 // writeStatus prints the report as titled sections, each a sentence or a table.

@@ -139,9 +139,16 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "could not read the database", http.StatusServiceUnavailable)
 		return
 	}
+	alertTotals, err := h.readAlertTotals(r.Context()) // alerts (metrics_alerts.go)
+	if err != nil {
+		h.log.Error("read alert delivery totals for metrics", "err", err)
+		http.Error(w, "could not read the database", http.StatusServiceUnavailable)
+		return
+	}
 	var buf bytes.Buffer
 	writeMetrics(&buf, rep, took)
 	writeRunMetrics(&buf, totals)
+	writeAlertMetrics(&buf, alertTotals)
 	w.Header().Set("Content-Type", MetricsContentType)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/probectl/probectl/internal/alerts"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -191,9 +192,10 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 	river.AddWorker(workers, &tickWorker{cfg: cfg})
 	river.AddWorker(workers, &invocationWorker{p: p})
 	river.AddWorker(workers, &registrySyncWorker{p: p})
+	alertResend, alertQueue := alerts.River(workers, cfg.Pool, cfg.Log) // alert deliveries (internal/alerts)
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		ID:                   p.id,
-		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
+		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}, alerts.Queue: alertQueue},
 		Workers:              workers,
 		MaxAttempts:          MaxAttempts,
 		RescueStuckJobsAfter: RescueStuckJobsAfter,
@@ -202,7 +204,7 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
 			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true}),
 			river.NewPeriodicJob(river.PeriodicInterval(registrySyncEvery),
-				p.registrySyncJob, &river.PeriodicJobOpts{ID: "probectl_registry_sync", RunOnStart: true})},
+				p.registrySyncJob, &river.PeriodicJobOpts{ID: "probectl_registry_sync", RunOnStart: true}), alertResend},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure river: %w", err)

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/fakefleet"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
+)
+
+func TestAlertsPolicySetIsBoundedAndADryRunChangesNothing(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "alerts", "policy", "set")
+	require.Equal(t, exit.Usage, res.Code, "no setting named")
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "0")
+	require.Equal(t, exit.Usage, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "--down-after: must be 1 to 100")
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--storm-share", "101")
+	require.Equal(t, exit.Usage, res.Code)
+	require.Contains(t, res.Stderr, "--storm-share")
+
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "3", "--dry-run")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "dry run: nothing changed")
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "-o", "json")
+	var p map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &p))
+	require.EqualValues(t, 2, p["down_after"])
+
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "3", "--resend-every", "30s")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "alerts", "policy", "-o", "json")
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &p))
+	require.EqualValues(t, 3, p["down_after"])
+	require.EqualValues(t, 30, p["resend_every_seconds"])
+}
+
+// A receiver's URL is printed redacted and its secret never; receivers test sends one signed event.
+func TestReceiversAreListedRedactedAndTestedWithASignedEvent(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte("thanks\x1b[2J"))
+	}))
+	t.Cleanup(srv.Close)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	file := filepath.Join(t.TempDir(), "oncall.secret")
+	require.NoError(t, os.WriteFile(file, []byte(secret+"\n"), 0o600))
+
+	res := runCLI(t, "--database-url", url, "receivers", "add", "oncall", "--url", srv.URL+"/T000/B000/sekrit-path",
+		"--format", "standard-webhooks", "--secret-file", file)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "receivers", "add", "oncall", "--url", srv.URL, "--format", "slack")
+	require.Equal(t, exit.Usage, res.Code, "a name taken")
+	res = runCLI(t, "--database-url", url, "receivers", "add", "bad", "--url", srv.URL, "--format", "standard-webhooks")
+	require.Equal(t, exit.Usage, res.Code)
+	require.Contains(t, res.Stderr, "--secret-file")
+	res = runCLI(t, "--database-url", url, "receivers", "add", "bad", "--url", srv.URL, "--format", "slack", "--events", "server.exploded")
+	require.Equal(t, exit.Usage, res.Code)
+	require.Contains(t, res.Stderr, "--events")
+
+	for _, format := range []string{"table", "json"} {
+		res = runCLI(t, "--database-url", url, "receivers", "list", "-o", format)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		require.Contains(t, res.Stdout, "oncall")
+		require.NotContains(t, res.Stdout, "sekrit-path")
+		require.NotContains(t, res.Stdout, base64.StdEncoding.EncodeToString(key))
+	}
+
+	res = runCLI(t, "--database-url", url, "receivers", "test", "oncall")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "answered 202")
+	require.NotContains(t, res.Stdout, "\x1b", "the receiver's answer is sanitised")
+	require.True(t, strings.HasPrefix(got.Get("webhook-signature"), "v1,"))
+	require.NotEmpty(t, got.Get("webhook-id"))
+
+	res = runCLI(t, "--database-url", url, "receivers", "remove", "oncall")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = runCLI(t, "--database-url", url, "receivers", "remove", "oncall")
+	require.Equal(t, exit.Usage, res.Code)
+}
+
+func TestAlertsListAndDeliverOnAnEmptyOutbox(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "alerts", "list", "--open", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.JSONEq(t, "[]", res.Stdout)
+	res = runCLI(t, "--database-url", url, "alerts", "deliver", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.JSONEq(t, `{"attempts":0,"delivered":0,"failed":0,"pending":0,"resent":0}`, res.Stdout)
+	res = runCLI(t, "--database-url", url, "alerts", "list", "--limit", "0")
+	require.Equal(t, exit.Usage, res.Code)
+}
+
+func TestStatusShowsTheOpenAlerts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, pool := migratedDB(t)
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	for range 2 {
+		job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv})
+		now := time.Now().UTC()
+		_, err := queries.FinishTx(ctx, pool, queries.FinishParams{JobID: job, ServerID: srv, ClaimedNextCheckAt: now,
+			Outcome: "failed", StartedAt: now, CheckFinishedAt: now, Requests: 1, Result: []byte(`{"outcome":"failed"}`)})
+		require.NoError(t, err)
+	}
+	res := runCLI(t, "--database-url", url, "status")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "OPEN ALERTS")
+	require.Contains(t, res.Stdout, "weather")
+	res = runCLI(t, "--database-url", url, "alerts", "list", "--open")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "server.down")
+}
+
+// run round, with no worker anywhere, delivers its own round's events before it exits: here a
+// server that answers 500 goes down at its first failed check (--down-after 1) and the receiver
+// has the event when run round returns.
+func TestRunRoundDeliversItsRoundsEventsBeforeItExits(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	fakefleet.New(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	})).AddServers(t, pool, 1, "broken", testfactory.ServerOpts{})
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Text string `json:"text"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		got = append(got, body.Text)
+		mu.Unlock()
+	}))
+	t.Cleanup(rcv.Close)
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "alerts", "policy", "set", "--down-after", "1").Code)
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "receivers", "add", "chat", "--url", rcv.URL, "--format", "slack").Code)
+
+	res := runCLI(t, "--database-url", url, "run", "round", "--unsigned", "--allow-private-targets")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"server broken-0 is down"}, got)
+}
+
+// deploy verify --alert makes a failed verdict an event, with the release and the failed checks.
+func TestDeployVerifyWithAlertWritesAVerifyFailedEvent(t *testing.T) {
+	t.Parallel()
+	url := plantIncident(t)
+	res := withDB(url).run(t, "deploy", "verify", "--alert")
+	require.Equal(t, 1, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "verify.failed event")
+	res = runCLI(t, "--database-url", url, "alerts", "list", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	require.Len(t, got, 1)
+	require.Equal(t, "verify.failed", got[0]["type"])
+	details := got[0]["details"].(map[string]any)
+	require.Contains(t, details["failed_checks"], "duplicates")
+}

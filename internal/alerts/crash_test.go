@@ -1,0 +1,113 @@
+package alerts_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/alerts"
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/testfactory"
+)
+
+// A worker killed (SIGKILL) in the middle of a delivery, after the receiver has the request and
+// before it answers: the attempt was never recorded (its transaction died with the process), the
+// delivery's lock went with it, and the next deliverer sends the event again with the same
+// webhook-id. The receiver takes each transition exactly once; nothing is invented.
+func TestAWorkerKilledMidDeliveryLosesNothingAndInventsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDB(t)
+	pool := dbtest.Pool(t, url)
+	bin := filepath.Join(t.TempDir(), "probectl")
+	out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, "github.com/probectl/probectl/cmd/probectl").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	arrived := make(chan struct{})
+	var (
+		mu    sync.Mutex
+		seen  []string // webhook-ids, every request
+		taken []string // webhook-ids answered 200
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // read to its end, so that the server notices the client die
+		id := r.Header.Get("webhook-id")
+		mu.Lock()
+		seen = append(seen, id)
+		first := len(seen) == 1
+		mu.Unlock()
+		if first { // hold the first request: it never gets an answer, its sender dies meanwhile
+			close(arrived)
+			<-r.Context().Done()
+			return
+		}
+		mu.Lock()
+		taken = append(taken, id)
+		mu.Unlock()
+	}))
+	t.Cleanup(rcv.Close)
+	key := "whsec_" + strings.Repeat("QUJD", 8) // 24 bytes
+	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "oncall", URL: rcv.URL,
+		Format: alerts.FormatStandardWebhooks, Secret: []byte(key)}, "test"))
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "ok", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+
+	env := append(os.Environ(), "PROBECTL_DATABASE_URL="+url)
+	worker := exec.Command(bin, "worker", "--unsigned", "--max-workers", "1", "--spool-dir", t.TempDir())
+	worker.Env = env
+	var logs strings.Builder
+	worker.Stderr = &logs
+	require.NoError(t, worker.Start())
+	select {
+	case <-arrived:
+	case <-time.After(60 * time.Second):
+		_ = worker.Process.Kill()
+		t.Fatalf("the worker never delivered:\n%s", logs.String())
+	}
+	require.NoError(t, worker.Process.Kill()) // SIGKILL, with the delivery's transaction open
+	_ = worker.Wait()
+
+	var attempts int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM alert_delivery_attempts`).Scan(&attempts))
+	require.Zero(t, attempts, "the killed attempt was never recorded")
+
+	// The next deliverer (here `alerts deliver`, as cron would run it) sends it again; it may
+	// have to wait for PostgreSQL to end the dead worker's session and free the row.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cmd := exec.Command(bin, "alerts", "deliver")
+		cmd.Env = env
+		out, _ := cmd.CombinedOutput()
+		mu.Lock()
+		n := len(taken)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "never delivered after the kill: %s", out)
+		time.Sleep(200 * time.Millisecond) // waiting on PostgreSQL to notice the dead session
+	}
+	finish(ctx, t, pool, 0, srv, "ok", nil) // recovered: the second transition
+	cmd := exec.Command(bin, "alerts", "deliver")
+	cmd.Env = env
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, taken, 2, "each transition taken once")
+	require.NotEqual(t, taken[0], taken[1])
+	require.Equal(t, seen[0], taken[0], "the retry after the kill carries the same webhook-id")
+}

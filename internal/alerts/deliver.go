@@ -1,0 +1,281 @@
+package alerts
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
+)
+
+// Delivery's retry rule: the first retry 5 s after the first failure, doubling up to an hour
+// apart, until the event is GiveUpAfter old.
+const (
+	FirstRetry  = 5 * time.Second
+	MaxBackoff  = time.Hour
+	GiveUpAfter = 24 * time.Hour
+)
+
+// Backoff is the wait after failed attempt n (1 for the first).
+func Backoff(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > 20 {
+		return MaxBackoff
+	}
+	return min(FirstRetry<<(n-1), MaxBackoff)
+}
+
+// Deliverer makes delivery attempts and records each.
+type Deliverer struct {
+	DB     queries.DB
+	Sender *Sender
+	Log    *slog.Logger
+}
+
+// NewDeliverer makes a Deliverer with its own Sender.
+func NewDeliverer(db queries.DB, log *slog.Logger) *Deliverer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Deliverer{DB: db, Sender: NewSender(), Log: log}
+}
+
+// Result is how one attempt ended.
+type Result struct {
+	// State is the delivery's state after the attempt: pending (to be retried at Next), delivered
+	// or failed (given up). Done reports a delivery that was no longer pending: no attempt made.
+	State  string
+	Done   bool
+	Status int
+	Err    string
+	Next   time.Time
+}
+
+// ErrBusy: another process is attempting the delivery right now.
+var ErrBusy = queries.ErrDeliveryBusy
+
+// Attempt makes one attempt at one delivery, holding the delivery's row lock from before the
+// request until the attempt is recorded: two processes never send the same delivery at once, and
+// a delivery recorded as delivered is never sent again. The one way a receiver that answered 2xx
+// gets the same webhook-id again is a crash (or a lost connection) between its answer and the
+// commit: the attempt is then not recorded, and is made again.
+func (d *Deliverer) Attempt(ctx context.Context, k queries.DeliveryKey) (Result, error) {
+	var res Result
+	err := queries.InTx(ctx, d.DB, func(tx pgx.Tx) error {
+		del, err := queries.LockDelivery(ctx, tx, k)
+		if err != nil {
+			return err
+		}
+		if del.State != "pending" {
+			res = Result{State: del.State, Done: true}
+			return nil
+		}
+		now := time.Now().UTC()
+		a := queries.Attempt{Attempt: del.Attempts + 1}
+		req, err := build(del, now)
+		var ans Answer
+		if err == nil {
+			ans, err = d.Sender.send(ctx, req)
+		}
+		res.Status = ans.Status
+		if ans.Status != 0 {
+			a.StatusCode = &ans.Status
+		}
+		switch {
+		case err == nil && ans.OK():
+			res.State = "delivered"
+		case err != nil:
+			res.Err = SafeError(err)
+		default:
+			res.Err = fmt.Sprintf("the receiver answered %d %s", ans.Status, http.StatusText(ans.Status))
+		}
+		if res.Err != "" {
+			a.Error = &res.Err
+			res.State = "pending"
+			res.Next = now.Add(Backoff(a.Attempt))
+			if res.Next.Sub(del.CreatedAt) > GiveUpAfter {
+				res.State = "failed"
+			} else {
+				a.NextAttemptAt = &res.Next
+			}
+		}
+		a.State = res.State
+		return queries.RecordAttempt(ctx, tx, k, a)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if res.Err != "" {
+		d.Log.Warn("alert delivery failed", "event", k.EventID, "receiver", k.ReceiverID, "status", res.Status,
+			"err", render.Printable(res.Err), "state", res.State)
+	}
+	return res, nil
+}
+
+// DrainSummary counts what a drain did.
+type DrainSummary struct {
+	Attempts  int   `json:"attempts"`
+	Delivered int   `json:"delivered"`
+	Failed    int   `json:"failed"`
+	Pending   int64 `json:"pending"`
+	Resent    int   `json:"resent"`
+}
+
+// maxDrainBatch bounds the deliveries read at once.
+const maxDrainBatch = 500
+
+// Drain attempts every delivery due now, once each (of round roundID only, when set), and says
+// how many are still pending after it.
+func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, error) {
+	var s DrainSummary
+	seen := map[queries.DeliveryKey]bool{}
+	for {
+		keys, err := queries.PendingDeliveries(ctx, d.DB, roundID, nil, maxDrainBatch)
+		if err != nil {
+			return s, err
+		}
+		fresh := 0
+		for _, k := range keys {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			fresh++
+			res, err := d.Attempt(ctx, k)
+			if errors.Is(err, ErrBusy) || errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return s, err
+			}
+			if res.Done {
+				continue
+			}
+			s.Attempts++
+			switch res.State {
+			case "delivered":
+				s.Delivered++
+			case "failed":
+				s.Failed++
+			}
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	n, err := queries.CountPendingDeliveries(ctx, d.DB, roundID)
+	s.Pending = n
+	return s, err
+}
+
+// DrainRound delivers round roundID's events until none is pending or the bound passes, waiting
+// out their retries (run round, when no worker runs the deliveries). What is left stays pending
+// for a worker or `alerts deliver`.
+func (d *Deliverer) DrainRound(ctx context.Context, roundID int64, bound time.Duration) (DrainSummary, error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var total DrainSummary
+	for {
+		s, err := d.Drain(ctx, &roundID)
+		total.Attempts += s.Attempts
+		total.Delivered += s.Delivered
+		total.Failed += s.Failed
+		total.Pending = s.Pending
+		if err != nil {
+			if ctx.Err() != nil {
+				return total, nil
+			}
+			return total, err
+		}
+		if s.Pending == 0 {
+			return total, nil
+		}
+		select {
+		case <-ctx.Done():
+			return total, nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Resend posts every open server.down alert to each Alertmanager receiver that takes them, so
+// that Alertmanager, which resolves an alert it has not heard of for its resolve_timeout, keeps
+// it firing. It returns how many alerts were posted; a receiver that fails is logged and the
+// others still get theirs.
+func (d *Deliverer) Resend(ctx context.Context) (int, error) {
+	open, err := queries.OpenDownAlerts(ctx, d.DB)
+	if err != nil {
+		return 0, err
+	}
+	byReceiver := map[int64][]amAlert{}
+	urls := map[int64]string{}
+	var order []int64
+	for _, o := range open {
+		if _, ok := byReceiver[o.ReceiverID]; !ok {
+			order = append(order, o.ReceiverID)
+			urls[o.ReceiverID] = o.ReceiverURL
+		}
+		slug := o.Slug
+		ev := eventOf(queries.Delivery{EventID: o.EventID, Type: TypeServerDown, Slug: &slug, URL: o.URL,
+			Kind: o.Kind, Plan: o.Plan, Runs: o.Runs, RoundID: o.RoundID, CreatedAt: o.CreatedAt})
+		byReceiver[o.ReceiverID] = append(byReceiver[o.ReceiverID], amAlertOf(ev, nil))
+	}
+	sent := 0
+	var firstErr error
+	for _, id := range order {
+		body, err := json.Marshal(byReceiver[id])
+		if err == nil {
+			var ans Answer
+			ans, err = d.Sender.send(ctx, request{url: amURL(urls[id]), header: jsonHeader(), body: body})
+			if err == nil && !ans.OK() {
+				err = fmt.Errorf("the receiver answered %d", ans.Status)
+			}
+		}
+		if err != nil {
+			d.Log.Warn("re-sending open alerts failed", "receiver", id, "err", render.Printable(SafeError(err)))
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		sent += len(byReceiver[id])
+	}
+	return sent, firstErr
+}
+
+// Test sends one signed test event to a receiver now and returns its answer; nothing is stored.
+func Test(ctx context.Context, db queries.DBTX, s *Sender, name string) (Answer, string, error) {
+	r, err := queries.ReceiverByName(ctx, db, name)
+	if err != nil {
+		return Answer{}, "", err
+	}
+	id := newEventID()
+	req, err := build(queries.Delivery{EventID: id, Type: TypeTest, CreatedAt: time.Now().UTC(),
+		Receiver: r.Name, ReceiverURL: r.URL, Format: r.Format, Secret: r.Secret}, time.Now().UTC())
+	if err != nil {
+		return Answer{}, id, err
+	}
+	ans, err := s.send(ctx, req)
+	return ans, id, err
+}
+
+// newEventID is a random (version 4) UUID, for a test event.
+func newEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// RoundDeliveryBound bounds how long run round waits to deliver its round's events.
+const RoundDeliveryBound = 30 * time.Second

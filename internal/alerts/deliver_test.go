@@ -1,0 +1,294 @@
+package alerts_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/alerts"
+	"github.com/probectl/probectl/internal/testfactory"
+)
+
+// webhookReceiver is a Standard Webhooks endpoint on loopback: it verifies every request's
+// signature with the specification's library, answers 503 to the first fail attempts of each
+// webhook-id and 200 after, and records what it took.
+type webhookReceiver struct {
+	t      *testing.T
+	secret string
+	fail   int
+	srv    *httptest.Server
+
+	mu       sync.Mutex
+	attempts map[string]int // by webhook-id
+	taken    []alerts.Event // answered 200, in order
+	got      chan alerts.Event
+}
+
+func newWebhookReceiver(t *testing.T, fail int) *webhookReceiver {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	r := &webhookReceiver{t: t, secret: "whsec_" + base64.StdEncoding.EncodeToString(key), fail: fail,
+		attempts: map[string]int{}, got: make(chan alerts.Event, 100)}
+	wh, err := standardwebhooks.NewWebhook(r.secret)
+	require.NoError(t, err)
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if err := wh.Verify(body, req.Header); err != nil {
+			t.Errorf("signature does not verify: %v", err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		// And by hand, as the specification defines it, not only through the library that signed.
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(req.Header.Get("webhook-id") + "." + req.Header.Get("webhook-timestamp") + "." + string(body)))
+		if want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)); req.Header.Get("webhook-signature") != want {
+			t.Errorf("webhook-signature %q, want %q", req.Header.Get("webhook-signature"), want)
+		}
+		var ev alerts.Event
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Errorf("body: %v", err)
+		}
+		id := req.Header.Get("webhook-id")
+		if id != ev.Data.EventID {
+			t.Errorf("webhook-id %s is not the event's id %s", id, ev.Data.EventID)
+		}
+		r.mu.Lock()
+		r.attempts[id]++
+		n := r.attempts[id]
+		if n > r.fail {
+			r.taken = append(r.taken, ev)
+		}
+		r.mu.Unlock()
+		if n <= r.fail {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		r.got <- ev
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *webhookReceiver) add(ctx context.Context, t *testing.T, pool *pgxpool.Pool, name string) {
+	t.Helper()
+	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: name, URL: r.srv.URL + "/hook",
+		Format: alerts.FormatStandardWebhooks, Secret: []byte(r.secret + "\n")}, "test"))
+}
+
+func (r *webhookReceiver) takenIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, len(r.taken))
+	for i, e := range r.taken {
+		ids[i] = e.Data.EventID
+	}
+	return ids
+}
+
+// dueNow makes every pending delivery due now: the test does not wait out the backoff.
+func dueNow(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(ctx, `UPDATE alert_deliveries SET next_attempt_at = now() WHERE state = 'pending'`)
+	require.NoError(t, err)
+}
+
+func TestASignedWebhookIsRetriedUntilTakenWithTheSameIDAndEveryAttemptIsRecorded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	rcv := newWebhookReceiver(t, 2)
+	rcv.add(ctx, t, pool, "oncall")
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather", URL: "https://weather.example/mcp?token=s3cret"})
+	finish(ctx, t, pool, 0, srv, "ok", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+
+	var jobs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'probectl_alert_delivery'
+		AND queue = 'probectl_alerts'`).Scan(&jobs))
+	require.Equal(t, 1, jobs, "the River job is inserted with the event, in the finish's transaction")
+
+	d := alerts.NewDeliverer(pool, slog.New(slog.DiscardHandler))
+	s, err := d.Drain(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, alerts.DrainSummary{Attempts: 1, Pending: 1}, s)
+	s, err = d.Drain(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, 0, s.Attempts, "the retry waits for its backoff")
+	dueNow(ctx, t, pool)
+	_, err = d.Drain(ctx, nil)
+	require.NoError(t, err)
+	dueNow(ctx, t, pool)
+	s, err = d.Drain(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, alerts.DrainSummary{Attempts: 1, Delivered: 1}, s)
+
+	finish(ctx, t, pool, 0, srv, "ok", nil) // recovered
+	for range 3 {
+		dueNow(ctx, t, pool)
+		_, err = d.Drain(ctx, nil)
+		require.NoError(t, err)
+	}
+	ids := rcv.takenIDs()
+	require.Len(t, ids, 2, "each transition once")
+	require.NotEqual(t, ids[0], ids[1])
+	require.Equal(t, "server.down", rcv.taken[0].Type)
+	require.Equal(t, "https://weather.example/mcp?token=redacted", rcv.taken[0].Data.Server.URL)
+	require.Equal(t, "server.recovered", rcv.taken[1].Type)
+
+	var statuses []int32
+	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(status_code ORDER BY event_id, attempt) FROM alert_delivery_attempts
+		WHERE event_id = $1::uuid`, ids[0]).Scan(&statuses))
+	require.Equal(t, []int32{503, 503, 200}, statuses)
+
+	list, err := alerts.List(ctx, pool, alerts.ListOptions{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, "delivered", list[1].Deliveries[0].State)
+	require.Equal(t, 3, list[1].Deliveries[0].Attempts)
+}
+
+func TestAReceiverAtAMetadataAddressIsRefusedBeforeAnyConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "imds",
+		URL: "http://169.254.169.254/latest/meta-data/", Format: alerts.FormatAlertmanager}, "test"))
+	ans, _, err := alerts.Test(ctx, pool, alerts.NewSender(), "imds")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "metadata")
+	require.Zero(t, ans.Status)
+}
+
+func riverClient(t *testing.T, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
+	t.Helper()
+	workers := river.NewWorkers()
+	resend, queue := alerts.River(workers, pool, slog.New(slog.DiscardHandler))
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:            map[string]river.QueueConfig{alerts.Queue: queue},
+		Workers:           workers,
+		FetchPollInterval: 100 * time.Millisecond,
+		PeriodicJobs:      []*river.PeriodicJob{resend},
+		Logger:            slog.New(slog.DiscardHandler),
+		TestOnly:          true,
+	})
+	require.NoError(t, err)
+	return c
+}
+
+func waitEvent(t *testing.T, ch <-chan alerts.Event, within time.Duration) alerts.Event {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		return ev
+	case <-time.After(within):
+		t.Fatalf("no event delivered within %s", within)
+	}
+	return alerts.Event{}
+}
+
+// The River path, as `probectl worker` runs it: the job the trigger inserted delivers the event,
+// retried after a 503 within 10 s. A worker restarted while the server stays down sends nothing
+// again: the next thing the receiver gets is the next transition.
+func TestTheWorkerDeliversRetriesAndAfterARestartSendsNothingNew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	rcv := newWebhookReceiver(t, 1)
+	rcv.add(ctx, t, pool, "oncall")
+	a := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "a"})
+	b := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "b"})
+	for _, s := range []int64{a, b} {
+		finish(ctx, t, pool, 0, s, "ok", nil)
+	}
+	finish(ctx, t, pool, 0, a, "failed", nil)
+	finish(ctx, t, pool, 0, a, "failed", nil)
+
+	c := riverClient(t, pool)
+	require.NoError(t, c.Start(ctx))
+	start := time.Now()
+	ev := waitEvent(t, rcv.got, 20*time.Second)
+	require.Equal(t, "server.down", ev.Type)
+	require.Less(t, time.Since(start), 15*time.Second, "the first retry comes within 10 s of the 503")
+	require.NoError(t, c.Stop(ctx))
+
+	// Still down, checked again while no worker runs; then a worker starts again.
+	finish(ctx, t, pool, 0, a, "failed", nil)
+	c2 := riverClient(t, pool)
+	require.NoError(t, c2.Start(ctx))
+	t.Cleanup(func() { _ = c2.Stop(context.Background()) })
+	finish(ctx, t, pool, 0, a, "failed", nil)
+	// The next transition, b going down, is the next thing the receiver takes.
+	finish(ctx, t, pool, 0, b, "failed", nil)
+	finish(ctx, t, pool, 0, b, "failed", nil)
+	ev = waitEvent(t, rcv.got, 20*time.Second)
+	require.Equal(t, "server.down", ev.Type)
+	require.Equal(t, "b", ev.Data.Server.Slug)
+	ids := rcv.takenIDs()
+	require.Len(t, ids, 2)
+	require.NotEqual(t, ids[0], ids[1])
+}
+
+// run round delivers its own round's events before it exits, waiting out a retry.
+func TestARoundsEventsAreDeliveredByTheRoundWithinItsBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	rcv := newWebhookReceiver(t, 1)
+	rcv.add(ctx, t, pool, "oncall")
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	round := testfactory.Round(ctx, t, pool, nil)
+	finish(ctx, t, pool, round, srv, "failed", nil)
+	other := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "other"})
+	finish(ctx, t, pool, 0, other, "failed", nil)
+	finish(ctx, t, pool, 0, other, "failed", nil) // not the round's: left for a worker
+
+	s, err := alerts.NewDeliverer(pool, nil).DrainRound(ctx, round, alerts.RoundDeliveryBound)
+	require.NoError(t, err)
+	require.Equal(t, alerts.DrainSummary{Attempts: 2, Delivered: 1}, s)
+	require.Len(t, rcv.takenIDs(), 1)
+	require.Equal(t, "weather", rcv.taken[0].Data.Server.Slug)
+}
+
+// net/http's errors quote the URL, and a receiver's URL may be its secret: an attempt's error is
+// stored and logged without it.
+func TestAFailedAttemptsErrorDoesNotHoldTheReceiversURL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	addr := closed.URL
+	closed.Close()
+	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "chat",
+		URL: addr + "/services/T000/B000/sekrit", Format: alerts.FormatSlack}, "test"))
+	srv := testfactory.Server(ctx, t, pool, nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	s, err := alerts.NewDeliverer(pool, nil).Drain(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.Attempts)
+	list, err := alerts.List(ctx, pool, alerts.ListOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, list[0].Deliveries[0].LastError)
+	require.Contains(t, *list[0].Deliveries[0].LastError, "connect")
+	require.NotContains(t, *list[0].Deliveries[0].LastError, "sekrit")
+}

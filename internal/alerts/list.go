@@ -1,0 +1,58 @@
+package alerts
+
+import (
+	"context"
+	"time"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// MaxList bounds `alerts list`.
+const MaxList = 10000
+
+// ListOptions choose the events listed.
+type ListOptions struct {
+	// Open keeps the server.down alerts not resolved yet.
+	Open bool
+	// Since, when set, keeps the events created since then.
+	Since *time.Time
+	// Limit is the most events listed (newest first), at most MaxList.
+	Limit int
+}
+
+// Listed is an event with its deliveries.
+type Listed struct {
+	queries.AlertEvent
+	Deliveries []queries.EventDelivery
+}
+
+// List lists events, newest first, each with its deliveries per receiver.
+func List(ctx context.Context, db queries.DBTX, o ListOptions) ([]Listed, error) {
+	if o.Limit <= 0 || o.Limit > MaxList {
+		o.Limit = MaxList
+	}
+	evs, err := queries.ListAlertEvents(ctx, db, o.Open, o.Since, o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	ds, err := queries.EventDeliveries(ctx, db, ids)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string][]queries.EventDelivery{}
+	for _, d := range ds {
+		by[d.EventID] = append(by[d.EventID], d)
+	}
+	out := make([]Listed, len(evs))
+	for i, e := range evs {
+		out[i] = Listed{AlertEvent: e, Deliveries: by[e.ID]}
+		if out[i].Deliveries == nil {
+			out[i].Deliveries = []queries.EventDelivery{}
+		}
+	}
+	return out, nil
+}
