@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
@@ -182,4 +185,25 @@ func TestDeployVerifyWithAlertWritesAVerifyFailedEvent(t *testing.T) {
 	require.Equal(t, "verify.failed", got[0]["type"])
 	details := got[0]["details"].(map[string]any)
 	require.Contains(t, details["failed_checks"], "duplicates")
+}
+
+// With --read-database-url, deploy verify reads its report there, but the verify.failed event is a
+// write and goes to the primary: on a read-only connection it would be refused and lost.
+func TestDeployVerifyWithAlertWritesItsEventToThePrimaryWhenReadsGoElsewhere(t *testing.T) {
+	t.Parallel()
+	url := plantIncident(t)
+	pool := dbtest.Pool(t, url)
+	role := fmt.Sprintf("verify_reader_%d", time.Now().UnixNano())
+	_, err := pool.Exec(t.Context(), fmt.Sprintf(`CREATE ROLE %s LOGIN; GRANT pg_read_all_data TO %s;
+		ALTER ROLE %s SET default_transaction_read_only = on`, role, role, role))
+	require.NoError(t, err)
+	u, err := neturl.Parse(url)
+	require.NoError(t, err)
+	u.User = neturl.User(role)
+	res := runCLI(t, "--database-url", url, "--read-database-url", u.String(), "deploy", "verify", "--alert")
+	require.Equal(t, 1, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "verify.failed event")
+	var events int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM alert_events WHERE type = 'verify.failed'`).Scan(&events))
+	require.Equal(t, 1, events)
 }

@@ -121,7 +121,13 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 		return err
 	}
 	if opts.Alert && rep.Verdict == release.VerdictFail {
-		if err := alertVerifyFailed(ctx, f, pool, rep); err != nil {
+		// The report may have been read on a standby (--read-database-url); the event is a write,
+		// so it goes to the primary.
+		primary, err := f.Pool(ctx)
+		if err != nil {
+			return err
+		}
+		if err := alertVerifyFailed(ctx, f, primary, rep); err != nil {
 			return err
 		}
 	}
