@@ -229,3 +229,34 @@ func finishOnAReusedJobID(t *testing.T, finish string) {
 	require.Equal(t, 1, rec.Restored, "problems: %v", rec.Problems)
 	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lost))
 }
+
+// A spooled or journaled claim time is the file's word. One in the future (a clock gone wrong, a
+// corrupt line) must not hold the server's schedule off: the restore takes it as now, so the
+// server is due again one interval from now at the latest, and the match still finds the restore.
+func TestARestoreTakesAClaimTimeInTheFutureAsNow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lostServer := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	future := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Microsecond)
+	dir := filepath.Join(t.TempDir(), "spool")
+	path := writeSpool(t, dir, lostClaimEntry(7000, lostServer, round, future))
+	saved, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Restored, "problems %v", rec.Problems)
+	var next, requested time.Time
+	var interval time.Duration
+	require.NoError(t, db.QueryRow(ctx, `SELECT s.next_check_at, s.check_interval, j.requested_at
+		FROM servers AS s JOIN probe_jobs AS j ON j.server_id = s.id WHERE s.id = $1`, lostServer).Scan(&next, &interval, &requested))
+	require.False(t, requested.After(time.Now()), "the restored job is not requested in the future: %v", requested)
+	require.False(t, next.After(time.Now().Add(interval)), "the schedule is not held off past one interval: %v", next)
+
+	require.NoError(t, os.WriteFile(path, saved, 0o600))
+	rec, err = Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.AlreadyStored, "matched by the original claim time, the restore is not repeated")
+}

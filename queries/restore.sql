@@ -23,7 +23,12 @@ SELECT rj.job_id
 -- claim's time plus the interval, only forward, only while the server is active, and only if no
 -- claim of the server came after the lost one (a newer schedule stands). No row: the server is
 -- gone. A second restore of the same result fails on probe_restored_jobs' unique key.
-WITH free AS (
+-- The claim's time is the spool's or journal's word: one in the future (a clock gone wrong, a
+-- corrupt line) is taken as now, so that it can neither hold the server's schedule off nor make the
+-- spacing guard skip it; the original value is kept in probe_restored_jobs, which matching reads.
+WITH claimed AS (
+    SELECT least(@requested_at::timestamptz, now()) AS at
+), free AS (
     SELECT NOT EXISTS (SELECT 1 FROM probe_jobs WHERE id = @original_job_id) AS free
 ), bump AS (
     SELECT setval(pg_get_serial_sequence('probe_jobs', 'id'), @original_job_id::bigint)
@@ -36,7 +41,7 @@ WITH free AS (
     SELECT CASE WHEN (SELECT free FROM free) AND (SELECT count(*) FROM bump) >= 0
                 THEN @original_job_id::bigint
                 ELSE nextval(pg_get_serial_sequence('probe_jobs', 'id')) END,
-           s.id, NULL, NULL, 'scheduled', @requested_at, clock_timestamp(), @outcome, nullif(@error::text, '')
+           s.id, NULL, NULL, 'scheduled', (SELECT at FROM claimed), clock_timestamp(), @outcome, nullif(@error::text, '')
       FROM servers AS s
      WHERE s.id = @server_id
     RETURNING id, server_id
@@ -51,13 +56,13 @@ WITH free AS (
       FROM job
 ), advanced AS (
     UPDATE servers AS s
-       SET next_check_at = @requested_at::timestamptz + s.check_interval
+       SET next_check_at = (SELECT at FROM claimed) + s.check_interval
      WHERE s.id = @server_id
        AND s.status = 'active'
-       AND s.next_check_at < @requested_at::timestamptz + s.check_interval
+       AND s.next_check_at < (SELECT at FROM claimed) + s.check_interval
        AND EXISTS (SELECT 1 FROM job)
        AND NOT EXISTS (SELECT 1 FROM probe_jobs AS j
-                        WHERE j.server_id = s.id AND j.requested_at > @requested_at::timestamptz)
+                        WHERE j.server_id = s.id AND j.requested_at > (SELECT at FROM claimed))
     RETURNING s.id
 )
 SELECT job.id AS job_id, run.id AS run_id, EXISTS (SELECT 1 FROM advanced) AS advanced
