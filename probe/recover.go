@@ -86,6 +86,32 @@ func InspectSpool(dir string) (SpoolContents, error) {
 	return c, nil
 }
 
+// RecoverAll is what `runs recover` does by hand: the journals a failover left (results stored on
+// a timeline the database no longer has, docs/deploy.md) are replayed first, then the spool. The
+// journals' counts are folded into the spool's: a host whose rounds stopped after a failover
+// restores what its journals hold without waiting for a round.
+func RecoverAll(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger) (Recovery, error) {
+	if err := prepareSpoolDir(dir); err != nil {
+		return Recovery{Dir: dir}, err
+	}
+	jr, jerr := ReplayJournals(ctx, db, dir, log)
+	rec, err := Recover(ctx, db, dir, log)
+	if err != nil {
+		return rec, err
+	}
+	if jerr != nil {
+		rec.Problems = append(rec.Problems, fmt.Sprintf("journals not replayed: %v", jerr))
+		return rec, nil
+	}
+	rec.Files += jr.Files
+	rec.Stored += jr.Stored
+	rec.Restored += jr.Restored
+	rec.AlreadyStored += jr.AlreadyStored
+	rec.Left += jr.Left
+	rec.Problems = append(rec.Problems, jr.Problems...)
+	return rec, nil
+}
+
 // Recover stores every result waiting in the spool directory dir, each exactly once: the run's
 // job id is unique, so a result whose run exists is counted as already stored and changes
 // nothing. A file is removed once all its results are stored; a file a live round still writes is

@@ -260,3 +260,25 @@ func TestARestoreTakesAClaimTimeInTheFutureAsNow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rec.AlreadyStored, "matched by the original claim time, the restore is not repeated")
 }
+
+// runs recover replays the journals a failover left, not only the spool: a host whose rounds
+// stopped after a failover restores by hand what its journals hold (here a journal written on a
+// timeline the database is not on).
+func TestRecoverAllReplaysTheJournalsAFailoverLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lostServer := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	j := &journal{dir: dir, roundID: round, timeline: 999}
+	requested := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	require.NoError(t, j.put(lostClaimEntry(8000, lostServer, round, requested)))
+	require.NoError(t, j.close())
+
+	rec, err := RecoverAll(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Restored, "problems %v", rec.Problems)
+	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lostServer))
+}

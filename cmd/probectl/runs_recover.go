@@ -86,7 +86,7 @@ func runRunsRecover(ctx context.Context, opts *runsRecoverOptions) error {
 	if err != nil {
 		return err
 	}
-	rec, err := probe.Recover(ctx, pool, dir, slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)))
+	rec, err := probe.RecoverAll(ctx, pool, dir, slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)))
 	if err != nil {
 		return spoolFlagError(err, opts.SpoolDir)
 	}
