@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,8 +60,18 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 	if err != nil {
 		return err
 	}
+	// The partitions a week ahead, as `probectl maintain` makes them (docs/retention.md).
+	made, err := schema.Maintain(ctx, pool, f.Now(), time.Time{}, false)
+	if err != nil {
+		return err
+	}
 	if format == "json" {
-		return render.JSON(f.IO.Out, map[string]any{"applied": applied})
+		return render.JSON(f.IO.Out, map[string]any{"applied": applied, "partitions": made})
+	}
+	if len(made) > 0 {
+		if _, err := fmt.Fprintf(f.IO.ErrOut, "probectl: made %d partition(s) of runs and jobs ahead\n", len(made)); err != nil {
+			return err
+		}
 	}
 	if len(applied) == 0 {
 		_, err := fmt.Fprintln(f.IO.Out, "schema is up to date; nothing to apply")
