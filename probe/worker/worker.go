@@ -187,6 +187,7 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &tickWorker{cfg: cfg})
 	river.AddWorker(workers, &invocationWorker{p: p})
+	river.AddWorker(workers, &maintainWorker{cfg: cfg})
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		ID:                   p.id,
 		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
@@ -196,7 +197,7 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 		JobTimeout:           tickTimeout,
 		Logger:               slog.New(warnings{cfg.Log.Handler()}),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
-			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true})},
+			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true}), maintainJob()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure river: %w", err)
