@@ -55,6 +55,7 @@ type Export struct {
 	ID         int64      `db:"id" json:"id"`
 	FileName   string     `db:"file_name" json:"file"`
 	Before     time.Time  `db:"before" json:"before"`
+	RangeFrom  *time.Time `db:"range_from" json:"from"`
 	Runs       int64      `db:"runs" json:"runs"`
 	FirstAt    *time.Time `db:"first_at" json:"first_at"`
 	LastAt     *time.Time `db:"last_at" json:"last_at"`
@@ -67,7 +68,7 @@ type Export struct {
 // RecordExport stores e (its ID and ExportedAt are set from the database).
 func RecordExport(ctx context.Context, db DBTX, e *Export) error {
 	if err := db.QueryRow(ctx, SQL("RecordExport"), e.FileName, e.Before, e.Runs, e.FirstAt, e.LastAt, e.MaxRunID,
-		e.SHA256, e.ExportedBy).Scan(&e.ID, &e.ExportedAt); err != nil {
+		e.SHA256, e.ExportedBy, e.RangeFrom).Scan(&e.ID, &e.ExportedAt); err != nil {
 		return fmt.Errorf("record export %s: %w", e.FileName, err)
 	}
 	return nil

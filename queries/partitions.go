@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,4 +35,93 @@ func EnsurePartitions(ctx context.Context, db DBTX, from, to time.Time, dryRun b
 		return nil, fmt.Errorf("make partitions: %w", err)
 	}
 	return out, nil
+}
+
+// PrunableRange is a jobs partition and its runs partition, wholly before a prune's day.
+type PrunableRange struct {
+	// RangeFrom is nil for the legacy partition (everything before 00017).
+	RangeFrom *time.Time `db:"range_from"`
+	RangeTo   time.Time  `db:"range_to"`
+	JobsTable string     `db:"jobs_table"`
+	RunsTable string     `db:"runs_table"`
+	Runs      int64      `db:"runs"`
+	// ExportID: the newest export that covers the range; nil when none does.
+	ExportID *int64 `db:"export_id"`
+}
+
+// PrunablePartitions lists the ranges wholly before before that are still stored, oldest first.
+func PrunablePartitions(ctx context.Context, db DBTX, before time.Time) ([]PrunableRange, error) {
+	out, err := rowsOf[PrunableRange](ctx, db, "PrunablePartitions", before)
+	if err != nil {
+		return nil, fmt.Errorf("list partitions before %s: %w", before.Format(time.DateOnly), err)
+	}
+	return out, nil
+}
+
+// BlockingJob is an open job, as prune names the one that refuses it.
+type BlockingJob struct {
+	JobID       int64     `db:"job_id"`
+	Server      string    `db:"server"`
+	RequestedAt time.Time `db:"requested_at"`
+}
+
+// OldestOpenJobBefore returns the oldest open job requested before t, or nil.
+func OldestOpenJobBefore(ctx context.Context, db DBTX, t time.Time) (*BlockingJob, error) {
+	j, err := rowOf[BlockingJob](ctx, db, "OldestOpenJobBefore", t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read open jobs: %w", err)
+	}
+	return &j, nil
+}
+
+// DetachPartition detaches table, waiting at most lockTimeout for the lock; false when it was
+// detached already.
+func DetachPartition(ctx context.Context, db DBTX, table string, lockTimeout time.Duration) (bool, error) {
+	var did bool
+	if err := db.QueryRow(ctx, SQL("DetachPartition"), table, lockTimeout).Scan(&did); err != nil {
+		return false, fmt.Errorf("detach %s: %w", table, err)
+	}
+	return did, nil
+}
+
+// DropPartition drops a detached partition and records it pruned with the export holding it.
+func DropPartition(ctx context.Context, db DBTX, table string, exportID *int64, lockTimeout time.Duration) error {
+	if _, err := db.Exec(ctx, SQL("DropPartition"), table, exportID, lockTimeout); err != nil {
+		return fmt.Errorf("drop %s: %w", table, err)
+	}
+	return nil
+}
+
+// OldestKept returns where the kept runs begin once anything was pruned; nil when nothing was.
+func OldestKept(ctx context.Context, db DBTX) (*time.Time, error) {
+	t, err := valueOf[*time.Time](ctx, db, "OldestKept")
+	if err != nil {
+		return nil, fmt.Errorf("read the oldest kept partition: %w", err)
+	}
+	return t, nil
+}
+
+// PrunedRunPlace says where a pruned run went.
+type PrunedRunPlace struct {
+	Table     string     `db:"table_name" json:"partition"`
+	RangeFrom *time.Time `db:"range_from" json:"from"`
+	RangeTo   time.Time  `db:"range_to" json:"to"`
+	DroppedAt time.Time  `db:"dropped_at" json:"pruned_at"`
+	ExportID  *int64     `db:"export_id" json:"export_id"`
+	Archive   *string    `db:"archive" json:"archive"`
+}
+
+// PrunedRun returns where run id went if a prune dropped it, or nil.
+func PrunedRun(ctx context.Context, db DBTX, id int64) (*PrunedRunPlace, error) {
+	p, err := rowOf[PrunedRunPlace](ctx, db, "PrunedRun", id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look for pruned run %d: %w", id, err)
+	}
+	return &p, nil
 }

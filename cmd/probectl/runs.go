@@ -31,6 +31,8 @@ local spool.`,
 		newRunsListCmd(f),
 		newRunsShowCmd(f),
 		newRunsVerifyCmd(f),
+		newRunsExportCmd(f),
+		newRunsPruneCmd(f),
 		newRunsRecoverCmd(f),
 	)
 	return cmd

@@ -94,7 +94,7 @@ func Export(ctx context.Context, db queries.DBTX, req Request) (queries.Export, 
 	if err := os.Link(tmp.Name(), req.Path); err != nil {
 		return queries.Export{}, fmt.Errorf("place archive %s: %w", req.Path, err)
 	}
-	e := queries.Export{FileName: filepath.Base(req.Path), Before: req.Before, Runs: m.Runs, FirstAt: m.First,
+	e := queries.Export{FileName: filepath.Base(req.Path), Before: req.Before, RangeFrom: req.From, Runs: m.Runs, FirstAt: m.First,
 		LastAt: m.Last, MaxRunID: maxID, SHA256: m.SHA256, ExportedBy: req.Who}
 	if err := queries.RecordExport(ctx, db, &e); err != nil {
 		return queries.Export{}, err

@@ -42,8 +42,9 @@ INSERT INTO probe_retention DEFAULT VALUES ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS probe_run_exports (
     id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     file_name   text        NOT NULL,
-    -- the runs of the jobs requested before this time
+    -- the runs of the jobs requested before this time, and from this one (NULL: from the oldest)
     before      timestamptz NOT NULL,
+    range_from  timestamptz,
     runs        bigint      NOT NULL CHECK (runs >= 0),
     first_at    timestamptz,
     last_at     timestamptz,
@@ -79,19 +80,23 @@ ALTER TABLE probe_runs ADD COLUMN IF NOT EXISTS job_requested_at timestamptz NOT
 
 -- +goose StatementBegin
 -- The first day of the partitions, remembered so that a run of this migration stopped half-way
--- and run again uses the same one: start of today (UTC) on an empty database, else two days after
--- the newest job (and at least two days ahead, so that no probe writing while the migration runs
+-- and run again uses the same one: on an empty database none (the legacy partitions hold nothing:
+-- they end at -infinity, and every day, past ones too, gets its own partition), else two days
+-- after the newest job (and at least two days ahead, so that no probe writing while the migration runs
 -- reaches it before the tables are partitioned).
 CREATE TABLE IF NOT EXISTS probe_partitions (
     table_name  text        PRIMARY KEY,
     parent      text        NOT NULL CHECK (parent IN ('probe_jobs', 'probe_runs')),
     range_from  timestamptz NOT NULL,
-    range_to    timestamptz NOT NULL CHECK (range_to > range_from),
+    range_to    timestamptz NOT NULL CHECK (range_to >= range_from),
     created_at  timestamptz NOT NULL DEFAULT now(),
     -- set by `runs prune`: when the partition was detached and dropped, and the export that held
     -- its runs (NULL when pruned with --without-export)
     dropped_at  timestamptz,
-    export_id   bigint
+    export_id   bigint,
+    -- the run ids a pruned runs partition held (runs show says where a pruned run went)
+    min_run_id  bigint,
+    max_run_id  bigint
 );
 -- +goose StatementEnd
 
@@ -115,7 +120,7 @@ BEGIN
     END IF;
     SELECT max(requested_at) INTO v_max FROM probe_jobs;
     IF v_max IS NULL THEN
-        v_first := date_trunc('day', now(), 'UTC');
+        v_first := '-infinity';
     ELSE
         v_first := greatest(date_trunc('day', v_max, 'UTC'), date_trunc('day', now(), 'UTC')) + interval '2 days';
     END IF;
@@ -382,8 +387,109 @@ $probe$;
 
 -- The first partitions: today's (or from the first day after the legacy partition) and 7 days ahead.
 SELECT count(*) FROM probe_partitions_ensure(
-    (SELECT range_to FROM probe_partitions WHERE table_name = 'probe_jobs_legacy'),
+    greatest((SELECT range_to FROM probe_partitions WHERE table_name = 'probe_jobs_legacy'), date_trunc('day', now(), 'UTC')),
     date_trunc('day', now(), 'UTC') + interval '8 days');
+
+-- Retention (`probectl runs prune`, docs/retention.md): the partitions wholly before p_before that
+-- are still there, oldest first, a jobs and a runs partition per range, with the number of runs
+-- and the newest export that covers them (its range holds the partition's, and no run of the
+-- partition is newer than its newest run), NULL when none does.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION probe_partitions_prunable(p_before timestamptz)
+RETURNS TABLE (
+    range_from timestamptz,
+    range_to   timestamptz,
+    jobs_table text,
+    runs_table text,
+    runs       bigint,
+    export_id  bigint
+)
+LANGUAGE plpgsql STABLE
+AS $probe$
+DECLARE
+    v_p     record;
+    v_max   bigint;
+BEGIN
+    FOR v_p IN SELECT j.range_from, j.range_to, j.table_name AS jobs, r.table_name AS runs
+                 FROM probe_partitions AS j
+                 JOIN probe_partitions AS r ON r.parent = 'probe_runs' AND r.range_from = j.range_from AND r.range_to = j.range_to
+                WHERE j.parent = 'probe_jobs' AND j.dropped_at IS NULL AND r.dropped_at IS NULL
+                  AND j.range_to <= p_before
+                  AND j.range_to > '-infinity'   -- the empty legacy partition of a new database
+                ORDER BY j.range_from LOOP
+        range_from := v_p.range_from;
+        range_to := v_p.range_to;
+        jobs_table := v_p.jobs;
+        runs_table := v_p.runs;
+        IF to_regclass(v_p.runs) IS NULL THEN
+            runs := 0;
+            v_max := NULL;
+        ELSE
+            EXECUTE format('SELECT count(*), max(id) FROM %I', v_p.runs) INTO runs, v_max;
+        END IF;
+        SELECT e.id INTO export_id FROM probe_run_exports AS e
+         WHERE e.before >= v_p.range_to
+           AND (e.range_from IS NULL OR e.range_from <= v_p.range_from)
+           AND (v_max IS NULL OR e.max_run_id >= v_max)
+         ORDER BY e.exported_at DESC, e.id DESC
+         LIMIT 1;
+        IF NOT FOUND THEN
+            export_id := NULL;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$probe$;
+-- +goose StatementEnd
+
+-- Detach one partition (a no-op when it is detached already). PostgreSQL refuses DETACH
+-- CONCURRENTLY while a default partition exists, so this takes the partitioned table's lock for
+-- the catalog change alone, waiting at most p_lock_timeout for it (the caller retries): a finish
+-- queued behind it waits no longer than that.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION probe_partition_detach(p_table text, p_lock_timeout interval)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $probe$
+DECLARE
+    v_parent text := (SELECT p.parent FROM probe_partitions AS p WHERE p.table_name = p_table);
+BEGIN
+    IF v_parent IS NULL THEN
+        RAISE EXCEPTION 'no partition %', p_table USING ERRCODE = 'undefined_table';
+    END IF;
+    IF to_regclass(p_table) IS NULL
+       OR NOT EXISTS (SELECT 1 FROM pg_inherits AS i WHERE i.inhrelid = to_regclass(p_table)) THEN
+        RETURN false;
+    END IF;
+    IF v_parent = 'probe_runs' THEN
+        UPDATE probe_partitions AS p
+           SET min_run_id = (SELECT min(id) FROM probe_runs AS r WHERE r.tableoid = to_regclass(p_table)),
+               max_run_id = (SELECT max(id) FROM probe_runs AS r WHERE r.tableoid = to_regclass(p_table))
+         WHERE p.table_name = p_table;
+    END IF;
+    PERFORM set_config('lock_timeout', (extract(epoch FROM p_lock_timeout) * 1000)::bigint::text, true);
+    EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', v_parent, p_table);
+    RETURN true;
+END
+$probe$;
+-- +goose StatementEnd
+
+-- Drop a detached partition and record it pruned, with the export that holds its runs.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION probe_partition_drop(p_table text, p_export_id bigint, p_lock_timeout interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $probe$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_inherits AS i WHERE i.inhrelid = to_regclass(p_table)) THEN
+        RAISE EXCEPTION 'partition % is still attached', p_table USING ERRCODE = 'object_in_use';
+    END IF;
+    PERFORM set_config('lock_timeout', (extract(epoch FROM p_lock_timeout) * 1000)::bigint::text, true);
+    EXECUTE format('DROP TABLE IF EXISTS %I', p_table);
+    UPDATE probe_partitions AS p SET dropped_at = now(), export_id = p_export_id WHERE p.table_name = p_table;
+END
+$probe$;
+-- +goose StatementEnd
 
 -- The claims and the finish, as 00004 and 00009 made them, with layer 4 in probe_open_jobs and
 -- each job and run read and written in its partition.
@@ -796,6 +902,9 @@ BEGIN
     ALTER TABLE probe_runs DROP COLUMN job_requested_at;
     DROP TABLE probe_open_jobs, probe_run_exports, probe_retention, probe_partitions;
     DROP FUNCTION probe_partitions_ensure(timestamptz, timestamptz, text, boolean);
+    DROP FUNCTION probe_partitions_prunable(timestamptz);
+    DROP FUNCTION probe_partition_detach(text, interval);
+    DROP FUNCTION probe_partition_drop(text, bigint, interval);
     DROP FUNCTION probe_jobs_open();
 END
 $migrate$;
