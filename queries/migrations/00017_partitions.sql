@@ -453,6 +453,8 @@ LANGUAGE plpgsql VOLATILE
 AS $probe$
 DECLARE
     v_parent text := (SELECT p.parent FROM probe_partitions AS p WHERE p.table_name = p_table);
+    v_min    bigint;
+    v_max    bigint;
 BEGIN
     IF v_parent IS NULL THEN
         RAISE EXCEPTION 'no partition %', p_table USING ERRCODE = 'undefined_table';
@@ -462,10 +464,8 @@ BEGIN
         RETURN false;
     END IF;
     IF v_parent = 'probe_runs' THEN
-        UPDATE probe_partitions AS p
-           SET min_run_id = (SELECT min(id) FROM probe_runs AS r WHERE r.tableoid = to_regclass(p_table)),
-               max_run_id = (SELECT max(id) FROM probe_runs AS r WHERE r.tableoid = to_regclass(p_table))
-         WHERE p.table_name = p_table;
+        EXECUTE format('SELECT min(id), max(id) FROM %I', p_table) INTO v_min, v_max;
+        UPDATE probe_partitions AS p SET min_run_id = v_min, max_run_id = v_max WHERE p.table_name = p_table;
     END IF;
     PERFORM set_config('lock_timeout', (extract(epoch FROM p_lock_timeout) * 1000)::bigint::text, true);
     EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', v_parent, p_table);
