@@ -491,6 +491,81 @@ END
 $probe$;
 -- +goose StatementEnd
 
+-- The rollup trigger's function (00007), reading a run's job in its partition.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION probe_runs_rollup() RETURNS trigger
+LANGUAGE plpgsql
+AS $probe$
+DECLARE
+    v_outcome text := coalesce(NEW.result->>'outcome', '');
+    v_day     date := (NEW.started_at AT TIME ZONE 'UTC')::date;
+    v_fault   boolean;
+    v_cert    timestamptz;
+    v_secs    double precision := greatest(extract(epoch FROM NEW.finished_at - NEW.started_at), 0);
+BEGIN
+    INSERT INTO run_totals AS t (kind, outcome, shard, runs, seconds_sum, buckets)
+    SELECT s.kind, v_outcome, (NEW.server_id % 16)::smallint, 1, v_secs,
+           ARRAY(SELECT (v_secs <= b)::int::bigint FROM unnest(run_totals_bounds()) WITH ORDINALITY AS u(b, i) ORDER BY i)
+      FROM servers AS s
+     WHERE s.id = NEW.server_id
+    ON CONFLICT (kind, outcome, shard) DO UPDATE
+       SET runs        = t.runs + 1,
+           seconds_sum = t.seconds_sum + EXCLUDED.seconds_sum,
+           buckets     = ARRAY(SELECT a + b FROM unnest(t.buckets, EXCLUDED.buckets) WITH ORDINALITY AS u(a, b, i) ORDER BY i);
+
+    -- A late run is inserted after its job was closed as abandoned; a run on time, before its job
+    -- is finished. So the job's outcome here is 'abandoned' exactly for late runs.
+    -- The job in its partition when the run carries its key (00017); a run without it (legacy,
+    -- or a previous binary's advance-first finish) looks in every partition.
+    IF NEW.job_requested_at IS NOT NULL AND NEW.job_requested_at <> '-infinity' THEN
+        SELECT NEW.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+               OR NEW.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+               OR j.outcome IS NOT DISTINCT FROM 'abandoned'
+          INTO v_fault
+          FROM probe_jobs AS j
+         WHERE j.id = NEW.job_id AND j.requested_at = NEW.job_requested_at;
+    ELSE
+        SELECT NEW.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+               OR NEW.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+               OR j.outcome IS NOT DISTINCT FROM 'abandoned'
+          INTO v_fault
+          FROM probe_jobs AS j
+         WHERE j.id = NEW.job_id;
+    END IF;
+    IF v_fault THEN
+        RETURN NULL;
+    END IF;
+
+    INSERT INTO server_run_days AS d (server_id, day, ok, counted)
+    VALUES (NEW.server_id, v_day, (v_outcome = 'ok')::int, 1)
+    ON CONFLICT (server_id, day) DO UPDATE
+       SET ok = d.ok + EXCLUDED.ok, counted = d.counted + 1;
+
+    v_cert := (jsonb_path_query_first(NEW.result, '$.requests[*].tls.cert_not_after') #>> '{}')::timestamptz;
+    INSERT INTO server_rollups AS r (server_id, last_run_id, last_run_at, last_outcome, failing_since, cert_not_after)
+    VALUES (NEW.server_id, NEW.id, NEW.started_at, v_outcome,
+            CASE WHEN v_outcome = 'ok' THEN NULL ELSE NEW.started_at END, v_cert)
+    ON CONFLICT (server_id) DO UPDATE
+       SET last_run_id    = EXCLUDED.last_run_id,
+           last_run_at    = EXCLUDED.last_run_at,
+           last_outcome   = EXCLUDED.last_outcome,
+           failing_since  = CASE WHEN EXCLUDED.last_outcome = 'ok' THEN NULL
+                                 ELSE coalesce(r.failing_since, EXCLUDED.last_run_at) END,
+           cert_not_after = coalesce(EXCLUDED.cert_not_after, r.cert_not_after)
+     -- a run stored out of order (a replayed spool) counts in its day but does not replace a newer one
+     WHERE r.last_run_at <= EXCLUDED.last_run_at;
+
+    UPDATE server_rollups AS r
+       SET uptime_30d = (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0)
+                           FROM server_run_days AS d
+                          WHERE d.server_id = NEW.server_id
+                            AND d.day > (r.last_run_at AT TIME ZONE 'UTC')::date - 30)
+     WHERE r.server_id = NEW.server_id;
+    RETURN NULL;
+END
+$probe$;
+-- +goose StatementEnd
+
 -- The claims and the finish, as 00004 and 00009 made them, with layer 4 in probe_open_jobs and
 -- each job and run read and written in its partition.
 -- +goose StatementBegin
@@ -547,15 +622,19 @@ BEGIN
     -- The open jobs are read from probe_open_jobs (migrations/00017_partitions.sql), which the
     -- trigger on probe_jobs keeps: the job rows are locked first (the trigger then removes their
     -- open-job rows), in the order a finish takes them, and each by its partition key.
-    UPDATE probe_jobs AS j
-       SET finished_at = v_now,
-           outcome     = 'abandoned',
-           error       = 'still open after the in-flight window of ' || p_in_flight::text
-      FROM probe_open_jobs AS oj
-     WHERE oj.requested_at <= v_now - p_in_flight
-       AND j.id = oj.job_id
-       AND j.requested_at = oj.requested_at
-       AND j.finished_at IS NULL;
+    -- Planned only when there is a job to close: an UPDATE joined to the partitioned table is
+    -- planned over every partition.
+    IF EXISTS (SELECT 1 FROM probe_open_jobs AS oj WHERE oj.requested_at <= v_now - p_in_flight) THEN
+        UPDATE probe_jobs AS j
+           SET finished_at = v_now,
+               outcome     = 'abandoned',
+               error       = 'still open after the in-flight window of ' || p_in_flight::text
+          FROM probe_open_jobs AS oj
+         WHERE oj.requested_at <= v_now - p_in_flight
+           AND j.id = oj.job_id
+           AND j.requested_at = oj.requested_at
+           AND j.finished_at IS NULL;
+    END IF;
 
     RETURN QUERY
     WITH picked AS (
@@ -662,15 +741,19 @@ BEGIN
     -- The open jobs are read from probe_open_jobs (migrations/00017_partitions.sql), which the
     -- trigger on probe_jobs keeps: the job rows are locked first (the trigger then removes their
     -- open-job rows), in the order a finish takes them, and each by its partition key.
-    UPDATE probe_jobs AS j
-       SET finished_at = v_now,
-           outcome     = 'abandoned',
-           error       = 'still open after the in-flight window of ' || p_in_flight::text
-      FROM probe_open_jobs AS oj
-     WHERE oj.requested_at <= v_now - p_in_flight
-       AND j.id = oj.job_id
-       AND j.requested_at = oj.requested_at
-       AND j.finished_at IS NULL;
+    -- Planned only when there is a job to close: an UPDATE joined to the partitioned table is
+    -- planned over every partition.
+    IF EXISTS (SELECT 1 FROM probe_open_jobs AS oj WHERE oj.requested_at <= v_now - p_in_flight) THEN
+        UPDATE probe_jobs AS j
+           SET finished_at = v_now,
+               outcome     = 'abandoned',
+               error       = 'still open after the in-flight window of ' || p_in_flight::text
+          FROM probe_open_jobs AS oj
+         WHERE oj.requested_at <= v_now - p_in_flight
+           AND j.id = oj.job_id
+           AND j.requested_at = oj.requested_at
+           AND j.finished_at IS NULL;
+    END IF;
 
     RETURN QUERY
     WITH picked AS (
@@ -911,6 +994,69 @@ $migrate$;
 -- +goose StatementEnd
 
 -- The claims and the finish as 00004 and 00009 made them.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION probe_runs_rollup() RETURNS trigger
+LANGUAGE plpgsql
+AS $probe$
+DECLARE
+    v_outcome text := coalesce(NEW.result->>'outcome', '');
+    v_day     date := (NEW.started_at AT TIME ZONE 'UTC')::date;
+    v_fault   boolean;
+    v_cert    timestamptz;
+    v_secs    double precision := greatest(extract(epoch FROM NEW.finished_at - NEW.started_at), 0);
+BEGIN
+    INSERT INTO run_totals AS t (kind, outcome, shard, runs, seconds_sum, buckets)
+    SELECT s.kind, v_outcome, (NEW.server_id % 16)::smallint, 1, v_secs,
+           ARRAY(SELECT (v_secs <= b)::int::bigint FROM unnest(run_totals_bounds()) WITH ORDINALITY AS u(b, i) ORDER BY i)
+      FROM servers AS s
+     WHERE s.id = NEW.server_id
+    ON CONFLICT (kind, outcome, shard) DO UPDATE
+       SET runs        = t.runs + 1,
+           seconds_sum = t.seconds_sum + EXCLUDED.seconds_sum,
+           buckets     = ARRAY(SELECT a + b FROM unnest(t.buckets, EXCLUDED.buckets) WITH ORDINALITY AS u(a, b, i) ORDER BY i);
+
+    -- A late run is inserted after its job was closed as abandoned; a run on time, before its job
+    -- is finished. So the job's outcome here is 'abandoned' exactly for late runs.
+    SELECT NEW.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+           OR NEW.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+           OR j.outcome IS NOT DISTINCT FROM 'abandoned'
+      INTO v_fault
+      FROM probe_jobs AS j
+     WHERE j.id = NEW.job_id;
+    IF v_fault THEN
+        RETURN NULL;
+    END IF;
+
+    INSERT INTO server_run_days AS d (server_id, day, ok, counted)
+    VALUES (NEW.server_id, v_day, (v_outcome = 'ok')::int, 1)
+    ON CONFLICT (server_id, day) DO UPDATE
+       SET ok = d.ok + EXCLUDED.ok, counted = d.counted + 1;
+
+    v_cert := (jsonb_path_query_first(NEW.result, '$.requests[*].tls.cert_not_after') #>> '{}')::timestamptz;
+    INSERT INTO server_rollups AS r (server_id, last_run_id, last_run_at, last_outcome, failing_since, cert_not_after)
+    VALUES (NEW.server_id, NEW.id, NEW.started_at, v_outcome,
+            CASE WHEN v_outcome = 'ok' THEN NULL ELSE NEW.started_at END, v_cert)
+    ON CONFLICT (server_id) DO UPDATE
+       SET last_run_id    = EXCLUDED.last_run_id,
+           last_run_at    = EXCLUDED.last_run_at,
+           last_outcome   = EXCLUDED.last_outcome,
+           failing_since  = CASE WHEN EXCLUDED.last_outcome = 'ok' THEN NULL
+                                 ELSE coalesce(r.failing_since, EXCLUDED.last_run_at) END,
+           cert_not_after = coalesce(EXCLUDED.cert_not_after, r.cert_not_after)
+     -- a run stored out of order (a replayed spool) counts in its day but does not replace a newer one
+     WHERE r.last_run_at <= EXCLUDED.last_run_at;
+
+    UPDATE server_rollups AS r
+       SET uptime_30d = (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0)
+                           FROM server_run_days AS d
+                          WHERE d.server_id = NEW.server_id
+                            AND d.day > (r.last_run_at AT TIME ZONE 'UTC')::date - 30)
+     WHERE r.server_id = NEW.server_id;
+    RETURN NULL;
+END
+$probe$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION probe_claim(
     p_round_id    bigint,
