@@ -125,3 +125,35 @@ func PrunedRun(ctx context.Context, db DBTX, id int64) (*PrunedRunPlace, error) 
 	}
 	return &p, nil
 }
+
+// Retention is the retention setting: how long runs are kept (nil: for ever, the default) and
+// the span of a partition (day or week).
+type Retention struct {
+	Unit      string         `db:"partition_unit" json:"partition_unit"`
+	Keep      *time.Duration `db:"keep" json:"-"`
+	UpdatedBy *string        `db:"updated_by" json:"updated_by"`
+	UpdatedAt *time.Time     `db:"updated_at" json:"updated_at"`
+}
+
+// GetRetention reads the retention setting.
+func GetRetention(ctx context.Context, db DBTX) (Retention, error) {
+	r, err := rowOf[Retention](ctx, db, "GetRetention")
+	if err != nil {
+		return Retention{}, fmt.Errorf("read the retention setting: %w", err)
+	}
+	return r, nil
+}
+
+// SetRetention sets how long runs are kept (nil: for ever) and, when unit is not "", the span of
+// the partitions made from then on.
+func SetRetention(ctx context.Context, db DBTX, keep *time.Duration, unit, who string) (Retention, error) {
+	var u *string
+	if unit != "" {
+		u = &unit
+	}
+	r, err := rowOf[Retention](ctx, db, "SetRetention", keep, u, who)
+	if err != nil {
+		return Retention{}, fmt.Errorf("set the retention: %w", err)
+	}
+	return r, nil
+}

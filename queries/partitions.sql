@@ -52,3 +52,13 @@ SELECT p.table_name, nullif(p.range_from, '-infinity') AS range_from, p.range_to
    AND $1 BETWEEN p.min_run_id AND p.max_run_id
  ORDER BY p.range_from
  LIMIT 1;
+
+-- name: GetRetention
+-- The retention setting (one row, 00017).
+SELECT partition_unit, keep, updated_by, updated_at FROM probe_retention;
+
+-- name: SetRetention
+-- Set how long runs are kept ($1, NULL: for ever) and the partition unit ($2, NULL: unchanged).
+UPDATE probe_retention
+   SET keep = $1, partition_unit = coalesce($2, partition_unit), updated_by = $3, updated_at = now()
+RETURNING partition_unit, keep, updated_by, updated_at;

@@ -33,6 +33,7 @@ local spool.`,
 		newRunsVerifyCmd(f),
 		newRunsExportCmd(f),
 		newRunsPruneCmd(f),
+		newRunsRetentionCmd(f),
 		newRunsRecoverCmd(f),
 	)
 	return cmd

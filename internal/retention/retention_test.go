@@ -195,3 +195,48 @@ func TestPruneRefusesTheLastTwoDaysAndAnOpenJobsWindow(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_partitions WHERE dropped_at IS NOT NULL").Scan(&parts))
 	require.Zero(t, parts, "a refused prune drops nothing")
 }
+
+func TestTheDailyRetentionExportsThenPrunesOnlyWithAnArchiveDir(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	_, priv, err := attest.GenerateKey()
+	require.NoError(t, err)
+	_, runs := signedRuns(t, pool, attest.NewSigner(priv), 10)
+	now := time.Now().UTC()
+
+	// Kept for ever (the default): nothing.
+	res, err := retention.Auto(ctx, pool, now, t.TempDir())
+	require.NoError(t, err)
+	require.Nil(t, res.Export)
+	require.Empty(t, res.Pruned)
+
+	_, err = retention.Set(ctx, pool, testfactory.Ptr(2*24*time.Hour), "", "tester")
+	var se *retention.SettingError
+	require.ErrorAs(t, err, &se, "under 3 days is refused")
+	_, err = retention.Set(ctx, pool, testfactory.Ptr(5*24*time.Hour), "", "tester")
+	require.NoError(t, err)
+
+	// No archive dir: nothing is pruned.
+	res, err = retention.Auto(ctx, pool, now, "")
+	require.NoError(t, err)
+	require.Empty(t, res.Pruned)
+
+	dir := t.TempDir()
+	res, err = retention.Auto(ctx, pool, now, dir)
+	require.NoError(t, err)
+	require.NotNil(t, res.Export)
+	require.EqualValues(t, 5, res.Export.Runs)
+	require.Len(t, res.Pruned, 5)
+	_, err = os.Stat(filepath.Join(dir, res.Export.FileName))
+	require.NoError(t, err)
+	_, err = history.ShowRun(ctx, pool, runs[0])
+	var gone *history.PrunedError
+	require.ErrorAs(t, err, &gone)
+
+	// The next day's run finds nothing more to do.
+	res, err = retention.Auto(ctx, pool, now, dir)
+	require.NoError(t, err)
+	require.Nil(t, res.Export)
+	require.Empty(t, res.Pruned)
+}

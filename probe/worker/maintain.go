@@ -7,6 +7,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/probectl/probectl/internal/retention"
 	"github.com/probectl/probectl/internal/schema"
 )
 
@@ -20,7 +21,8 @@ type maintainArgs struct{}
 
 func (maintainArgs) Kind() string { return "probectl_maintain" }
 
-// maintainWorker makes the partitions a week ahead (schema.Maintain, idempotent).
+// maintainWorker makes the partitions a week ahead (schema.Maintain, idempotent) and applies the
+// retention setting (retention.Auto).
 type maintainWorker struct {
 	river.WorkerDefaults[maintainArgs]
 	cfg Config
@@ -33,6 +35,17 @@ func (w *maintainWorker) Work(ctx context.Context, _ *river.Job[maintainArgs]) e
 	}
 	if len(made) > 0 {
 		w.cfg.Log.Info("made partitions of runs and jobs ahead", "partitions", len(made))
+	}
+	// The retention setting (`runs retention set --keep`): export into ArchiveDir, then prune.
+	res, err := retention.Auto(ctx, w.cfg.Pool, time.Now(), w.cfg.ArchiveDir)
+	if res.Export != nil {
+		w.cfg.Log.Info("exported runs", "file", res.Export.FileName, "runs", res.Export.Runs, "sha256", res.Export.SHA256)
+	}
+	if len(res.Pruned) > 0 {
+		w.cfg.Log.Info("pruned partitions of runs and jobs", "ranges", len(res.Pruned))
+	}
+	if err != nil {
+		return fmt.Errorf("retention: %w", err)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ const SettingMaxWorkers probe.Setting = "max_workers"
 // Config is one worker process.
 type Config struct {
 	Pool *pgxpool.Pool
+	// ArchiveDir receives the daily retention's exports (docs/retention.md); "": no automatic
+	// export, and so no automatic prune.
+	ArchiveDir string
 	// Signer signs runs; nil stores them unsigned.
 	Signer probe.Signer
 	// Log receives River's and the invocations' logs.
