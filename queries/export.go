@@ -73,12 +73,3 @@ func RecordExport(ctx context.Context, db DBTX, e *Export) error {
 	}
 	return nil
 }
-
-// ListExports returns every export, newest first.
-func ListExports(ctx context.Context, db DBTX) ([]Export, error) {
-	out, err := rowsOf[Export](ctx, db, "ListExports")
-	if err != nil {
-		return nil, fmt.Errorf("list exports: %w", err)
-	}
-	return out, nil
-}

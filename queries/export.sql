@@ -16,9 +16,3 @@ SELECT r.id AS run_id, r.job_id, j.round_id, s.slug AS server, s.endpoint_url, s
 INSERT INTO probe_run_exports (file_name, before, range_from, runs, first_at, last_at, max_run_id, sha256, exported_by)
 VALUES ($1, $2, $9, $3, $4, $5, $6, $7, $8)
 RETURNING id, exported_at;
-
--- name: ListExports
--- Every export, newest first.
-SELECT id, file_name, before, range_from, runs, first_at, last_at, max_run_id, sha256, exported_by, exported_at
-  FROM probe_run_exports
- ORDER BY exported_at DESC, id DESC;

@@ -5,11 +5,6 @@
 SELECT parent, table_name, range_from, range_to, moved_rows
   FROM probe_partitions_ensure(p_from => $1, p_to => $2, p_unit => $3::text, p_dry_run => $4);
 
--- name: DefaultPartitionRows
--- The rows in the default partitions: stored for a day that had no partition when they came.
-SELECT (SELECT count(*) FROM probe_jobs_default) AS jobs,
-       (SELECT count(*) FROM probe_runs_default) AS runs;
-
 -- name: PrunablePartitions
 -- The partitions wholly before $1 still there, oldest first, with their runs and covering export.
 -- The legacy partition starts at -infinity: read as NULL.
