@@ -225,8 +225,10 @@ BEGIN
     -- default partition, rather than refused.
     ALTER TABLE probe_runs ALTER COLUMN job_requested_at DROP DEFAULT, ALTER COLUMN job_requested_at DROP NOT NULL;
 
-    EXECUTE format('CREATE SEQUENCE probe_jobs_id_seq START %s OWNED BY probe_jobs.id', v_jobs + 1);
-    EXECUTE format('CREATE SEQUENCE probe_runs_id_seq START %s OWNED BY probe_runs.id', v_runs + 1);
+    -- v_jobs and v_runs were drawn above and given to no row (the tables are locked): the new
+    -- sequences start at them, so ids go on without a gap.
+    EXECUTE format('CREATE SEQUENCE probe_jobs_id_seq START %s OWNED BY probe_jobs.id', v_jobs);
+    EXECUTE format('CREATE SEQUENCE probe_runs_id_seq START %s OWNED BY probe_runs.id', v_runs);
     ALTER TABLE probe_jobs ALTER COLUMN id SET DEFAULT nextval('probe_jobs_id_seq');
     ALTER TABLE probe_runs ALTER COLUMN id SET DEFAULT nextval('probe_runs_id_seq');
 
