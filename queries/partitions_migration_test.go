@@ -102,3 +102,51 @@ func TestThePartitionMigrationKeepsEveryRowAndBlocksReadersBriefly(t *testing.T)
 	require.NoError(t, pool.QueryRow(ctx, "INSERT INTO probe_jobs (server_id) VALUES ($1) RETURNING id", server).Scan(&last))
 	require.Greater(t, last, open)
 }
+
+// TestThePartitionMigrationRollsBackAndForth: goose down copies the rows stored since 00017 back
+// into the legacy tables, which become the tables again, and up partitions them once more.
+func TestThePartitionMigrationRollsBackAndForth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t), dbtest.MaxConns(4))
+	p, err := queries.Provider(pool)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, partitionsVersion-1)
+	require.NoError(t, err)
+	server := testfactory.Server(ctx, t, pool, nil)
+	before := time.Now().Add(-time.Hour)
+	fin := before.Add(time.Second)
+	old := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &before, FinishedAt: &fin, Outcome: "ok"})
+	testfactory.Run(ctx, t, pool, &testfactory.RunOpts{JobID: old, ServerID: server})
+	_, err = p.UpTo(ctx, partitionsVersion)
+	require.NoError(t, err)
+	now := time.Now().UTC()
+	open := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: server, RequestedAt: &now})
+	later := now.Add(30 * 24 * time.Hour) // the default partition
+	other := testfactory.Server(ctx, t, pool, nil)
+	far := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: other, RequestedAt: &later, FinishedAt: &later, Outcome: "ok"})
+	testfactory.Run(ctx, t, pool, &testfactory.RunOpts{JobID: far, ServerID: other})
+
+	_, err = p.DownTo(ctx, partitionsVersion-1)
+	require.NoError(t, err)
+	var kind string
+	var jobs, runs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT c.relkind::text, (SELECT count(*) FROM probe_jobs), (SELECT count(*) FROM probe_runs)
+		FROM pg_class AS c WHERE c.oid = 'probe_jobs'::regclass`).Scan(&kind, &jobs, &runs))
+	require.Equal(t, "r", kind, "probe_jobs is a plain table again")
+	require.Equal(t, 3, jobs)
+	require.Equal(t, 2, runs)
+	// Layer 4 is the partial index again; new jobs take ids after the copied ones.
+	_, err = pool.Exec(ctx, "INSERT INTO probe_jobs (server_id) VALUES ($1)", server)
+	require.ErrorContains(t, err, "probe_jobs_one_open_per_server")
+	var id int64
+	require.NoError(t, pool.QueryRow(ctx, "INSERT INTO probe_jobs (server_id, finished_at, outcome) VALUES ($1, now(), 'ok') RETURNING id", server).Scan(&id))
+	require.Greater(t, id, far)
+	require.Greater(t, id, open)
+
+	_, err = p.UpTo(ctx, partitionsVersion)
+	require.NoError(t, err)
+	require.NoError(t, pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM probe_jobs), (SELECT count(*) FROM probe_open_jobs)").Scan(&jobs, &runs))
+	require.Equal(t, 4, jobs)
+	require.Equal(t, 1, runs, "the open job holds its server again")
+}

@@ -939,14 +939,14 @@ BEGIN
                 ORDER BY i.inhparent = 'probe_jobs'::regclass LOOP   -- runs first (their keys name jobs)
         EXECUTE format('ALTER TABLE %s DETACH PARTITION %s', v_p.parent, v_p.part);
     END LOOP;
-    DROP TRIGGER probe_jobs_open ON probe_jobs_legacy;
+    DROP TRIGGER IF EXISTS probe_jobs_open ON probe_jobs_legacy;
+    ALTER TABLE probe_runs_legacy DROP CONSTRAINT probe_runs_legacy_range;
+    ALTER TABLE probe_jobs_legacy DROP CONSTRAINT probe_jobs_legacy_range;
     FOR v_p IN SELECT p.table_name FROM probe_partitions AS p
                 WHERE p.parent = 'probe_jobs' AND p.dropped_at IS NULL AND p.table_name <> 'probe_jobs_legacy'
                 UNION ALL SELECT 'probe_jobs_default' ORDER BY 1 LOOP
         EXECUTE format('INSERT INTO probe_jobs_legacy SELECT * FROM %I', v_p.table_name);
     END LOOP;
-    ALTER TABLE probe_runs_legacy DROP CONSTRAINT probe_runs_legacy_range;
-    ALTER TABLE probe_jobs_legacy DROP CONSTRAINT probe_jobs_legacy_range;
     FOR v_p IN SELECT p.table_name FROM probe_partitions AS p
                 WHERE p.parent = 'probe_runs' AND p.dropped_at IS NULL AND p.table_name <> 'probe_runs_legacy'
                 UNION ALL SELECT 'probe_runs_default' ORDER BY 1 LOOP
@@ -981,6 +981,7 @@ BEGIN
     ALTER TABLE probe_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY;
     PERFORM setval(pg_get_serial_sequence('probe_jobs', 'id'), (SELECT coalesce(max(id), 0) + 1 FROM probe_jobs), false);
     PERFORM setval(pg_get_serial_sequence('probe_runs', 'id'), (SELECT coalesce(max(id), 0) + 1 FROM probe_runs), false);
+    DROP TRIGGER IF EXISTS probe_runs_rollup ON probe_runs;
     CREATE TRIGGER probe_runs_rollup AFTER INSERT ON probe_runs FOR EACH ROW EXECUTE FUNCTION probe_runs_rollup();
     DROP INDEX probe_jobs_one_open_per_server;
     CREATE UNIQUE INDEX probe_jobs_one_open_per_server ON probe_jobs (server_id) WHERE finished_at IS NULL;
