@@ -240,3 +240,24 @@ func TestTheDailyRetentionExportsThenPrunesOnlyWithAnArchiveDir(t *testing.T) {
 	require.Nil(t, res.Export)
 	require.Empty(t, res.Pruned)
 }
+
+func TestServerFiguresKeepTheirThirtyDaysAfterAPrune(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	_, priv, err := attest.GenerateKey()
+	require.NoError(t, err)
+	server, runs := signedRuns(t, pool, attest.NewSigner(priv), 10)
+	now := time.Now().UTC()
+	before, err := queries.GetServerFigures(ctx, pool, server, now)
+	require.NoError(t, err)
+	require.EqualValues(t, len(runs), before.Counted30d)
+
+	_, err = retention.Prune(ctx, pool, retention.Request{Before: day(now).Add(-5 * 24 * time.Hour), Now: now, WithoutExport: true})
+	require.NoError(t, err)
+	after, err := queries.GetServerFigures(ctx, pool, server, now)
+	require.NoError(t, err)
+	require.Equal(t, before.OK30d, after.OK30d)
+	require.Equal(t, before.Counted30d, after.Counted30d)
+	require.Equal(t, before.Counted7d, after.Counted7d)
+}
