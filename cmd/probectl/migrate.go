@@ -25,7 +25,10 @@ transaction, and print what was applied. Running it again applies nothing: it is
 every deploy, and two concurrent runs take turns on a lock.
 
 Before applying migration 00007 (history) to a database with many runs, it says on stderr how long
-its backfill may take: finishes wait for it, so stop rounds and workers first (docs/history.md).`,
+its backfill may take: finishes wait for it, so stop rounds and workers first (docs/history.md).
+
+After the migrations it makes the partitions of runs and jobs a week ahead, as 'probectl
+maintain' does (docs/retention.md), and says so on stderr; -o json adds them as "partitions".`,
 		Example: `  probectl migrate --database-url postgres://probectl@db.internal/probectl
   probectl migrate status`,
 		Args: cobra.NoArgs,
