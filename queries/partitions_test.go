@@ -111,3 +111,30 @@ func TestASecondOpenJobForAServerIsRefusedWhoeverWritesIt(t *testing.T) {
 	_, err := pool.Exec(ctx, "INSERT INTO probe_jobs (server_id, requested_at) VALUES ($1, $2)", server, tomorrow)
 	require.ErrorContains(t, err, "probe_jobs_one_open_per_server")
 }
+
+func TestAWeeklySettingMakesWeekPartitionsAfterTheDailyOnes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	_, err := queries.SetRetention(ctx, pool, nil, "week", "tester")
+	require.NoError(t, err)
+	// 60 days ahead: past the daily partitions the migration made.
+	from := time.Now().UTC().Add(60 * 24 * time.Hour)
+	made, err := queries.EnsurePartitions(ctx, pool, from, from.Add(10*24*time.Hour), false)
+	require.NoError(t, err)
+	require.NotEmpty(t, made)
+	for _, p := range made {
+		require.Equal(t, time.Monday, p.RangeFrom.UTC().Weekday(), "%s", p.Table)
+		require.Equal(t, 7*24*time.Hour, p.RangeTo.Sub(p.RangeFrom), "%s", p.Table)
+	}
+	// Days already made stay as they are: a week is clipped to what they leave (the days before
+	// them this week, and from their end), never overlapping them (ATTACH would refuse).
+	now := time.Now().UTC()
+	today := now.Truncate(24 * time.Hour)
+	made, err = queries.EnsurePartitions(ctx, pool, now.Add(-7*24*time.Hour), now.Add(14*24*time.Hour), false)
+	require.NoError(t, err)
+	for _, p := range made {
+		require.True(t, !p.RangeTo.After(today) || !p.RangeFrom.Before(today.Add(8*24*time.Hour)),
+			"%s [%s, %s) overlaps the daily partitions", p.Table, p.RangeFrom, p.RangeTo)
+	}
+}
