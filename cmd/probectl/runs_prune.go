@@ -38,8 +38,8 @@ than that behind it. The rollups (servers show, the /servers pages: uptime over 
 counts) do not read the runs, and stay whole. 'runs show' of a pruned run says which archive
 holds it; 'audit duplicates' and 'deploy verify' refuse a window reaching before what is kept.
 
--o json prints {"partitions": [{"from", "to", "jobs_partition", "runs_partition", "runs",
-"export_id", "kept"}], "dry_run"}.`,
+-o json prints {"partitions": [{"from", "to", "jobs_partition", "runs_partition", "runs_estimate",
+"export_id", "kept"}], "dry_run"}; runs_estimate is the planner's estimate of the partition's runs.`,
 		Example: `  probectl runs export --before 2026-09-01 --out runs-before-2026-09-01.jsonl.gz
   probectl runs prune --before 2026-09-01 --dry-run
   probectl runs prune --before 2026-09-01`,
@@ -87,7 +87,7 @@ func runRunsPrune(ctx context.Context, opts *runsPruneOptions) error {
 		_, err := fmt.Fprintf(f.IO.Out, "no partition lies wholly before %s; nothing to drop\n", opts.Before)
 		return err
 	}
-	tbl := render.NewTable(f.IO.Out, "RUNS PARTITION", "FROM", "TO", "RUNS", "EXPORT", "ACTION")
+	tbl := render.NewTable(f.IO.Out, "RUNS PARTITION", "FROM", "TO", "RUNS (ESTIMATE)", "EXPORT", "ACTION")
 	dropped := 0
 	for _, p := range pruned {
 		action, export := "dropped", "-"

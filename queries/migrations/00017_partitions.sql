@@ -393,8 +393,8 @@ SELECT count(*) FROM probe_partitions_ensure(
     date_trunc('day', now(), 'UTC') + interval '8 days');
 
 -- Retention (`probectl runs prune`, docs/retention.md): the partitions wholly before p_before that
--- are still there, oldest first, a jobs and a runs partition per range, with the number of runs
--- and the newest export that covers them (its range holds the partition's, and no run of the
+-- are still there, oldest first, a jobs and a runs partition per range, with about how many runs
+-- it holds (the planner's estimate) and the newest export that covers them (its range holds the partition's, and no run of the
 -- partition is newer than its newest run), NULL when none does.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION probe_partitions_prunable(p_before timestamptz)
@@ -427,7 +427,10 @@ BEGIN
             runs := 0;
             v_max := NULL;
         ELSE
-            EXECUTE format('SELECT count(*), max(id) FROM %I', v_p.runs) INTO runs, v_max;
+            -- The planner's estimate, not a count: counting every partition took most of a
+            -- prune's time (1.5 s of 2.9 s for 30 days of 83,000 runs).
+            EXECUTE format('SELECT max(id) FROM %I', v_p.runs) INTO v_max;
+            runs := greatest((SELECT c.reltuples FROM pg_class AS c WHERE c.oid = to_regclass(v_p.runs)), 0)::bigint;
         END IF;
         SELECT e.id INTO export_id FROM probe_run_exports AS e
          WHERE e.before >= v_p.range_to
