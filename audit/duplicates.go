@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/probectl/probectl/internal/retention"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -181,6 +182,10 @@ func DuplicatesTx(ctx context.Context, tx pgx.Tx, p DuplicatesParams) (*Duplicat
 	}
 	p, err := p.resolve(ctx, tx)
 	if err != nil {
+		return nil, err
+	}
+	// A window reaching before the oldest kept partition would be answered from part of the jobs.
+	if err := retention.CheckWindow(ctx, tx, p.Since); err != nil {
 		return nil, err
 	}
 	r, err := scanDuplicates(ctx, tx, p)

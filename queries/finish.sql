@@ -53,8 +53,8 @@ WITH finished AS (
        AND j.finished_at IS NULL
     RETURNING j.id, j.finished_at
 ), run AS (
-    INSERT INTO probe_runs (job_id, server_id, started_at, finished_at, requests, result, envelope, late)
-    SELECT j.id, j.server_id, $4, $5, $6, $7, $8, j.finished_at IS NOT NULL
+    INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result, envelope, late)
+    SELECT j.id, j.requested_at, j.server_id, $4, $5, $6, $7, $8, j.finished_at IS NOT NULL
       FROM probe_jobs AS j
      WHERE j.id = $1
        AND j.server_id = $10

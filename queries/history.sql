@@ -1,7 +1,9 @@
 -- name: ServerFigures
 -- A server's uptime and latency as of $2, from its runs of the 30 days before (run_facts:
 -- migrations/00007_history.sql). Uptime over a window: runs ok over runs not at probectl's own
--- fault (NULL when there is none). Latency: the duration of its ok checks over 30 days.
+-- fault (NULL when there is none). Latency: the duration of its ok checks over 30 days. Days whose
+-- runs a prune dropped (before the oldest kept partition, docs/retention.md) are counted from the
+-- rollup by day (server_run_days), which a prune leaves whole; their latency is gone with them.
 WITH w AS (
     SELECT f.outcome, f.probectl_fault, f.started_at,
            f.finished_at - f.started_at AS took
@@ -9,16 +11,30 @@ WITH w AS (
      WHERE f.server_id = $1
        AND f.started_at >  $2::timestamptz - interval '30 days'
        AND f.started_at <= $2::timestamptz
+), kept AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM probe_partitions AS d WHERE d.dropped_at IS NOT NULL)
+                THEN (SELECT min(p.range_from) FROM probe_partitions AS p
+                       WHERE p.parent = 'probe_runs' AND p.dropped_at IS NULL AND p.range_to > '-infinity')
+           END AS kept_from
+), pruned AS (
+    SELECT coalesce(sum(d.ok) FILTER (WHERE d.day > ($2::timestamptz AT TIME ZONE 'UTC')::date - 7), 0) AS ok_7d,
+           coalesce(sum(d.counted) FILTER (WHERE d.day > ($2::timestamptz AT TIME ZONE 'UTC')::date - 7), 0) AS counted_7d,
+           coalesce(sum(d.ok), 0) AS ok_30d,
+           coalesce(sum(d.counted), 0) AS counted_30d
+      FROM server_run_days AS d, kept AS k
+     WHERE d.server_id = $1
+       AND d.day < (k.kept_from AT TIME ZONE 'UTC')::date
+       AND d.day > ($2::timestamptz AT TIME ZONE 'UTC')::date - 30
 )
-SELECT count(*) FILTER (WHERE outcome = 'ok' AND started_at > $2::timestamptz - interval '24 hours') AS ok_24h,
-       count(*) FILTER (WHERE NOT probectl_fault AND started_at > $2::timestamptz - interval '24 hours') AS counted_24h,
-       count(*) FILTER (WHERE outcome = 'ok' AND started_at > $2::timestamptz - interval '7 days') AS ok_7d,
-       count(*) FILTER (WHERE NOT probectl_fault AND started_at > $2::timestamptz - interval '7 days') AS counted_7d,
-       count(*) FILTER (WHERE outcome = 'ok') AS ok_30d,
-       count(*) FILTER (WHERE NOT probectl_fault) AS counted_30d,
-       percentile_cont(0.5)  WITHIN GROUP (ORDER BY took) FILTER (WHERE outcome = 'ok') AS p50,
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY took) FILTER (WHERE outcome = 'ok') AS p95
-  FROM w;
+SELECT count(*) FILTER (WHERE w.outcome = 'ok' AND w.started_at > $2::timestamptz - interval '24 hours') AS ok_24h,
+       count(*) FILTER (WHERE NOT w.probectl_fault AND w.started_at > $2::timestamptz - interval '24 hours') AS counted_24h,
+       (count(*) FILTER (WHERE w.outcome = 'ok' AND w.started_at > $2::timestamptz - interval '7 days') + min(pr.ok_7d))::bigint AS ok_7d,
+       (count(*) FILTER (WHERE NOT w.probectl_fault AND w.started_at > $2::timestamptz - interval '7 days') + min(pr.counted_7d))::bigint AS counted_7d,
+       (count(*) FILTER (WHERE w.outcome = 'ok') + min(pr.ok_30d))::bigint AS ok_30d,
+       (count(*) FILTER (WHERE NOT w.probectl_fault) + min(pr.counted_30d))::bigint AS counted_30d,
+       percentile_cont(0.5)  WITHIN GROUP (ORDER BY w.took) FILTER (WHERE w.outcome = 'ok') AS p50,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY w.took) FILTER (WHERE w.outcome = 'ok') AS p95
+  FROM pruned AS pr LEFT JOIN w ON true;
 
 -- name: ServerCert
 -- The certificate the server's newest run within 30 days before $2 saw (no row: none seen).

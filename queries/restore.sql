@@ -44,10 +44,10 @@ WITH claimed AS (
            s.id, NULL, NULL, 'scheduled', (SELECT at FROM claimed), clock_timestamp(), @outcome, nullif(@error::text, '')
       FROM servers AS s
      WHERE s.id = @server_id
-    RETURNING id, server_id
+    RETURNING id, server_id, requested_at
 ), run AS (
-    INSERT INTO probe_runs (job_id, server_id, started_at, finished_at, requests, result, envelope, late)
-    SELECT job.id, job.server_id, @started_at, @check_finished_at, @requests, @result, @envelope, false
+    INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result, envelope, late)
+    SELECT job.id, job.requested_at, job.server_id, @started_at, @check_finished_at, @requests, @result, @envelope, false
       FROM job
     RETURNING id
 ), mark AS (

@@ -10,6 +10,7 @@ import (
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/retention"
 )
 
 func newAuditCmd(f *factory) *cobra.Command {
@@ -72,6 +73,15 @@ func auditError(err error) error {
 	var pe *audit.ParamError
 	if errors.As(err, &pe) {
 		return exit.UsageError(fmt.Errorf("--%s", pe.Error()))
+	}
+	return prunedWindowError(err)
+}
+
+// prunedWindowError marks a window reaching before the oldest kept runs as bad input (exit 2).
+func prunedWindowError(err error) error {
+	var we *retention.WindowError
+	if errors.As(err, &we) {
+		return exit.UsageError(err)
 	}
 	return err
 }

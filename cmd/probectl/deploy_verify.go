@@ -110,7 +110,7 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	}
 	rep, err := release.Verify(ctx, pool, req)
 	if err != nil {
-		return err
+		return prunedWindowError(err)
 	}
 	if format == "json" {
 		err = render.JSON(f.IO.Out, rep)

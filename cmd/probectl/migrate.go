@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,10 @@ transaction, and print what was applied. Running it again applies nothing: it is
 every deploy, and two concurrent runs take turns on a lock.
 
 Before applying migration 00007 (history) to a database with many runs, it says on stderr how long
-its backfill may take: finishes wait for it, so stop rounds and workers first (docs/history.md).`,
+its backfill may take: finishes wait for it, so stop rounds and workers first (docs/history.md).
+
+After the migrations it makes the partitions of runs and jobs a week ahead, as 'probectl
+maintain' does (docs/retention.md), and says so on stderr; -o json adds them as "partitions".`,
 		Example: `  probectl migrate --database-url postgres://probectl@db.internal/probectl
   probectl migrate status`,
 		Args: cobra.NoArgs,
@@ -59,8 +63,18 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 	if err != nil {
 		return err
 	}
+	// The partitions a week ahead, as `probectl maintain` makes them (docs/retention.md).
+	made, err := schema.Maintain(ctx, pool, f.Now(), time.Time{}, false)
+	if err != nil {
+		return err
+	}
 	if format == "json" {
-		return render.JSON(f.IO.Out, map[string]any{"applied": applied})
+		return render.JSON(f.IO.Out, map[string]any{"applied": applied, "partitions": made})
+	}
+	if len(made) > 0 {
+		if _, err := fmt.Fprintf(f.IO.ErrOut, "probectl: made %d partition(s) of runs and jobs ahead\n", len(made)); err != nil {
+			return err
+		}
 	}
 	if len(applied) == 0 {
 		_, err := fmt.Fprintln(f.IO.Out, "schema is up to date; nothing to apply")

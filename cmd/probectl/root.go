@@ -48,6 +48,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 	root.AddCommand(
 		newVersionCmd(f),
 		newMigrateCmd(f),
+		newMaintainCmd(f),
 		newServersCmd(f),
 		newCheckCmd(f),
 		newDeployCmd(f),

@@ -34,6 +34,9 @@ local spool.`,
 		newRunsListCmd(f),
 		newRunsShowCmd(f),
 		newRunsVerifyCmd(f),
+		newRunsExportCmd(f),
+		newRunsPruneCmd(f),
+		newRunsRetentionCmd(f),
 		newRunsRecoverCmd(f),
 	)
 	return cmd

@@ -73,6 +73,10 @@ func runRunsShow(ctx context.Context, opts *runsShowOptions) error {
 		return err
 	}
 	v, err := history.ShowRun(ctx, pool, opts.ID)
+	var pruned *history.PrunedError
+	if errors.As(err, &pruned) {
+		return exit.UsageError(pruned)
+	}
 	if errors.Is(err, queries.ErrNoRun) {
 		return exit.UsageError(fmt.Errorf("no run %d; 'probectl runs list' shows the runs", opts.ID))
 	}

@@ -16,15 +16,18 @@ import (
 )
 
 type runsVerifyOptions struct {
-	f         *factory
-	File      string
-	PublicKey string
+	f          *factory
+	File       string
+	PublicKeys []string
+	Archive    string
+	// AllowUnsigned: an archive's unsigned runs are counted, not failed (runs_verify_archive.go).
+	AllowUnsigned bool
 }
 
 func newRunsVerifyCmd(f *factory) *cobra.Command {
 	opts := &runsVerifyOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "verify FILE --public-key FILE",
+		Use:   "verify {FILE | --archive FILE} --public-key FILE...",
 		Short: "Verify an exported run envelope offline, with the public key alone",
 		Long: `Verify a run's DSSE envelope (as 'probectl runs show ID --envelope' prints it) against one
 ed25519 public key in a PKIX "BEGIN PUBLIC KEY" PEM file (as 'probectl keys export KEY_ID'
@@ -36,19 +39,37 @@ run whose signed statement says its check finished at or after that time is INVA
 after the key's retirement), as 'runs show' and 'deploy verify' judge it; the runs the key
 signed before keep verifying.
 
-Exit status: 0 the envelope verifies, 1 it does not (the reason is printed), 2 an input cannot be
-read (not a PEM public key, not a DSSE envelope).`,
+With --archive FILE it verifies a whole archive written by 'probectl runs export' (gzip or not):
+every line's envelope, against any of the --public-key files given (repeat the flag for the keys
+of a rotation), that each envelope is its line's own job and server, and the trailing manifest
+(count, first and last time, SHA-256 of the content). Unsigned runs fail unless --allow-unsigned.
+
+Exit status: 0 the envelope (every line) verifies, 1 it does not (the reason, and for an archive
+the first bad line, is printed), 2 an input cannot be read (not a PEM public key, not a DSSE
+envelope, no such file).`,
 		Example: `  probectl runs show 1234 --envelope > run-1234.json
   probectl keys export ed25519:3f9a0c1d2b4e5f60 > probectl.pub
   probectl runs verify run-1234.json --public-key probectl.pub
-  probectl runs verify run-1234.json --public-key probectl.pub -o json`,
-		Args: cobra.ExactArgs(1),
+  probectl runs verify run-1234.json --public-key probectl.pub -o json
+  probectl runs verify --archive runs-2026-09.jsonl.gz --public-key old.pub --public-key new.pub`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Archive != "" {
+				if len(args) > 0 {
+					return exit.UsageError(errors.New("give an envelope FILE or --archive FILE, not both"))
+				}
+				return runRunsVerifyArchive(opts)
+			}
+			if len(args) != 1 {
+				return exit.UsageError(errors.New("an envelope FILE (or --archive FILE) is required"))
+			}
 			opts.File = args[0]
 			return runRunsVerify(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.PublicKey, "public-key", "", "PEM file of the ed25519 public key (required)")
+	cmd.Flags().StringArrayVar(&opts.PublicKeys, "public-key", nil, "PEM file of an ed25519 public key (required; repeat with --archive)")
+	cmd.Flags().StringVar(&opts.Archive, "archive", "", "verify every line of this archive ('runs export' wrote it)")
+	cmd.Flags().BoolVar(&opts.AllowUnsigned, "allow-unsigned", false, "with --archive: count unsigned runs instead of failing on them")
 	return cmd
 }
 
@@ -76,10 +97,10 @@ func runRunsVerify(opts *runsVerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.PublicKey == "" {
-		return exit.UsageError(errors.New("--public-key: required (probectl keys export KEY_ID writes one)"))
+	if len(opts.PublicKeys) != 1 {
+		return exit.UsageError(errors.New("--public-key: one is required (probectl keys export KEY_ID writes one)"))
 	}
-	pemData, err := readBounded(opts.PublicKey, 64<<10)
+	pemData, err := readBounded(opts.PublicKeys[0], 64<<10)
 	if err != nil {
 		return exit.UsageError(fmt.Errorf("--public-key: %w", err))
 	}

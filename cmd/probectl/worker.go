@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/memlimit"
+	"github.com/probectl/probectl/internal/retention"
 	"github.com/probectl/probectl/probe/worker"
 )
 
@@ -18,6 +21,7 @@ type workerOptions struct {
 	AllowPrivateTargets bool
 	SpoolDir            string
 	MaxWorkers          int
+	ArchiveDir          string
 }
 
 func newWorkerCmd(f *factory) *cobra.Command {
@@ -66,12 +70,18 @@ again, not counted as an attempt) and exits 0.`,
 	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback and private addresses (never cloud metadata or link-local)")
 	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "where results that could not be stored wait, replayed at start (default $XDG_STATE_HOME/probectl)")
 	fl.IntVar(&opts.MaxWorkers, "max-workers", 10, "most invocations this process runs at once (1 to 1000)")
+	fl.StringVar(&opts.ArchiveDir, "archive-dir", "", "where the daily retention writes its exports before pruning ('runs retention'; default: no automatic prune)")
 	return cmd
 }
 
 func runWorker(ctx context.Context, opts *workerOptions) error {
 	f := opts.f
-	cfg := worker.Config{MaxWorkers: opts.MaxWorkers, AllowPrivateTargets: opts.AllowPrivateTargets,
+	if opts.ArchiveDir != "" {
+		if err := retention.CheckArchiveDir(opts.ArchiveDir); err != nil {
+			return exit.UsageError(fmt.Errorf("--archive-dir: %w", err))
+		}
+	}
+	cfg := worker.Config{MaxWorkers: opts.MaxWorkers, AllowPrivateTargets: opts.AllowPrivateTargets, ArchiveDir: opts.ArchiveDir,
 		Version: f.Build.Version, Log: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}
 	if err := cfg.Validate(); err != nil {
 		return inFlagWords(err)

@@ -53,6 +53,24 @@ type RunView struct {
 	VerifyError string
 }
 
+// PrunedError says a run is no longer stored: a prune dropped its partition (docs/retention.md).
+// It wraps queries.ErrNoRun.
+type PrunedError struct {
+	ID    int64
+	Place queries.PrunedRunPlace
+}
+
+func (e *PrunedError) Error() string {
+	where := "no export holds it: it was pruned with --without-export"
+	if e.Place.Archive != nil && e.Place.ExportID != nil {
+		where = fmt.Sprintf("archive %s (export %d) holds it; 'probectl runs verify --archive' checks it", *e.Place.Archive, *e.Place.ExportID)
+	}
+	return fmt.Sprintf("run %d was pruned on %s with partition %s (runs of jobs requested before %s); %s",
+		e.ID, e.Place.DroppedAt.UTC().Format(time.RFC3339), e.Place.Table, e.Place.RangeTo.UTC().Format(time.RFC3339), where)
+}
+
+func (e *PrunedError) Unwrap() error { return queries.ErrNoRun }
+
 // ShowRun reads one run (queries.ErrNoRun when there is none) and verifies its envelope the way
 // deploy verify does.
 func ShowRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
@@ -67,6 +85,15 @@ func ShowRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
 
 func showRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
 	d, err := queries.GetRun(ctx, db, id)
+	if errors.Is(err, queries.ErrNoRun) {
+		place, perr := queries.PrunedRun(ctx, db, id)
+		if perr != nil {
+			return RunView{}, perr
+		}
+		if place != nil {
+			return RunView{}, &PrunedError{ID: id, Place: *place}
+		}
+	}
 	if err != nil {
 		return RunView{}, err
 	}

@@ -8,6 +8,7 @@ package schema
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -31,4 +32,17 @@ func Status(ctx context.Context, pool *pgxpool.Pool) ([]queries.Migration, error
 // backfill of 00007 on a database with many runs, say); none when there is nothing to say.
 func Notices(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	return queries.MigrationNotices(ctx, pool)
+}
+
+// Maintain makes the partitions of probe_jobs and probe_runs from from (today when zero) up to a
+// week ahead, moving into them any rows a default partition holds for their days, and returns what
+// it made (with dryRun, what it would make). It is idempotent: `probectl maintain`, `migrate` and
+// the worker's daily job all call it (docs/retention.md).
+func Maintain(ctx context.Context, db queries.DBTX, now, from time.Time, dryRun bool) ([]queries.Partition, error) {
+	now = now.UTC()
+	if from.IsZero() || from.After(now) {
+		from = now
+	}
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	return queries.EnsurePartitions(ctx, db, from, day.Add(queries.PartitionsAhead+24*time.Hour), dryRun)
 }

@@ -57,6 +57,9 @@ const SettingMaxWorkers probe.Setting = "max_workers"
 // Config is one worker process.
 type Config struct {
 	Pool *pgxpool.Pool
+	// ArchiveDir receives the daily retention's exports (docs/retention.md); "": no automatic
+	// export, and so no automatic prune.
+	ArchiveDir string
 	// Signer signs runs; nil stores them unsigned.
 	Signer probe.Signer
 	// Log receives River's and the invocations' logs.
@@ -193,6 +196,7 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 	river.AddWorker(workers, &invocationWorker{p: p})
 	river.AddWorker(workers, &registrySyncWorker{p: p})
 	alertResend, alertQueue := alerts.River(workers, cfg.Pool, cfg.Log) // alert deliveries (internal/alerts)
+	river.AddWorker(workers, &maintainWorker{cfg: cfg})
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		ID:                   p.id,
 		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}, alerts.Queue: alertQueue},
@@ -204,7 +208,7 @@ func (p *process) client() (*river.Client[pgx.Tx], error) {
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(tickEvery),
 			p.tickJob, &river.PeriodicJobOpts{ID: "probectl_round_tick", RunOnStart: true}),
 			river.NewPeriodicJob(river.PeriodicInterval(registrySyncEvery),
-				p.registrySyncJob, &river.PeriodicJobOpts{ID: "probectl_registry_sync", RunOnStart: true}), alertResend},
+				p.registrySyncJob, &river.PeriodicJobOpts{ID: "probectl_registry_sync", RunOnStart: true}), alertResend, maintainJob()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure river: %w", err)

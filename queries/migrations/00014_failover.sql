@@ -20,7 +20,9 @@
 -- (round NULL); the function is new. A previous binary, which uses none of them, keeps working.
 
 CREATE TABLE probe_restored_jobs (
-    job_id                bigint      PRIMARY KEY REFERENCES probe_jobs (id),
+    -- The restored job's id. No foreign key: probe_jobs is partitioned by time (00017), where a
+    -- key must name the partition; a restored job is never deleted but with its partition.
+    job_id                bigint      PRIMARY KEY,
     server_id             bigint      NOT NULL REFERENCES servers (id),
     original_job_id       bigint      NOT NULL,
     original_round_id     bigint,

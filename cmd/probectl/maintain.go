@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/schema"
+	"github.com/probectl/probectl/queries"
+)
+
+type maintainOptions struct {
+	f      *factory
+	From   string
+	DryRun bool
+}
+
+func newMaintainCmd(f *factory) *cobra.Command {
+	opts := &maintainOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "maintain [--dry-run] [--from DATE]",
+		Short: "Make the partitions of runs and jobs a week ahead",
+		Long: `Make the partitions of probe_jobs and probe_runs (one a day, or a week: 'runs retention')
+from today up to 7 days ahead, and print each one it made. Rows that were stored in a default
+partition because their day had no partition yet (maintenance missed) are moved into the
+partition made for their day. It is idempotent: run it from cron, as often as you like; 'migrate'
+and the worker's daily job run it too (docs/retention.md).
+
+--from DATE (YYYY-MM-DD, UTC) makes the partitions back to that day as well, before restoring
+runs from an archive. --dry-run says what it would make and changes nothing.
+
+-o json prints {"partitions": [{"parent", "table", "from", "to", "moved_rows"}], "dry_run"}.`,
+		Example: `  probectl maintain
+  probectl maintain --dry-run
+  probectl maintain --from 2026-09-01   # before a restore`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMaintain(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.From, "from", "", "make the partitions back to this day too (YYYY-MM-DD, UTC)")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would be made, and make nothing")
+	return cmd
+}
+
+// parseDay reads a YYYY-MM-DD flag as the start of that UTC day.
+func parseDay(flag, v string) (time.Time, error) {
+	t, err := time.Parse(time.DateOnly, v)
+	if err != nil {
+		return time.Time{}, exit.UsageError(fmt.Errorf("--%s %q: want a day as YYYY-MM-DD (UTC)", flag, v))
+	}
+	return t.UTC(), nil
+}
+
+func runMaintain(ctx context.Context, opts *maintainOptions) error {
+	f := opts.f
+	format, err := f.OutputFormat("table", "json")
+	if err != nil {
+		return err
+	}
+	var from time.Time
+	if opts.From != "" {
+		if from, err = parseDay("from", opts.From); err != nil {
+			return err
+		}
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	made, err := schema.Maintain(ctx, pool, f.Now(), from, opts.DryRun)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return render.JSON(f.IO.Out, map[string]any{"partitions": made, "dry_run": opts.DryRun})
+	}
+	return renderPartitions(f.IO.Out, made, opts.DryRun)
+}
+
+// renderPartitions prints the partitions maintenance made, or would make.
+func renderPartitions(w io.Writer, made []queries.Partition, dryRun bool) error {
+	verb := "made"
+	if dryRun {
+		verb = "would make"
+	}
+	if len(made) == 0 {
+		_, err := fmt.Fprintln(w, "partitions are made 7 days ahead already; nothing to do")
+		return err
+	}
+	tbl := render.NewTable(w, "PARTITION", "FROM", "TO", "MOVED ROWS")
+	for _, p := range made {
+		tbl.Row(p.Table, p.RangeFrom.UTC().Format(time.RFC3339), p.RangeTo.UTC().Format(time.RFC3339), p.MovedRows)
+	}
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s %d partition(s)\n", verb, len(made))
+	return err
+}

@@ -1,0 +1,87 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/probectl/probectl/internal/archive"
+	"github.com/probectl/probectl/queries"
+)
+
+// MinKeep is the shortest retention: a prune never reaches into the last 2 days, and a day more
+// leaves a whole partition between.
+const MinKeep = 72 * time.Hour
+
+// SettingError says a retention setting is out of its bounds (bad input: exit 2).
+type SettingError struct{ Reason string }
+
+func (e *SettingError) Error() string { return e.Reason }
+
+// Set sets how long runs are kept (nil: for ever) and, unless unit is "", the span of the
+// partitions made from then on ("day" or "week").
+func Set(ctx context.Context, db queries.DBTX, keep *time.Duration, unit, who string) (queries.Retention, error) {
+	if keep != nil && *keep < MinKeep {
+		return queries.Retention{}, &SettingError{Reason: fmt.Sprintf("--keep %s: at least %s (prune never reaches the last 2 days)", keep, MinKeep)}
+	}
+	if unit != "" && unit != "day" && unit != "week" {
+		return queries.Retention{}, &SettingError{Reason: fmt.Sprintf("--unit %q: day or week", unit)}
+	}
+	return queries.SetRetention(ctx, db, keep, unit, who)
+}
+
+// Get reads the retention setting.
+func Get(ctx context.Context, db queries.DBTX) (queries.Retention, error) {
+	return queries.GetRetention(ctx, db)
+}
+
+// AutoResult is what the worker's daily retention did.
+type AutoResult struct {
+	Export *queries.Export
+	Pruned []Pruned
+}
+
+// Auto applies the retention setting, as the worker's daily job does: when runs are kept for a
+// time, it exports the runs before the day that time reaches back to (from where the last
+// automatic export ended) into dir, then prunes what the exports cover. Nothing when runs are kept
+// for ever or when dir is "" (no place for the archives: nothing is pruned without one).
+func Auto(ctx context.Context, db queries.DB, now time.Time, dir string) (AutoResult, error) {
+	set, err := queries.GetRetention(ctx, db)
+	if err != nil || set.Keep == nil || dir == "" {
+		return AutoResult{}, err
+	}
+	before := now.UTC().Add(-*set.Keep).Truncate(24 * time.Hour)
+	ranges, err := queries.PrunablePartitions(ctx, db, before)
+	if err != nil || len(ranges) == 0 {
+		return AutoResult{}, err
+	}
+	var res AutoResult
+	if ranges[0].ExportID == nil || ranges[len(ranges)-1].ExportID == nil {
+		path := filepath.Join(dir, "runs-before-"+before.Format(time.DateOnly)+".jsonl.gz")
+		e, err := archive.Export(ctx, db, archive.Request{Path: path, Before: before, From: ranges[0].RangeFrom, Who: "probectl worker"})
+		if errors.Is(err, archive.ErrExists) {
+			return res, fmt.Errorf("retention: %s exists but is not recorded as covering the runs to prune; check it, move it away: %w", path, err)
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Export = &e
+	}
+	res.Pruned, err = Prune(ctx, db, Request{Before: before, Now: now})
+	return res, err
+}
+
+// CheckArchiveDir says whether dir can take archives (exists, is a directory).
+func CheckArchiveDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package retention_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/archive"
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/retention"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
+)
+
+// seedDays stores perDay finished jobs and their runs on each of the days back to days ago (not
+// the last 2), in their partitions, without signatures.
+func seedDays(t testing.TB, db queries.DBTX, days, perDay, servers int) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	_, err := queries.EnsurePartitions(ctx, db, day(now).Add(-time.Duration(days)*24*time.Hour), now, false)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at)
+		SELECT 'seed-' || g, 'https://seed-' || g || '.example/', 'http', 'standard', interval '15 minutes', now() + interval '1 day'
+		  FROM generate_series(1, $1) AS g`, servers)
+	require.NoError(t, err)
+	// Without the rollup trigger: a run at a time it would take minutes for the benchmarks' sizes.
+	_, err = db.Exec(ctx, "ALTER TABLE probe_runs DISABLE TRIGGER probe_runs_rollup")
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `
+		WITH j AS (
+			INSERT INTO probe_jobs (server_id, requested_at, finished_at, outcome)
+			SELECT s.id, date_trunc('day', now(), 'UTC') - make_interval(days => d) + make_interval(secs => 86000.0 * i / $2),
+			       date_trunc('day', now(), 'UTC') - make_interval(days => d) + make_interval(secs => 86000.0 * i / $2 + 1), 'ok'
+			  FROM generate_series(3, $1) AS d, generate_series(1, $2) AS i
+			  JOIN LATERAL (SELECT id FROM servers WHERE slug = 'seed-' || (1 + i % $3)) AS s ON true
+			RETURNING id, server_id, requested_at, finished_at)
+		INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result)
+		SELECT j.id, j.requested_at, j.server_id, j.requested_at, j.finished_at, 1, '{"outcome":"ok"}' FROM j`, days, perDay, servers)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, "ALTER TABLE probe_runs ENABLE TRIGGER probe_runs_rollup")
+	require.NoError(t, err)
+	// Vacuumed, as old partitions are: otherwise autovacuum, busy with the fresh rows, holds the
+	// partitions' locks and the prune's detaches wait behind it (13 s for 30 days of 5 M runs).
+	_, err = db.Exec(ctx, "VACUUM (ANALYZE)")
+	require.NoError(t, err)
+}
+
+// TestARoundFinishesWhilePruneWaitsForItsLock: prune detaches partitions while claims and finishes
+// go on. The test holds a share lock on the oldest runs partition, so the prune's detach times out
+// (after retention.LockTimeout) and retries, for as long as the test wants: finishes made meanwhile
+// must all succeed, each waiting no longer than one try of the detach.
+func TestARoundFinishesWhilePruneWaitsForItsLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, migrated.NewDB(t), dbtest.MaxConns(8))
+	seedDays(t, pool, 12, 200, 50)
+	now := time.Now().UTC()
+	before := day(now).Add(-4 * 24 * time.Hour)
+	_, err := archive.Export(ctx, pool, archive.Request{Path: filepath.Join(t.TempDir(), "a.jsonl"), Before: before, Who: "t"})
+	require.NoError(t, err)
+
+	// The prober: 40 servers due, claimed and finished one at a time.
+	past := now.Add(-time.Minute)
+	for range 40 {
+		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: &past})
+	}
+	round := testfactory.Round(ctx, t, pool, nil)
+
+	holder, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer holder.Rollback(ctx) //nolint:errcheck // committed below
+	oldest := "probe_runs_p" + day(now).Add(-12*24*time.Hour).Format("20060102")
+	_, err = holder.Exec(ctx, "LOCK TABLE "+oldest+" IN ACCESS SHARE MODE")
+	require.NoError(t, err)
+
+	pruned := make(chan error, 1)
+	go func() {
+		_, err := retention.Prune(ctx, pool, retention.Request{Before: before, Now: now})
+		pruned <- err
+	}()
+	// Wait until the prune is waiting on the held lock (a detach of the oldest partition queued).
+	waitForWaiter(t, pool, oldest)
+
+	var longest time.Duration
+	finished := 0
+	for range 40 {
+		jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 1})
+		require.NoError(t, err)
+		if len(jobs) == 0 {
+			break
+		}
+		j := jobs[0]
+		start := time.Now()
+		r, err := queries.FinishTx(ctx, pool, queries.FinishParams{JobID: j.JobID, ServerID: j.ServerID,
+			ClaimedNextCheckAt: j.ClaimedNextCheckAt, Outcome: "ok", StartedAt: start, CheckFinishedAt: start, Requests: 1,
+			Result: json.RawMessage(`{"outcome":"ok"}`)})
+		require.NoError(t, err)
+		require.True(t, r.JobFinished)
+		longest = max(longest, time.Since(start))
+		finished++
+	}
+	select {
+	case err := <-pruned:
+		t.Fatalf("the prune ended while its partition was held: %v", err)
+	default:
+	}
+	require.NoError(t, holder.Commit(ctx))
+	require.NoError(t, <-pruned)
+	require.Equal(t, 40, finished)
+	t.Logf("40 claims and finishes while prune waited for its lock: longest finish %v (lock timeout %v)",
+		longest.Round(time.Millisecond), retention.LockTimeout)
+	require.Less(t, longest, 10*retention.LockTimeout, "a finish waited past several tries of the detach")
+	var kept int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_partitions WHERE dropped_at IS NOT NULL").Scan(&kept))
+	require.Equal(t, 2*8, kept, "8 days (12 back to 5 back) of jobs and runs dropped")
+}
+
+// waitForWaiter waits until a session waits for a lock on table.
+func waitForWaiter(t *testing.T, db queries.DBTX, table string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		require.NoError(t, db.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks
+			WHERE NOT granted AND relation = to_regclass($1)`, table).Scan(&n))
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatalf("no session waited for a lock on %s", table)
+}

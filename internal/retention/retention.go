@@ -1,0 +1,151 @@
+// Package retention drops old runs and jobs a partition at a time, never a row at a time, and
+// only once an export holds them (docs/retention.md). It is the domain side of `probectl runs
+// prune`: the partitions are made by maintenance (internal/schema), the archives by
+// internal/archive.
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/probectl/probectl/queries"
+)
+
+// MinAge: a prune never reaches into the last 2 days, where finishes, late runs and replayed
+// spools still land.
+const MinAge = 48 * time.Hour
+
+// LockTimeout is the longest a detach or a drop waits for its lock in one try; a finish queued
+// behind it waits no longer. A try that times out is retried, up to LockTries times.
+const (
+	LockTimeout = 100 * time.Millisecond
+	LockTries   = 50
+)
+
+// RefusedError says why a prune was refused before anything changed (bad input: exit 2).
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return e.Reason }
+
+// Pruned is one range a prune dropped (or, in a dry run, would drop), or left for want of an
+// export.
+type Pruned struct {
+	From      *time.Time `json:"from"` // nil: the legacy partition, from the first run
+	To        time.Time  `json:"to"`
+	JobsTable string     `json:"jobs_partition"`
+	RunsTable string     `json:"runs_partition"`
+	Runs      int64      `json:"runs"`
+	ExportID  *int64     `json:"export_id"`
+	// Kept: not dropped, because no recorded export covers it (and --without-export was not given).
+	Kept bool `json:"kept"`
+}
+
+// Request is one prune.
+type Request struct {
+	Before        time.Time
+	Now           time.Time
+	DryRun        bool
+	WithoutExport bool
+}
+
+// Prune drops the partitions wholly before req.Before, oldest first: each runs partition, then
+// its jobs partition, is detached and then dropped. A range that no recorded export covers is
+// kept unless WithoutExport. It refuses a Before within MinAge of Now, or later than an open
+// job's request (its partition would go with it).
+func Prune(ctx context.Context, db queries.DB, req Request) ([]Pruned, error) {
+	if req.Before.After(req.Now.Add(-MinAge)) {
+		return nil, &RefusedError{Reason: fmt.Sprintf("%s is inside the last 2 days: runs still land there (finishes, late runs, replayed spools)",
+			req.Before.UTC().Format(time.DateOnly))}
+	}
+	open, err := queries.OldestOpenJobBefore(ctx, db, req.Before)
+	if err != nil {
+		return nil, err
+	}
+	if open != nil {
+		return nil, &RefusedError{Reason: fmt.Sprintf("%s is inside an open job's window: job %d of server %s, requested %s, is still open",
+			req.Before.UTC().Format(time.DateOnly), open.JobID, open.Server, open.RequestedAt.UTC().Format(time.RFC3339))}
+	}
+	ranges, err := queries.PrunablePartitions(ctx, db, req.Before)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Pruned, 0, len(ranges))
+	for _, r := range ranges {
+		p := Pruned{From: r.RangeFrom, To: r.RangeTo, JobsTable: r.JobsTable, RunsTable: r.RunsTable, Runs: r.Runs,
+			ExportID: r.ExportID, Kept: r.ExportID == nil && !req.WithoutExport}
+		out = append(out, p)
+		if p.Kept || req.DryRun {
+			continue
+		}
+		if err := dropRange(ctx, db, p); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// dropRange detaches the runs then the jobs partition, then drops them.
+func dropRange(ctx context.Context, db queries.DB, p Pruned) error {
+	for _, table := range []string{p.RunsTable, p.JobsTable} {
+		if err := retryLock(ctx, func() error {
+			_, err := queries.DetachPartition(ctx, db, table, LockTimeout)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	for _, table := range []string{p.RunsTable, p.JobsTable} {
+		if err := retryLock(ctx, func() error {
+			return queries.DropPartition(ctx, db, table, p.ExportID, LockTimeout)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retryLock runs fn until it does not fail on its lock timeout, at most LockTries times.
+func retryLock(ctx context.Context, fn func() error) error {
+	var err error
+	for range LockTries {
+		err = fn()
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(LockTimeout):
+		}
+	}
+	return fmt.Errorf("gave up after %d tries of %s for the lock: %w", LockTries, LockTimeout, err)
+}
+
+// WindowError says a read window reaches before the oldest kept partition (bad input: exit 2).
+type WindowError struct {
+	Since, OldestKept time.Time
+}
+
+func (e *WindowError) Error() string {
+	return fmt.Sprintf("the window from %s reaches before the oldest kept runs (%s): older runs were pruned; "+
+		"their archives hold them ('probectl runs verify --archive')",
+		e.Since.UTC().Format(time.RFC3339), e.OldestKept.UTC().Format(time.RFC3339))
+}
+
+// CheckWindow returns a *WindowError when since lies before the oldest kept partition, so that
+// a reader (audit duplicates, deploy verify) refuses instead of answering from part of the runs.
+func CheckWindow(ctx context.Context, db queries.DBTX, since time.Time) error {
+	oldest, err := queries.OldestKept(ctx, db)
+	if err != nil {
+		return err
+	}
+	if oldest != nil && since.Before(*oldest) {
+		return &WindowError{Since: since, OldestKept: *oldest}
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package queries
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ExportedRun is one run as an archive keeps it.
+type ExportedRun struct {
+	RunID       int64           `db:"run_id"`
+	JobID       int64           `db:"job_id"`
+	RoundID     *int64          `db:"round_id"`
+	Server      string          `db:"server"`
+	EndpointURL string          `db:"endpoint_url"`
+	Kind        string          `db:"kind"`
+	RequestedAt time.Time       `db:"requested_at"`
+	StartedAt   time.Time       `db:"started_at"`
+	FinishedAt  time.Time       `db:"finished_at"`
+	JobOutcome  *string         `db:"job_outcome"`
+	Late        bool            `db:"late"`
+	Requests    int             `db:"requests"`
+	Result      json.RawMessage `db:"result"`
+	Envelope    json.RawMessage `db:"envelope"`
+}
+
+// EachExportedRun calls fn for every run of the jobs requested in [after, before) (after nil: from
+// the first), in id order, streaming: the runs are never all in memory.
+func EachExportedRun(ctx context.Context, db DBTX, before time.Time, after *time.Time, fn func(ExportedRun) error) error {
+	rows, err := db.Query(ctx, SQL("ExportRuns"), before, after)
+	if err != nil {
+		return fmt.Errorf("read runs to export: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := pgx.RowToStructByName[ExportedRun](rows)
+		if err != nil {
+			return fmt.Errorf("read runs to export: %w", err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read runs to export: %w", err)
+	}
+	return nil
+}
+
+// Export is one row of probe_run_exports: an archive written, and what it holds.
+type Export struct {
+	ID         int64      `db:"id" json:"id"`
+	FileName   string     `db:"file_name" json:"file"`
+	Before     time.Time  `db:"before" json:"before"`
+	RangeFrom  *time.Time `db:"range_from" json:"from"`
+	Runs       int64      `db:"runs" json:"runs"`
+	FirstAt    *time.Time `db:"first_at" json:"first_at"`
+	LastAt     *time.Time `db:"last_at" json:"last_at"`
+	MaxRunID   *int64     `db:"max_run_id" json:"max_run_id"`
+	SHA256     string     `db:"sha256" json:"sha256"`
+	ExportedBy string     `db:"exported_by" json:"exported_by"`
+	ExportedAt time.Time  `db:"exported_at" json:"exported_at"`
+}
+
+// RecordExport stores e (its ID and ExportedAt are set from the database).
+func RecordExport(ctx context.Context, db DBTX, e *Export) error {
+	if err := db.QueryRow(ctx, SQL("RecordExport"), e.FileName, e.Before, e.Runs, e.FirstAt, e.LastAt, e.MaxRunID,
+		e.SHA256, e.ExportedBy, e.RangeFrom).Scan(&e.ID, &e.ExportedAt); err != nil {
+		return fmt.Errorf("record export %s: %w", e.FileName, err)
+	}
+	return nil
+}

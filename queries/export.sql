@@ -1,0 +1,18 @@
+-- name: ExportRuns
+-- The runs of the jobs requested before $1 (and at or after $2 when given), in id order, with
+-- what an archive keeps of each: its job, its server, its envelope (docs/retention.md).
+SELECT r.id AS run_id, r.job_id, j.round_id, s.slug AS server, s.endpoint_url, s.kind,
+       j.requested_at, r.started_at, r.finished_at, j.outcome AS job_outcome, r.late,
+       r.requests, r.result, r.envelope
+  FROM probe_runs AS r
+  JOIN probe_jobs AS j ON j.id = r.job_id
+  JOIN servers AS s ON s.id = r.server_id
+ WHERE j.requested_at < $1
+   AND ($2::timestamptz IS NULL OR j.requested_at >= $2)
+ ORDER BY r.id;
+
+-- name: RecordExport
+-- An export made: its file, range, count, largest run id and digest, by whom.
+INSERT INTO probe_run_exports (file_name, before, range_from, runs, first_at, last_at, max_run_id, sha256, exported_by)
+VALUES ($1, $2, $9, $3, $4, $5, $6, $7, $8)
+RETURNING id, exported_at;
