@@ -252,6 +252,15 @@ func ListAlertEvents(ctx context.Context, db DBTX, open bool, since *time.Time, 
 	return collect[AlertEvent](ctx, db, "ListAlertEvents", pgx.NamedArgs{"open": open, "since": since, "limit": limit})
 }
 
+// CountOpenAlerts counts the server.down alerts not yet resolved.
+func CountOpenAlerts(ctx context.Context, db DBTX) (int64, error) {
+	n, err := valueOf[int64](ctx, db, "CountOpenAlerts")
+	if err != nil {
+		return 0, fmt.Errorf("count open alerts: %w", err)
+	}
+	return n, nil
+}
+
 // EventDelivery is one event's delivery to one receiver, as listed.
 type EventDelivery struct {
 	EventID       string     `db:"event_id"`

@@ -114,6 +114,10 @@ SELECT e.id::text AS id, e.seq, e.type, s.slug AS server, e.state, e.previous_st
  ORDER BY e.seq DESC
  LIMIT @limit;
 
+-- name: CountOpenAlerts
+-- The server.down alerts not yet resolved (what ListAlertEvents lists with @open).
+SELECT count(*) FROM alert_events WHERE type = 'server.down' AND resolved_at IS NULL;
+
 -- name: EventDeliveries
 SELECT d.event_id::text AS event_id, r.name AS receiver, d.state, d.attempts, d.last_status, d.last_error,
        d.last_attempt_at

@@ -33,6 +33,7 @@ type view struct {
 	Pairs                       []pairView
 	MorePairs                   string
 	Workers                     *workersView
+	Alerts                      *alertsView
 
 	// Standby says the page reads a hot standby, and how far behind it is ("" on a primary).
 	Standby string
@@ -123,6 +124,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		v.Rounds = append(v.Rounds, rv)
 	}
 	v.Workers = newWorkersView(l, r)
+	v.Alerts = newAlertsView(l, r)
 	if rep := r.Duplicates.Report; rep != nil {
 		for i, p := range rep.Pairs {
 			if i == maxPairs {
