@@ -252,6 +252,33 @@ func ListAlertEvents(ctx context.Context, db DBTX, open bool, since *time.Time, 
 	return collect[AlertEvent](ctx, db, "ListAlertEvents", pgx.NamedArgs{"open": open, "since": since, "limit": limit})
 }
 
+// DegradedRound is a round the storm guard judged degraded: at least storm_share per cent of
+// its (at least storm_min) checks failed, so its failures counted toward no server's down
+// threshold.
+type DegradedRound struct {
+	RoundID    int64     `db:"round_id"`
+	Checked    int       `db:"checked"`
+	Failed     int       `db:"failed"`
+	DegradedAt time.Time `db:"degraded_at"`
+}
+
+// DegradedRounds reads which of the rounds roundIDs were judged degraded, by round id; a round
+// not in the map was not.
+func DegradedRounds(ctx context.Context, db DBTX, roundIDs []int64) (map[int64]DegradedRound, error) {
+	out := map[int64]DegradedRound{}
+	if len(roundIDs) == 0 {
+		return out, nil
+	}
+	rows, err := collect[DegradedRound](ctx, db, "DegradedRounds", pgx.NamedArgs{"round_ids": roundIDs})
+	if err != nil {
+		return nil, fmt.Errorf("read the degraded rounds: %w", err)
+	}
+	for _, r := range rows {
+		out[r.RoundID] = r
+	}
+	return out, nil
+}
+
 // CountOpenAlerts counts the server.down alerts not yet resolved.
 func CountOpenAlerts(ctx context.Context, db DBTX) (int64, error) {
 	n, err := valueOf[int64](ctx, db, "CountOpenAlerts")

@@ -114,6 +114,14 @@ SELECT e.id::text AS id, e.seq, e.type, s.slug AS server, e.state, e.previous_st
  ORDER BY e.seq DESC
  LIMIT @limit;
 
+-- name: DegradedRounds
+-- Which of the rounds @round_ids the storm guard judged degraded, with the tally that tipped
+-- each: the one read of it the round summary, status and the runs share.
+SELECT round_id, checked, failed, degraded_at
+  FROM alert_degraded_rounds
+ WHERE round_id = ANY (@round_ids::bigint[])
+ ORDER BY round_id;
+
 -- name: CountOpenAlerts
 -- The server.down alerts not yet resolved (what ListAlertEvents lists with @open).
 SELECT count(*) FROM alert_events WHERE type = 'server.down' AND resolved_at IS NULL;

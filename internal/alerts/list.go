@@ -56,3 +56,16 @@ func List(ctx context.Context, db queries.DBTX, o ListOptions) ([]Listed, error)
 	}
 	return out, nil
 }
+
+// RoundDegraded says whether the storm guard judged round roundID degraded, with the tally that
+// tipped it; nil when it did not.
+func RoundDegraded(ctx context.Context, db queries.DBTX, roundID int64) (*queries.DegradedRound, error) {
+	m, err := queries.DegradedRounds(ctx, db, []int64{roundID})
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := m[roundID]; ok {
+		return &d, nil
+	}
+	return nil, nil
+}

@@ -113,6 +113,9 @@ type roundJSON struct {
 	OpenJobs        int            `json:"open_jobs"`
 	State           string         `json:"state"`
 	HeartbeatAt     *time.Time     `json:"heartbeat_at"`
+	// Degraded: the storm guard judged the round degraded; its failures counted toward no
+	// server's down threshold.
+	Degraded bool `json:"degraded"`
 }
 
 type duplicatesJSON struct {
@@ -184,7 +187,8 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,
 			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt,
 			Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
-			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt}
+			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt,
+			Degraded: rd.Degraded != nil}
 		if rd.FinishedAt != nil {
 			d := audit.Seconds(*rd.Duration())
 			rj.FinishedAt, rj.DurationSeconds = rd.FinishedAt, &d

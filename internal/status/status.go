@@ -132,6 +132,9 @@ type OpenJob = audit.OpenJob
 // and its open jobs wait for the in-flight window.
 type Round struct {
 	queries.RecentRound
+	// Degraded is set when the storm guard judged the round degraded (its failures counted toward
+	// no server's down threshold; docs/alerts.md).
+	Degraded *queries.DegradedRound
 }
 
 // Duration is how long the round took; nil while it runs (or if it died).
@@ -308,9 +311,21 @@ func rounds(ctx context.Context, tx pgx.Tx, now time.Time) ([]Round, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]int64, 0, len(rs))
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	degraded, err := queries.DegradedRounds(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Round, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, Round{r})
+		rd := Round{RecentRound: r}
+		if d, ok := degraded[r.ID]; ok {
+			rd.Degraded = &d
+		}
+		out = append(out, rd)
 	}
 	return out, nil
 }

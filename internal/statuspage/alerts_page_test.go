@@ -53,3 +53,20 @@ func TestPagesShowOpenAlertsInTheirLanguage(t *testing.T) {
 	require.Equal(t, []map[string]any{{"id": openID, "type": "server.down", "server": statustest.Stale,
 		"state": "down", "opened_at": opened.Format(time.RFC3339)}}, doc.Alerts)
 }
+
+// A round the storm guard judged degraded is marked in the recent rounds of both pages.
+func TestPagesMarkADegradedRound(t *testing.T) {
+	t.Parallel()
+	h, pool, sc := seeded(t)
+	require.NotContains(t, get(t, h, "/status").Body, `badge degraded`)
+	_, err := pool.Exec(context.Background(), `INSERT INTO alert_degraded_rounds (round_id, checked, failed) VALUES ($1, 4, 3)`,
+		sc.FinishedRound)
+	require.NoError(t, err)
+	for _, c := range []struct{ path, word string }{{"/status", ">degraded<"}, {"/zh/status", ">降级<"}} {
+		body := get(t, h, c.path).Body
+		section := body[strings.Index(body, `<section id="rounds">`):]
+		section = section[:strings.Index(section, "</section>")]
+		require.Equal(t, 1, strings.Count(section, `badge degraded`), c.path)
+		require.Contains(t, section, c.word)
+	}
+}

@@ -62,7 +62,7 @@ type openJobView struct {
 type roundView struct {
 	ID, Started, StartedISO, Trigger, Version, Duration string
 	Jobs, Runs, Servers, Failures, OpenJobs             int
-	Running, Dead, Short                                bool
+	Running, Dead, Short, Degraded                      bool
 }
 
 type pairView struct {
@@ -121,6 +121,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		}
 		// Fewer servers than jobs is what the incident's rounds looked like: a server claimed twice.
 		rv.Short = rd.Servers < rd.Jobs
+		rv.Degraded = rd.Degraded != nil
 		v.Rounds = append(v.Rounds, rv)
 	}
 	v.Workers = newWorkersView(l, r)
