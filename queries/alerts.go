@@ -279,6 +279,26 @@ func DegradedRounds(ctx context.Context, db DBTX, roundIDs []int64) (map[int64]D
 	return out, nil
 }
 
+// EmitDeadRounds emits one round.dead event for each round found dead (RoundDeadAfter) that no
+// caller judged yet, at most limit of them, and returns how many it emitted. Idempotent: a round
+// is judged once, whoever calls, however often.
+func EmitDeadRounds(ctx context.Context, db DBTX, limit int) (int, error) {
+	n, err := valueOf[int](ctx, db, "EmitDeadRounds", RoundDeadAfter, RoundDeadWithoutHeartbeat, limit)
+	if err != nil {
+		return 0, fmt.Errorf("emit round.dead events: %w", err)
+	}
+	return n, nil
+}
+
+// DeadRoundsUnjudged says whether a round is dead and not yet judged by EmitDeadRounds.
+func DeadRoundsUnjudged(ctx context.Context, db DBTX) (bool, error) {
+	b, err := valueOf[bool](ctx, db, "DeadRoundsUnjudged", RoundDeadAfter, RoundDeadWithoutHeartbeat)
+	if err != nil {
+		return false, fmt.Errorf("look for dead rounds: %w", err)
+	}
+	return b, nil
+}
+
 // CountOpenAlerts counts the server.down alerts not yet resolved.
 func CountOpenAlerts(ctx context.Context, db DBTX) (int64, error) {
 	n, err := valueOf[int64](ctx, db, "CountOpenAlerts")

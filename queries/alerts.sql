@@ -122,6 +122,21 @@ SELECT round_id, checked, failed, degraded_at
  WHERE round_id = ANY (@round_ids::bigint[])
  ORDER BY round_id;
 
+-- name: EmitDeadRounds
+-- One round.dead event per round found dead and not yet judged (alert_emit_dead_rounds): $1 and
+-- $2 are RoundDeadAfter and RoundDeadWithoutHeartbeat, $3 the most judged at once.
+SELECT alert_emit_dead_rounds($1::interval, $2::interval, $3::integer) AS emitted;
+
+-- name: DeadRoundsUnjudged
+-- Whether a round is dead and not yet judged: the idle tick's cheap question.
+SELECT EXISTS (
+    SELECT 1
+      FROM probe_rounds AS pr
+     WHERE pr.finished_at IS NULL
+       AND coalesce(pr.heartbeat_at + $1::interval, pr.started_at + $2::interval) < now()
+       AND NOT EXISTS (SELECT 1 FROM alert_dead_rounds AS d WHERE d.round_id = pr.id)
+) AS unjudged;
+
 -- name: CountOpenAlerts
 -- The server.down alerts not yet resolved (what ListAlertEvents lists with @open).
 SELECT count(*) FROM alert_events WHERE type = 'server.down' AND resolved_at IS NULL;

@@ -69,3 +69,19 @@ func RoundDegraded(ctx context.Context, db queries.DBTX, roundID int64) (*querie
 	}
 	return nil, nil
 }
+
+// MaxDeadRoundsAtOnce bounds the rounds one call of EmitDeadRounds judges; the next call takes
+// the rest.
+const MaxDeadRoundsAtOnce = 100
+
+// EmitDeadRounds emits one round.dead event per round found dead (its heartbeat older than
+// queries.RoundDeadAfter) and not judged before, and returns how many. The worker leader's tick
+// and 'alerts deliver' call it; a round is judged once whoever calls (alert_dead_rounds).
+func EmitDeadRounds(ctx context.Context, db queries.DBTX) (int, error) {
+	return queries.EmitDeadRounds(ctx, db, MaxDeadRoundsAtOnce)
+}
+
+// DeadRoundsUnjudged says whether EmitDeadRounds has a round to judge.
+func DeadRoundsUnjudged(ctx context.Context, db queries.DBTX) (bool, error) {
+	return queries.DeadRoundsUnjudged(ctx, db)
+}
