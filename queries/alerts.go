@@ -252,6 +252,62 @@ func ListAlertEvents(ctx context.Context, db DBTX, open bool, since *time.Time, 
 	return collect[AlertEvent](ctx, db, "ListAlertEvents", pgx.NamedArgs{"open": open, "since": since, "limit": limit})
 }
 
+// DegradedRound is a round the storm guard judged degraded: at least storm_share per cent of
+// its (at least storm_min) checks failed, so its failures counted toward no server's down
+// threshold.
+type DegradedRound struct {
+	RoundID    int64     `db:"round_id"`
+	Checked    int       `db:"checked"`
+	Failed     int       `db:"failed"`
+	DegradedAt time.Time `db:"degraded_at"`
+}
+
+// DegradedRounds reads which of the rounds roundIDs were judged degraded, by round id; a round
+// not in the map was not.
+func DegradedRounds(ctx context.Context, db DBTX, roundIDs []int64) (map[int64]DegradedRound, error) {
+	out := map[int64]DegradedRound{}
+	if len(roundIDs) == 0 {
+		return out, nil
+	}
+	rows, err := collect[DegradedRound](ctx, db, "DegradedRounds", pgx.NamedArgs{"round_ids": roundIDs})
+	if err != nil {
+		return nil, fmt.Errorf("read the degraded rounds: %w", err)
+	}
+	for _, r := range rows {
+		out[r.RoundID] = r
+	}
+	return out, nil
+}
+
+// EmitDeadRounds emits one round.dead event for each round found dead (RoundDeadAfter) that no
+// caller judged yet, at most limit of them, and returns how many it emitted. Idempotent: a round
+// is judged once, whoever calls, however often.
+func EmitDeadRounds(ctx context.Context, db DBTX, limit int) (int, error) {
+	n, err := valueOf[int](ctx, db, "EmitDeadRounds", RoundDeadAfter, RoundDeadWithoutHeartbeat, limit)
+	if err != nil {
+		return 0, fmt.Errorf("emit round.dead events: %w", err)
+	}
+	return n, nil
+}
+
+// DeadRoundsUnjudged says whether a round is dead and not yet judged by EmitDeadRounds.
+func DeadRoundsUnjudged(ctx context.Context, db DBTX) (bool, error) {
+	b, err := valueOf[bool](ctx, db, "DeadRoundsUnjudged", RoundDeadAfter, RoundDeadWithoutHeartbeat)
+	if err != nil {
+		return false, fmt.Errorf("look for dead rounds: %w", err)
+	}
+	return b, nil
+}
+
+// CountOpenAlerts counts the server.down alerts not yet resolved.
+func CountOpenAlerts(ctx context.Context, db DBTX) (int64, error) {
+	n, err := valueOf[int64](ctx, db, "CountOpenAlerts")
+	if err != nil {
+		return 0, fmt.Errorf("count open alerts: %w", err)
+	}
+	return n, nil
+}
+
 // EventDelivery is one event's delivery to one receiver, as listed.
 type EventDelivery struct {
 	EventID       string     `db:"event_id"`

@@ -114,6 +114,33 @@ SELECT e.id::text AS id, e.seq, e.type, s.slug AS server, e.state, e.previous_st
  ORDER BY e.seq DESC
  LIMIT @limit;
 
+-- name: DegradedRounds
+-- Which of the rounds @round_ids the storm guard judged degraded, with the tally that tipped
+-- each: the one read of it the round summary, status and the runs share.
+SELECT round_id, checked, failed, degraded_at
+  FROM alert_degraded_rounds
+ WHERE round_id = ANY (@round_ids::bigint[])
+ ORDER BY round_id;
+
+-- name: EmitDeadRounds
+-- One round.dead event per round found dead and not yet judged (alert_emit_dead_rounds): $1 and
+-- $2 are RoundDeadAfter and RoundDeadWithoutHeartbeat, $3 the most judged at once.
+SELECT alert_emit_dead_rounds($1::interval, $2::interval, $3::integer) AS emitted;
+
+-- name: DeadRoundsUnjudged
+-- Whether a round is dead and not yet judged: the idle tick's cheap question.
+SELECT EXISTS (
+    SELECT 1
+      FROM probe_rounds AS pr
+     WHERE pr.finished_at IS NULL
+       AND coalesce(pr.heartbeat_at + $1::interval, pr.started_at + $2::interval) < now()
+       AND NOT EXISTS (SELECT 1 FROM alert_dead_rounds AS d WHERE d.round_id = pr.id)
+) AS unjudged;
+
+-- name: CountOpenAlerts
+-- The server.down alerts not yet resolved (what ListAlertEvents lists with @open).
+SELECT count(*) FROM alert_events WHERE type = 'server.down' AND resolved_at IS NULL;
+
 -- name: EventDeliveries
 SELECT d.event_id::text AS event_id, r.name AS receiver, d.state, d.attempts, d.last_status, d.last_error,
        d.last_attempt_at

@@ -35,3 +35,18 @@ func CompleteKeyIDs(ctx context.Context, db DBTX, prefix string, limit int) ([]K
 	}
 	return out, nil
 }
+
+// ReceiverCandidate is an alert receiver a shell may complete.
+type ReceiverCandidate struct {
+	Name   string `db:"name"`
+	Format string `db:"format"`
+}
+
+// CompleteReceivers returns at most limit receivers whose name starts with prefix, ordered by name.
+func CompleteReceivers(ctx context.Context, db DBTX, prefix string, limit int) ([]ReceiverCandidate, error) {
+	out, err := rowsOf[ReceiverCandidate](ctx, db, "CompleteReceivers", prefix, limit)
+	if err != nil {
+		return nil, fmt.Errorf("complete receivers: %w", err)
+	}
+	return out, nil
+}

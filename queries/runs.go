@@ -29,6 +29,9 @@ type Run struct {
 	// ProbectlFault: the run was interrupted, fenced or stored late by probectl; it says nothing
 	// about the server and is left out of uptime.
 	ProbectlFault bool `db:"probectl_fault"`
+	// RoundDegraded: the run's round was judged degraded by the storm guard (DegradedRounds), so
+	// its failure counted toward no server's down threshold. Not a column: history fills it.
+	RoundDegraded bool `db:"-"`
 }
 
 // Duration is how long the check took, by the prober's clock.

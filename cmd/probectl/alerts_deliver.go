@@ -21,8 +21,10 @@ func newAlertsDeliverCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deliver",
 		Short: "Deliver the pending alert events once, and re-send open alerts to Alertmanager",
-		Long: `Attempt every delivery that is due now, once each, the way 'probectl worker' does (a delivery
-another process is attempting at that moment is left to it), then send the open server.down alerts
+		Long: `Emit one round.dead alert for each round found dead since (its heartbeat stopped; once per
+round, as the worker leader's tick does), then attempt every delivery that is due now, once each,
+the way 'probectl worker' does (a delivery another process is attempting at that moment is left to
+it), then send the open server.down alerts
 to each Alertmanager receiver again so they stay firing. For a directory run from cron without a
 worker: run it every minute. Exit 1 when an attempt failed (it stays pending for the next run,
 until 24 h after its event), 3 when the database cannot be reached.`,

@@ -40,7 +40,8 @@ func outputFormats(path string) []string {
 	switch {
 	case strings.HasPrefix(path, "probectl audit "), path == "probectl runs list":
 		return []string{"table", "json", "csv"}
-	case path == "probectl keys export":
+	case path == "probectl keys export",
+		strings.HasPrefix(path, "probectl receivers ") && path != "probectl receivers list":
 		return []string{"table"}
 	}
 	return []string{"table", "json"}
@@ -49,13 +50,15 @@ func outputFormats(path string) []string {
 // argCompleters complete a command's first argument from the database, by command path. A command
 // added later under one of these paths (servers show, keys export) completes without more code.
 var argCompleters = map[string]func(ctx context.Context, db queries.DBTX, prefix string) ([]completion.Candidate, error){
-	"probectl servers recheck": completion.Slugs,
-	"probectl servers show":    completion.Slugs,
-	"probectl servers pause":   completion.Slugs,
-	"probectl servers resume":  completion.Slugs,
-	"probectl servers delist":  completion.Slugs,
-	"probectl keys retire":     completion.KeyIDs,
-	"probectl keys export":     completion.KeyIDs,
+	"probectl servers recheck":  completion.Slugs,
+	"probectl servers show":     completion.Slugs,
+	"probectl servers pause":    completion.Slugs,
+	"probectl servers resume":   completion.Slugs,
+	"probectl servers delist":   completion.Slugs,
+	"probectl keys retire":      completion.KeyIDs,
+	"probectl keys export":      completion.KeyIDs,
+	"probectl receivers remove": completion.Receivers,
+	"probectl receivers test":   completion.Receivers,
 }
 
 // everyArg are the commands of argCompleters that take many such arguments: each argument

@@ -70,6 +70,21 @@ func TestCompletionOffersSlugsAndKeyIDsFromTheDatabase(t *testing.T) {
 	assert.Equal(t, []string{key + "\tin use", ":4"}, complete(t, c, "keys", "retire", "ed25519:"))
 }
 
+// Receiver names complete for the commands that take one; a removed receiver is not offered.
+func TestCompletionOffersReceiverNames(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	c := cli{env: map[string]string{"PROBECTL_DATABASE_URL": url}}
+	for _, r := range [][]string{{"oncall", "slack"}, {"oncall-eu", "alertmanager"}, {"ops", "slack"}, {"old", "slack"}} {
+		res := runCLI(t, "--database-url", url, "receivers", "add", r[0], "--url", "http://127.0.0.1:9/"+r[0], "--format", r[1])
+		require.Equal(t, 0, res.Code, res.Stderr)
+	}
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "receivers", "remove", "old").Code)
+	assert.Equal(t, []string{"oncall\tslack", "oncall-eu\talertmanager", ":4"}, complete(t, c, "receivers", "test", "on"))
+	assert.Equal(t, []string{"oncall\tslack", "oncall-eu\talertmanager", "ops\tslack", ":4"}, complete(t, c, "receivers", "remove", ""))
+	assert.Equal(t, []string{":4"}, complete(t, c, "receivers", "test", "oncall", ""), "one receiver per command")
+}
+
 func TestCompletionSaysNothingWithoutADatabase(t *testing.T) {
 	t.Parallel()
 	// Nothing configured: no connection is even tried (libpq's defaults would reach a local server).
@@ -148,20 +163,23 @@ func TestEveryCommandIsOfferedTheOutputFormatsItTakes(t *testing.T) {
 	url := refusedDatabaseURL(t)
 	// What each command needs before it reads -o; a command missing here gets no argument.
 	needs := map[string][]string{
-		"probectl check":           {"https://weather.example/mcp"},
-		"probectl keys export":     {"ed25519:0000000000000000"},
-		"probectl keys generate":   {"--out", filepath.Join(t.TempDir(), "k")},
-		"probectl keys register":   {"k.key"},
-		"probectl keys retire":     {"ed25519:0000000000000000"},
-		"probectl runs show":       {"1"},
-		"probectl runs verify":     {"run.json"},
-		"probectl servers add":     {"--slug", "x", "--url", "https://x.example/", "--kind", "http"},
-		"probectl servers delist":  {"x"},
-		"probectl servers import":  {"servers.csv"},
-		"probectl servers pause":   {"x"},
-		"probectl servers recheck": {"x"},
-		"probectl servers resume":  {"x"},
-		"probectl servers show":    {"x"},
+		"probectl check":            {"https://weather.example/mcp"},
+		"probectl keys export":      {"ed25519:0000000000000000"},
+		"probectl keys generate":    {"--out", filepath.Join(t.TempDir(), "k")},
+		"probectl keys register":    {"k.key"},
+		"probectl keys retire":      {"ed25519:0000000000000000"},
+		"probectl receivers add":    {"x", "--url", "https://x.example/", "--format", "slack"},
+		"probectl receivers remove": {"x"},
+		"probectl receivers test":   {"x"},
+		"probectl runs show":        {"1"},
+		"probectl runs verify":      {"run.json"},
+		"probectl servers add":      {"--slug", "x", "--url", "https://x.example/", "--kind", "http"},
+		"probectl servers delist":   {"x"},
+		"probectl servers import":   {"servers.csv"},
+		"probectl servers pause":    {"x"},
+		"probectl servers recheck":  {"x"},
+		"probectl servers resume":   {"x"},
+		"probectl servers show":     {"x"},
 	}
 	// Commands that print no report: -o means nothing to them.
 	noOutput := map[string]bool{"probectl serve": true, "probectl worker": true}

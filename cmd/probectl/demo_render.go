@@ -109,8 +109,8 @@ func (r *demoReporter) Say(format string, args ...any) {
 }
 
 func (r *demoReporter) Round(sum *probe.Summary) {
-	raw := r.show(func() error { return renderRoundSummary(r.f, "table", sum, nil, nil) },
-		func(sub *factory) error { return renderRoundSummary(sub, "json", sum, nil, nil) })
+	raw := r.show(func() error { return renderRoundSummary(r.f, "table", sum, nil, nil, nil) },
+		func(sub *factory) error { return renderRoundSummary(sub, "json", sum, nil, nil, nil) })
 	if raw != nil {
 		r.rounds = append(r.rounds, raw)
 	}

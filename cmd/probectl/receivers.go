@@ -78,6 +78,9 @@ The receiver gets the events stored from then on.`,
 
 func runReceiversAdd(ctx context.Context, opts *receiversAddOptions, name string) error {
 	f := opts.f
+	if _, err := f.OutputFormat("table"); err != nil {
+		return err
+	}
 	r := alerts.NewReceiver{Name: name, URL: opts.URL, Format: opts.Format}
 	if opts.Events != "" {
 		r.Events = strings.Split(opts.Events, ",")
@@ -190,6 +193,9 @@ deliveries' history stays (alerts list).`,
 		Example: `  probectl receivers remove oncall`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := opts.f.OutputFormat("table"); err != nil {
+				return err
+			}
 			pool, err := opts.f.Pool(cmd.Context())
 			if err != nil {
 				return err
@@ -215,6 +221,9 @@ it answered anything but 2xx, 3 when it could not be reached (or its address was
 		Example: `  probectl receivers test oncall`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := opts.f.OutputFormat("table"); err != nil {
+				return err
+			}
 			pool, err := opts.f.Pool(cmd.Context())
 			if err != nil {
 				return err

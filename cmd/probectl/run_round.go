@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/probectl/probectl/internal/alerts"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/history"
 	"github.com/probectl/probectl/internal/memlimit"
@@ -254,11 +255,15 @@ func renderRoundWithFailures(ctx context.Context, f *factory, pool *pgxpool.Pool
 	sum *probe.Summary, overrides []release.Override, log *slog.Logger) error {
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	failures, ferr := history.RoundFailures(fctx, pool, sum.RoundID, sum.Jobs)
+	degraded, derr := alerts.RoundDegraded(fctx, pool, sum.RoundID)
 	fcancel()
 	if ferr != nil && log != nil {
 		log.Error("could not read the round's failures back", "round", sum.RoundID, "err", ferr)
 	}
-	return renderRoundSummary(f, format, sum, overrides, failures)
+	if derr != nil && log != nil {
+		log.Error("could not read whether the round was degraded", "round", sum.RoundID, "err", derr)
+	}
+	return renderRoundSummary(f, format, sum, overrides, failures, degraded)
 }
 
 func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.Settings, format string) error {

@@ -68,6 +68,8 @@ type roundJSON struct {
 	JobsClosedElsewhere int       `json:"jobs_closed_elsewhere"`
 	Fenced              int       `json:"fenced"`
 	Problems            []string  `json:"problems"`
+	// Degraded: the storm guard judged the round degraded (docs/alerts.md).
+	Degraded bool `json:"degraded"`
 	// Spooled results could not be stored and wait in SpoolFile; Recovered were stored from the
 	// spool before the round claimed.
 	Spooled       int                `json:"spooled"`
@@ -79,7 +81,8 @@ type roundJSON struct {
 	Failures      []roundFailureJSON `json:"failures"`
 }
 
-func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override, failures []queries.Run) error {
+func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override, failures []queries.Run,
+	degraded *queries.DegradedRound) error {
 	if format == "json" {
 		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
 			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
@@ -89,7 +92,8 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
 			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
 			Overrides:     toOverridesJSON(overrides),
-			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures)}
+			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures),
+			Degraded: degraded != nil}
 		if s.KeyID != "" {
 			out.KeyID = &s.KeyID
 		}
@@ -134,6 +138,11 @@ func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides [
 		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, render.Duration(c.MinSpacing), c.Finish, signed)))
 	for _, o := range overrides {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%s %s overrides release #%d's %s", flagOf(o.Setting), o.Round, *c.ReleaseID, o.Release)))
+	}
+	if degraded != nil {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("degraded: too many checks failed at once (%d of %d when the storm guard judged "+
+			"it; the prober's own network, most likely): its failures counted toward no server's down threshold, one "+
+			"prober.degraded alert was sent instead (docs/alerts.md)", degraded.Failed, degraded.Checked)))
 	}
 	if s.ClaimedTwice() {
 		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d jobs covered %d servers: a server was claimed twice", s.Jobs, s.Servers)))

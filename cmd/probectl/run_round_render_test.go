@@ -24,7 +24,7 @@ func TestARoundSummaryWithMoreJobsThanServersSaysAServerWasClaimedTwice(t *testi
 		f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 		sum := &probe.Summary{RoundID: 7, Settings: probe.DefaultSettings(),
 			RoundCounts: queries.RoundCounts{Jobs: tc.jobs, Runs: tc.jobs, Servers: tc.servers}}
-		require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil), tc.name)
+		require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil, nil), tc.name)
 		line := "3 jobs covered 2 servers: a server was claimed twice\n"
 		if tc.want {
 			assert.Contains(t, out.String(), line, tc.name)
@@ -41,12 +41,12 @@ func TestARoundSummaryWhoseCountsAreUnknownDoesNotSayZero(t *testing.T) {
 	io, _, out, _ := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	sum := &probe.Summary{RoundID: 7, Invocations: 1, Settings: probe.DefaultSettings(), CountsUnknown: true}
-	require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil))
+	require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil, nil))
 	assert.Regexp(t, `(?m)^7 +1 +\? +\? +\? +\? +\? +\? +\? `, out.String())
 	assert.Contains(t, out.String(), "its counts are unknown, not zero")
 
 	io, _, out, _ = testStreams()
 	f = newFactory(io, testEnv(t), buildInfo{Version: "test"})
-	require.NoError(t, renderRoundSummary(f, "json", sum, nil, nil))
+	require.NoError(t, renderRoundSummary(f, "json", sum, nil, nil, nil))
 	assert.Contains(t, out.String(), `"counts_unknown": true`)
 }

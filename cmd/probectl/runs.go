@@ -58,12 +58,16 @@ type runJSON struct {
 	DurationSeconds float64   `json:"duration_seconds"`
 	KeyID           *string   `json:"key_id"`
 	ProbectlFault   bool      `json:"probectl_fault"`
+	// RoundDegraded: the run's round was judged degraded; its failure counted toward no server's
+	// down threshold.
+	RoundDegraded bool `json:"round_degraded"`
 }
 
 func toRunJSON(r queries.Run) runJSON {
 	return runJSON{ID: r.ID, JobID: r.JobID, RoundID: r.RoundID, Server: r.Server, Kind: r.Kind, Outcome: r.Outcome,
 		Summary: r.Summary, Error: r.Error, Requests: r.Requests, StartedAt: r.StartedAt,
-		FinishedAt: r.FinishedAt, DurationSeconds: r.Duration().Seconds(), KeyID: r.KeyID, ProbectlFault: r.ProbectlFault}
+		FinishedAt: r.FinishedAt, DurationSeconds: r.Duration().Seconds(), KeyID: r.KeyID, ProbectlFault: r.ProbectlFault,
+		RoundDegraded: r.RoundDegraded}
 }
 
 func toRunsJSON(runs []queries.Run) []runJSON {

@@ -126,6 +126,9 @@ func writeRunsTable(io *render.Streams, runs []queries.Run) error {
 		if r.ProbectlFault {
 			why += " (probectl's fault)"
 		}
+		if r.RoundDegraded && r.Outcome != "ok" {
+			why += " (degraded round: counted toward no threshold)"
+		}
 		tbl.Row(r.ID, r.Server, r.Outcome, io.Time(r.StartedAt), render.Duration(r.Duration()), idText(r.RoundID), why)
 	}
 	return tbl.Render()

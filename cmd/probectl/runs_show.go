@@ -108,7 +108,11 @@ func writeRunShow(io *render.Streams, v history.RunView) error {
 	if v.ProbectlFault {
 		why += " (at probectl's fault: not counted against the server)"
 	}
-	kv := render.NewTable(w, "RUN", fmt.Sprintf("%d (job %d, round %s)", v.ID, v.JobID, idText(v.RoundID)))
+	round := idText(v.RoundID)
+	if v.RoundDegraded {
+		round += ", degraded"
+	}
+	kv := render.NewTable(w, "RUN", fmt.Sprintf("%d (job %d, round %s)", v.ID, v.JobID, round))
 	kv.Row("server", fmt.Sprintf("%s (%s) %s", v.Server, v.Kind, check.RedactURL(v.EndpointURL)))
 	kv.Row("outcome", why)
 	kv.Row("started", io.TimeNano(v.StartedAt))
@@ -130,6 +134,10 @@ func writeRunShow(io *render.Streams, v history.RunView) error {
 	if res.ToolNamesCut > 0 {
 		kv.Row("tool names", fmt.Sprintf("%d cut to %d bytes (ending in …; their fingerprints are of the whole definitions)",
 			res.ToolNamesCut, check.MaxToolNameBytes))
+	}
+	if v.RoundDegraded {
+		kv.Row("round", "degraded: too many of the round's checks failed at once, so its failures "+
+			"counted toward no server's down threshold (docs/alerts.md)")
 	}
 	kv.Row("envelope", envelopeText(v))
 	if err := kv.Render(); err != nil {

@@ -59,10 +59,10 @@ func TestRunsListJSONHasTheDocumentedShapeAndFilters(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &runs), res.Stdout)
 	require.Len(t, runs, 3)
 	for _, key := range []string{"id", "job_id", "round_id", "server", "kind", "outcome", "summary", "error", "requests",
-		"started_at", "finished_at", "duration_seconds", "key_id", "probectl_fault"} {
+		"started_at", "finished_at", "duration_seconds", "key_id", "probectl_fault", "round_degraded"} {
 		assert.Contains(t, runs[0], key)
 	}
-	assert.Len(t, runs[0], 14, "a new key is a change of the documented shape")
+	assert.Len(t, runs[0], 15, "a new key is a change of the documented shape")
 	for i := 1; i < len(runs); i++ {
 		assert.GreaterOrEqual(t, runs[i-1]["started_at"], runs[i]["started_at"], "newest first")
 	}

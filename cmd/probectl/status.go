@@ -155,6 +155,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 		p.linef("the last %d of %d, newest first", len(r.RecentRounds), r.RoundsTotal)
 		tbl := render.NewTable(w, "ROUND", io.TimeHeader("STARTED"), "TRIGGER", "VERSION", "JOBS", "RUNS", "SERVERS",
 			"FAILURES", "OPEN", "DURATION")
+		var anyDegraded bool
 		for _, rd := range r.RecentRounds {
 			// An unfinished round is running, or dead: its heartbeat stopped.
 			duration := render.Plain(rd.State)
@@ -167,10 +168,18 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 			if rd.Servers < rd.Jobs {
 				servers = render.Styled(st.Warn, fmt.Sprint(rd.Servers))
 			}
-			tbl.Row(rd.ID, statusTime(rd.StartedAt), rd.Trigger, rd.Version, rd.Jobs, rd.Runs, servers, rd.Failures,
+			failures := render.Plain(fmt.Sprint(rd.Failures))
+			if rd.Degraded != nil {
+				failures = failures.Then(render.Plain(", ")).Then(render.Styled(st.Warn, "degraded"))
+				anyDegraded = true
+			}
+			tbl.Row(rd.ID, statusTime(rd.StartedAt), rd.Trigger, rd.Version, rd.Jobs, rd.Runs, servers, failures,
 				rd.OpenJobs, duration)
 		}
 		p.table(tbl)
+		if anyDegraded {
+			p.linef("%s", st.Muted.Render(degradedNote))
+		}
 	}
 
 	d := r.Duplicates
@@ -212,6 +221,10 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	}
 	return p.err
 }
+
+// degradedNote says what a degraded round is, wherever one is shown (status, run round, runs).
+const degradedNote = "degraded: the storm guard judged the round degraded (too many of its checks failed at once); " +
+	"its failures counted toward no server's down threshold (docs/alerts.md)"
 
 // statusPrinter writes lines and tables and keeps the first error, so writeStatus reads as the report
 // it prints.

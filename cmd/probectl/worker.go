@@ -49,6 +49,14 @@ The leader also runs the registry syncs scheduled with 'probectl servers sync --
 job a registry at a time); --allow-private-targets lets such a sync reach a registry on a
 private network too. See docs/registry.md.
 
+It also delivers the alerts (docs/alerts.md): every event a finish writes to the outbox comes with
+one River job per matching receiver (queue probectl_alerts, up to 10 at once per process, apart
+from the invocations so a long round never holds an alert back), tried again with exponential
+backoff (the first retry within 10 s) until the receiver answers 2xx or 24 h have passed, each
+attempt recorded ('probectl alerts list'). The leader re-sends the open down alerts to each
+Alertmanager receiver every minute (the policy's re-send period) so they stay firing, and emits
+one round.dead alert for each round found dead. Receivers are managed with 'probectl receivers'.
+
 Results an invocation checked but could not store (the database down longer than the finish's
 30-second budget) go to this machine's spool (--spool-dir); the worker stores what waits there
 when it starts and whenever its heartbeat finds results waiting. Every 10 seconds it writes its

@@ -107,3 +107,14 @@ func TestWorkerRefusesAKeyThatIsNotRegistered(t *testing.T) {
 	assert.Equal(t, 2, res.Code, res.Stderr)
 	assert.Contains(t, res.Stderr, "is not registered")
 }
+
+// An operator reading the worker's help learns that it is what delivers the alerts.
+func TestWorkerHelpSaysItDeliversTheAlerts(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "worker", "--help")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	for _, want := range []string{"It also delivers the alerts (docs/alerts.md)", "probectl_alerts", "24 h",
+		"round.dead", "'probectl receivers'"} {
+		require.Contains(t, res.Stdout, want)
+	}
+}

@@ -139,6 +139,12 @@ const maxDrainBatch = 500
 // how many are still pending after it.
 func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, error) {
 	var s DrainSummary
+	if roundID == nil {
+		// Without a worker, this is where rounds found dead get their round.dead alert.
+		if _, err := EmitDeadRounds(ctx, d.DB); err != nil {
+			return s, err
+		}
+	}
 	seen := map[queries.DeliveryKey]bool{}
 	for {
 		keys, err := queries.PendingDeliveries(ctx, d.DB, roundID, nil, maxDrainBatch)

@@ -56,3 +56,32 @@ func List(ctx context.Context, db queries.DBTX, o ListOptions) ([]Listed, error)
 	}
 	return out, nil
 }
+
+// RoundDegraded says whether the storm guard judged round roundID degraded, with the tally that
+// tipped it; nil when it did not.
+func RoundDegraded(ctx context.Context, db queries.DBTX, roundID int64) (*queries.DegradedRound, error) {
+	m, err := queries.DegradedRounds(ctx, db, []int64{roundID})
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := m[roundID]; ok {
+		return &d, nil
+	}
+	return nil, nil
+}
+
+// MaxDeadRoundsAtOnce bounds the rounds one call of EmitDeadRounds judges; the next call takes
+// the rest.
+const MaxDeadRoundsAtOnce = 100
+
+// EmitDeadRounds emits one round.dead event per round found dead (its heartbeat older than
+// queries.RoundDeadAfter) and not judged before, and returns how many. The worker leader's tick
+// and 'alerts deliver' call it; a round is judged once whoever calls (alert_dead_rounds).
+func EmitDeadRounds(ctx context.Context, db queries.DBTX) (int, error) {
+	return queries.EmitDeadRounds(ctx, db, MaxDeadRoundsAtOnce)
+}
+
+// DeadRoundsUnjudged says whether EmitDeadRounds has a round to judge.
+func DeadRoundsUnjudged(ctx context.Context, db queries.DBTX) (bool, error) {
+	return queries.DeadRoundsUnjudged(ctx, db)
+}

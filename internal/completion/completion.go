@@ -49,3 +49,16 @@ func KeyIDs(ctx context.Context, db queries.DBTX, prefix string) ([]Candidate, e
 	}
 	return out, nil
 }
+
+// Receivers are the alert receivers whose name starts with prefix, each with its format.
+func Receivers(ctx context.Context, db queries.DBTX, prefix string) ([]Candidate, error) {
+	rows, err := queries.CompleteReceivers(ctx, db, prefix, Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Candidate, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Candidate{Value: r.Name, Description: r.Format})
+	}
+	return out, nil
+}

@@ -38,10 +38,32 @@ func ListRuns(ctx context.Context, db queries.DBTX, f queries.RunFilter) ([]quer
 			}
 		}
 		var err error
-		runs, err = queries.ListRuns(ctx, db, f)
-		return err
+		if runs, err = queries.ListRuns(ctx, db, f); err != nil {
+			return err
+		}
+		return markDegraded(ctx, db, runs)
 	})
 	return runs, err
+}
+
+// markDegraded sets RoundDegraded on the runs whose round the storm guard judged degraded.
+func markDegraded(ctx context.Context, db queries.DBTX, runs []queries.Run) error {
+	var ids []int64
+	for _, r := range runs {
+		if r.RoundID != nil {
+			ids = append(ids, *r.RoundID)
+		}
+	}
+	degraded, err := queries.DegradedRounds(ctx, db, ids)
+	if err != nil {
+		return err
+	}
+	for i, r := range runs {
+		if r.RoundID != nil {
+			_, runs[i].RoundDegraded = degraded[*r.RoundID]
+		}
+	}
+	return nil
 }
 
 // RunView is one run and whether its envelope verifies against the registered keys.
@@ -98,6 +120,11 @@ func showRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
 		return RunView{}, err
 	}
 	v := RunView{RunDetail: d}
+	one := []queries.Run{d.Run}
+	if err := markDegraded(ctx, db, one); err != nil {
+		return RunView{}, err
+	}
+	v.RoundDegraded = one[0].RoundDegraded
 	if len(d.Envelope) == 0 {
 		return v, nil
 	}

@@ -25,8 +25,19 @@ type reportJSON struct {
 	Spool                 *spoolJSON     `json:"spool"`
 	Workers               []workerJSON   `json:"workers"`
 	Queue                 *queueJSON     `json:"queue"`
+	// Alerts are the open alerts, newest first (at most MaxOpenAlerts; AlertsTotal counts all).
+	Alerts      []alertJSON `json:"alerts"`
+	AlertsTotal int         `json:"alerts_total"`
 	// Standby is present only when the report was read on a hot standby.
 	Standby *standbyJSON `json:"standby,omitempty"`
+}
+
+type alertJSON struct {
+	ID       string    `json:"id"`
+	Type     string    `json:"type"`
+	Server   string    `json:"server"`
+	State    string    `json:"state"`
+	OpenedAt time.Time `json:"opened_at"`
 }
 
 type standbyJSON struct {
@@ -102,6 +113,9 @@ type roundJSON struct {
 	OpenJobs        int            `json:"open_jobs"`
 	State           string         `json:"state"`
 	HeartbeatAt     *time.Time     `json:"heartbeat_at"`
+	// Degraded: the storm guard judged the round degraded; its failures counted toward no
+	// server's down threshold.
+	Degraded bool `json:"degraded"`
 }
 
 type duplicatesJSON struct {
@@ -140,6 +154,11 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 			UnexplainedCount: r.Duplicates.Unexplained(), Pairs: []duplicatePairJSON{}},
 		Workers: workersJSON(r.Workers),
 		Queue:   queueToJSON(r.Queue),
+		Alerts:  make([]alertJSON, 0, len(r.Alerts)), AlertsTotal: r.AlertsTotal,
+	}
+	for _, a := range r.Alerts {
+		out.Alerts = append(out.Alerts, alertJSON{ID: a.ID, Type: a.Type, Server: a.Server, State: a.State,
+			OpenedAt: a.OpenedAt.UTC()})
 	}
 	if r.Standby != nil {
 		out.Standby = &standbyJSON{ReplayLagSeconds: audit.Seconds(r.Standby.ReplayLag)}
@@ -168,7 +187,8 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,
 			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt,
 			Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
-			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt}
+			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt,
+			Degraded: rd.Degraded != nil}
 		if rd.FinishedAt != nil {
 			d := audit.Seconds(*rd.Duration())
 			rj.FinishedAt, rj.DurationSeconds = rd.FinishedAt, &d

@@ -54,6 +54,10 @@ type Report struct {
 	// tables.
 	Workers []Worker
 	Queue   *Queue
+	// Alerts are the open alerts (server.down not yet recovered), newest first, at most
+	// MaxOpenAlerts; AlertsTotal counts them all.
+	Alerts      []OpenAlert
+	AlertsTotal int
 	// Spool is what waits in this machine's spool (results a round could not store); nil when
 	// nothing waits, or it was not looked at (serve: the page is about the database).
 	Spool *Spool
@@ -128,6 +132,9 @@ type OpenJob = audit.OpenJob
 // and its open jobs wait for the in-flight window.
 type Round struct {
 	queries.RecentRound
+	// Degraded is set when the storm guard judged the round degraded (its failures counted toward
+	// no server's down threshold; docs/alerts.md).
+	Degraded *queries.DegradedRound
 }
 
 // Duration is how long the round took; nil while it runs (or if it died).
@@ -213,7 +220,45 @@ func read(ctx context.Context, tx pgx.Tx, at *time.Time) (*Report, error) {
 	if r.Workers, r.Queue, err = workers(ctx, tx, now); err != nil {
 		return nil, err
 	}
+	if r.Alerts, r.AlertsTotal, err = openAlerts(ctx, tx); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// MaxOpenAlerts bounds the open alerts a report lists ('probectl alerts list --open' lists them all).
+const MaxOpenAlerts = 20
+
+// OpenAlert is an alert still open: a server.down event whose server has not recovered.
+type OpenAlert struct {
+	ID       string
+	Type     string
+	Server   string
+	State    string
+	OpenedAt time.Time
+}
+
+func openAlerts(ctx context.Context, tx pgx.Tx) ([]OpenAlert, int, error) {
+	total, err := queries.CountOpenAlerts(ctx, tx)
+	if err != nil {
+		return nil, 0, err
+	}
+	evs, err := queries.ListAlertEvents(ctx, tx, true, nil, MaxOpenAlerts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open alerts: %w", err)
+	}
+	out := make([]OpenAlert, 0, len(evs))
+	for _, e := range evs {
+		a := OpenAlert{ID: e.ID, Type: e.Type, OpenedAt: e.CreatedAt}
+		if e.Server != nil {
+			a.Server = *e.Server
+		}
+		if e.State != nil {
+			a.State = *e.State
+		}
+		out = append(out, a)
+	}
+	return out, int(total), nil
 }
 
 func activeRelease(ctx context.Context, tx pgx.Tx) (*Release, error) {
@@ -266,9 +311,21 @@ func rounds(ctx context.Context, tx pgx.Tx, now time.Time) ([]Round, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]int64, 0, len(rs))
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	degraded, err := queries.DegradedRounds(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Round, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, Round{r})
+		rd := Round{RecentRound: r}
+		if d, ok := degraded[r.ID]; ok {
+			rd.Degraded = &d
+		}
+		out = append(out, rd)
 	}
 	return out, nil
 }

@@ -41,6 +41,9 @@ type lang struct {
 	Dead, DeadTitle string
 	// Recovered marks a dead round none of whose jobs is open: runs recover stored them.
 	Recovered string
+	// Degraded marks a round the storm guard judged degraded: its failures counted toward no
+	// server's down threshold.
+	Degraded, DegradedTitle string
 
 	Duplicates, DuplicatesNone, FirstJob, SecondJob, SecondRequested, RequestGap, GapAfterFinish, Class string
 	Classes                                                                                             map[audit.Class]string
@@ -83,6 +86,7 @@ var english = lang{
 	Duration: "Duration", Running: "running",
 	Dead: "dead", DeadTitle: "no heartbeat for 60 s: its process is gone; its open jobs wait for the in-flight window",
 	Recovered: "recovered",
+	Degraded:  "degraded", DegradedTitle: "too many of the round's checks failed at once: its failures counted toward no server's down threshold",
 
 	Duplicates:     "Duplicate claims in the last 24 h (10-minute window)",
 	DuplicatesNone: "No duplicate claims.", FirstJob: "First job", SecondJob: "Second job",
@@ -131,6 +135,7 @@ var chinese = lang{
 	Duration: "用时", Running: "进行中",
 	Dead: "已失联", DeadTitle: "超过 60 秒没有心跳：进程已不在，未完成的任务等待在途窗口结束",
 	Recovered: "已恢复",
+	Degraded:  "降级", DegradedTitle: "本轮同时失败的检查过多：其失败不计入任何服务器的宕机阈值",
 
 	Duplicates:     "最近 24 小时的重复领取（十分钟窗口）",
 	DuplicatesNone: "没有重复领取。", FirstJob: "第一个任务", SecondJob: "第二个任务",

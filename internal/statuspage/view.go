@@ -33,6 +33,7 @@ type view struct {
 	Pairs                       []pairView
 	MorePairs                   string
 	Workers                     *workersView
+	Alerts                      *alertsView
 
 	// Standby says the page reads a hot standby, and how far behind it is ("" on a primary).
 	Standby string
@@ -61,7 +62,7 @@ type openJobView struct {
 type roundView struct {
 	ID, Started, StartedISO, Trigger, Version, Duration string
 	Jobs, Runs, Servers, Failures, OpenJobs             int
-	Running, Dead, Short                                bool
+	Running, Dead, Short, Degraded                      bool
 }
 
 type pairView struct {
@@ -120,9 +121,11 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		}
 		// Fewer servers than jobs is what the incident's rounds looked like: a server claimed twice.
 		rv.Short = rd.Servers < rd.Jobs
+		rv.Degraded = rd.Degraded != nil
 		v.Rounds = append(v.Rounds, rv)
 	}
 	v.Workers = newWorkersView(l, r)
+	v.Alerts = newAlertsView(l, r)
 	if rep := r.Duplicates.Report; rep != nil {
 		for i, p := range rep.Pairs {
 			if i == maxPairs {

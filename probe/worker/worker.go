@@ -269,14 +269,13 @@ type tickWorker struct {
 func (w *tickWorker) Work(ctx context.Context, _ *river.Job[tickArgs]) error {
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	id, err := Tick(ctx, w.cfg.Pool, w.cfg.Version, keyID(w.cfg.Signer), client)
-	if err != nil {
-		w.cfg.Log.Error("tick", "err", err)
-		return err
-	}
 	if id != 0 {
 		w.cfg.Log.Info("round started", "round", id)
 	}
-	return nil
+	if err != nil {
+		w.cfg.Log.Error("tick", "err", err)
+	}
+	return err
 }
 
 func keyID(s probe.Signer) string {
@@ -289,7 +288,8 @@ func keyID(s probe.Signer) string {
 // Tick is one tick of the schedule, in one transaction serialised with every other tick: close
 // the queued rounds whose invocations are all over, then start a round of the active release if
 // its schedule says one is due, none of the previous round's invocations is still queued or
-// running, and the release is this binary's version. It returns the round started, or 0.
+// running, and the release is this binary's version. It returns the round started, or 0. Then it
+// emits one round.dead alert per round newly found dead.
 func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *river.Client[pgx.Tx]) (int64, error) {
 	var started int64
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
@@ -317,6 +317,12 @@ func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *r
 	})
 	if err != nil {
 		return 0, fmt.Errorf("tick: %w", err)
+	}
+	// Rounds are judged dead only when read: the tick is the writer that says so, once per round
+	// (alerts.EmitDeadRounds is idempotent), after the schedule's transaction so that a failure
+	// here never holds a round back.
+	if _, err := alerts.EmitDeadRounds(ctx, pool); err != nil {
+		return started, fmt.Errorf("tick: %w", err)
 	}
 	return started, nil
 }
@@ -347,14 +353,18 @@ func roundDue(ctx context.Context, db queries.DBTX, version string) (due bool, o
 }
 
 // tickHasWork says whether a tick would do anything: close a queued round whose invocations are
-// all over, or start a round. The tick decides again under its lock. other is as roundDue's.
+// all over, start a round, or alert a round found dead. The tick decides again under its lock. other is as roundDue's.
 func tickHasWork(ctx context.Context, db queries.DBTX, version string) (bool, *queries.Schedule, error) {
 	due, other, err := roundDue(ctx, db, version)
 	if err != nil {
 		return false, nil, err
 	}
 	done, err := queries.RoundsDone(ctx, db)
-	return due || len(done) > 0, other, err
+	if err != nil || due || len(done) > 0 {
+		return due || len(done) > 0, other, err
+	}
+	dead, err := alerts.DeadRoundsUnjudged(ctx, db)
+	return dead, other, err
 }
 
 // warnings passes on River's warnings and errors only: its routine counts every few seconds

@@ -398,7 +398,65 @@ CREATE TRIGGER alert_rounds_end AFTER UPDATE OF finished_at ON probe_rounds
     FOR EACH ROW WHEN (OLD.finished_at IS NULL AND NEW.finished_at IS NOT NULL)
     EXECUTE FUNCTION alert_rounds_end();
 
+-- The rounds found dead (round.dead). A round is judged dead only when read: its heartbeat is older
+-- than queries.RoundDeadAfter (or, without one, it started more than RoundDeadWithoutHeartbeat
+-- ago). The worker leader's tick (and 'alerts deliver') calls alert_emit_dead_rounds, which marks
+-- each such round here and emits its one event in the same transaction: the primary key makes a
+-- second caller (another leader, a repeated tick, a concurrent 'alerts deliver') find it marked and
+-- emit nothing.
+CREATE TABLE alert_dead_rounds (
+    round_id  bigint      PRIMARY KEY,
+    event_id  uuid,
+    judged_at timestamptz NOT NULL DEFAULT now()
+);
+-- Rounds that were dead before alerts existed are history, not news: marked, with no event.
+INSERT INTO alert_dead_rounds (round_id)
+SELECT id FROM probe_rounds
+ WHERE finished_at IS NULL AND coalesce(heartbeat_at + interval '60 seconds', started_at + interval '30 minutes') < now();
+-- The unfinished rounds, which the tick looks among every second.
+CREATE INDEX probe_rounds_unfinished_idx ON probe_rounds (id) WHERE finished_at IS NULL;
+
+-- alert_emit_dead_rounds emits one round.dead event for each round found dead and not yet
+-- judged, at most p_limit of them (oldest first; the next call takes the rest), and returns how
+-- many it emitted.
+-- +goose StatementBegin
+CREATE FUNCTION alert_emit_dead_rounds(p_dead_after interval, p_without_heartbeat interval, p_limit integer)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $probe$
+DECLARE
+    r    record;
+    v_id uuid;
+    v_n  integer := 0;
+BEGIN
+    FOR r IN
+        SELECT pr.id, pr.trigger, pr.version, pr.started_at, pr.heartbeat_at,
+               (SELECT count(*) FROM probe_jobs AS j WHERE j.round_id = pr.id AND j.finished_at IS NULL) AS open_jobs
+          FROM probe_rounds AS pr
+         WHERE pr.finished_at IS NULL
+           AND coalesce(pr.heartbeat_at + p_dead_after, pr.started_at + p_without_heartbeat) < now()
+           AND NOT EXISTS (SELECT 1 FROM alert_dead_rounds AS d WHERE d.round_id = pr.id)
+         ORDER BY pr.id
+         LIMIT p_limit
+    LOOP
+        INSERT INTO alert_dead_rounds (round_id) VALUES (r.id) ON CONFLICT (round_id) DO NOTHING;
+        IF FOUND THEN
+            v_id := alert_emit('round.dead', NULL, 'dead', 'running', '{}', r.id,
+                jsonb_build_object('trigger', r.trigger, 'version', r.version, 'started_at', r.started_at,
+                                   'heartbeat_at', r.heartbeat_at, 'open_jobs', r.open_jobs));
+            UPDATE alert_dead_rounds SET event_id = v_id WHERE round_id = r.id;
+            v_n := v_n + 1;
+        END IF;
+    END LOOP;
+    RETURN v_n;
+END
+$probe$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION alert_emit_dead_rounds(interval, interval, integer);
+DROP INDEX probe_rounds_unfinished_idx;
+DROP TABLE alert_dead_rounds;
 DROP TRIGGER alert_rounds_end ON probe_rounds;
 DROP FUNCTION alert_rounds_end();
 DROP TRIGGER probe_runs_alert ON probe_runs;
