@@ -258,6 +258,7 @@ func TestARoundsEventsAreDeliveredByTheRoundWithinItsBound(t *testing.T) {
 	finish(ctx, t, pool, 0, srv, "failed", nil)
 	round := testfactory.Round(ctx, t, pool, nil)
 	finish(ctx, t, pool, round, srv, "failed", nil)
+	endRound(ctx, t, pool, round)
 	other := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "other"})
 	finish(ctx, t, pool, 0, other, "failed", nil)
 	finish(ctx, t, pool, 0, other, "failed", nil) // not the round's: left for a worker
