@@ -20,8 +20,10 @@ const (
 	// Queue is the River queue of deliveries, apart from the invocations' so that a long round
 	// never holds an alert back.
 	Queue = "probectl_alerts"
-	// MaxWorkers is how many deliveries a worker process makes at once.
-	MaxWorkers = 10
+	// MaxWorkers is how many deliveries a worker process makes at once. An attempt holds no
+	// connection during its request, but its claim and record take one each: kept small so that
+	// deliveries to slow receivers never starve the invocations of the pool's connections.
+	MaxWorkers = 4
 	// MaxAttempts is River's bound, above what GiveUpAfter allows (about 34 attempts).
 	MaxAttempts = 100
 	// busyWait: a delivery another process is attempting is looked at again this much later.

@@ -122,6 +122,9 @@ CREATE INDEX alert_events_created_idx ON alert_events (created_at);
 CREATE INDEX alert_events_open_idx ON alert_events (server_id) WHERE type = 'server.down' AND resolved_at IS NULL;
 
 -- One row per event and receiver: pending until delivered (a 2xx) or failed (given up after 24 h).
+-- lease_until: an attempt is being made, by whoever set it, until then; no transaction is held
+-- across the request. An attempt is recorded only while it still holds its lease; a lease that
+-- ran out without a record (its deliverer crashed) is taken by the next attempt.
 CREATE TABLE alert_deliveries (
     event_id        uuid        NOT NULL REFERENCES alert_events (id),
     receiver_id     bigint      NOT NULL REFERENCES alert_receivers (id),
@@ -132,6 +135,7 @@ CREATE TABLE alert_deliveries (
     last_error      text,
     last_attempt_at timestamptz,
     done_at         timestamptz,
+    lease_until     timestamptz,
     PRIMARY KEY (event_id, receiver_id)
 );
 CREATE INDEX alert_deliveries_pending_idx ON alert_deliveries (next_attempt_at) WHERE state = 'pending';
