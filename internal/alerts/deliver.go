@@ -191,6 +191,37 @@ func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, er
 	return s, err
 }
 
+// maxExpiredPerResend bounds the deliveries with an expired lease that one re-send job attempts;
+// the rest wait for the next period.
+const maxExpiredPerResend = 20
+
+// DrainExpired attempts, once each, the deliveries whose attempt began and was never recorded
+// (their deliverer crashed: the lease ran out), so that they do not wait for River to rescue the
+// crashed worker's job. It stops starting attempts when ctx ends and returns how many it made.
+func (d *Deliverer) DrainExpired(ctx context.Context) (int, error) {
+	keys, err := queries.ExpiredLeases(ctx, d.DB, maxExpiredPerResend)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			break
+		}
+		res, err := d.Attempt(ctx, k)
+		if errors.Is(err, ErrBusy) || errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if !res.Done {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // DrainRound delivers round roundID's events until none is pending or the bound passes, waiting
 // out their retries (run round, when no worker runs the deliveries). What is left stays pending
 // for a worker or `alerts deliver`.

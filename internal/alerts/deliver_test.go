@@ -395,3 +395,30 @@ func TestAnAttemptThatLostItsLeaseRecordsNothing(t *testing.T) {
 	require.Equal(t, 1, attempts, "only the attempt holding the lease is recorded")
 	require.Equal(t, "delivered", state)
 }
+
+// A worker that crashed mid-delivery leaves the delivery leased and its River job running, which
+// River rescues only after RescueStuckJobsAfter (an hour by default). The periodic re-send job
+// (run when a worker starts, then every resend_every) attempts the deliveries whose lease ran out.
+func TestTheResendJobDeliversWhatACrashedWorkerLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	rcv := newWebhookReceiver(t, 0)
+	rcv.add(ctx, t, pool, "oncall")
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	// What the crash left: the job running, the delivery leased, the lease since run out.
+	_, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE kind = 'probectl_alert_delivery'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE alert_deliveries SET lease_until = now() - interval '1 second'`)
+	require.NoError(t, err)
+
+	c := riverClient(t, pool)
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	ev := waitEvent(t, rcv.got, 20*time.Second)
+	require.Equal(t, "server.down", ev.Type)
+	require.Len(t, rcv.takenIDs(), 1)
+}

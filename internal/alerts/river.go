@@ -91,12 +91,26 @@ type resendWorker struct {
 	d *Deliverer
 }
 
-func (w *resendWorker) Timeout(*river.Job[resendArgs]) time.Duration { return 2 * AttemptTimeout }
+// Timeout: the re-send, then the deliveries left by a crashed deliverer (expiredBound).
+func (w *resendWorker) Timeout(*river.Job[resendArgs]) time.Duration {
+	return 2*AttemptTimeout + expiredBound + recordTimeout
+}
 
+// expiredBound bounds the re-send job's attempts at deliveries whose lease ran out.
+const expiredBound = time.Minute
+
+// Work re-sends the open alerts to Alertmanager, then attempts the deliveries whose lease ran out
+// without a record (their worker crashed mid-attempt): River would rescue that worker's job only
+// after RescueStuckJobsAfter.
 func (w *resendWorker) Work(ctx context.Context, _ *river.Job[resendArgs]) error {
 	_, err := w.d.Resend(ctx)
 	if err != nil {
 		w.d.Log.Warn("re-sending open alerts", "err", SafeError(err))
+	}
+	ectx, cancel := context.WithTimeout(ctx, expiredBound)
+	defer cancel()
+	if _, err := w.d.DrainExpired(ectx); err != nil && ectx.Err() == nil {
+		w.d.Log.Warn("attempting deliveries left by a crashed deliverer", "err", SafeError(err))
 	}
 	return nil // the next period sends again
 }
