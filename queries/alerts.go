@@ -142,7 +142,7 @@ func CountPendingDeliveries(ctx context.Context, db DBTX, roundID *int64) (int64
 	return n, nil
 }
 
-// Delivery is one locked delivery and everything its payload is made of.
+// Delivery is one leased delivery and everything its payload is made of.
 type Delivery struct {
 	EventID       string          `db:"event_id"`
 	ReceiverID    int64           `db:"receiver_id"`
@@ -162,6 +162,7 @@ type Delivery struct {
 	CreatedAt     time.Time       `db:"created_at"`
 	ResolvedAt    *time.Time      `db:"resolved_at"`
 	DownAt        *time.Time      `db:"down_at"`
+	LeaseUntil    *time.Time      `db:"lease_until"`
 	Receiver      string          `db:"receiver"`
 	ReceiverURL   string          `db:"receiver_url"`
 	Format        string          `db:"format"`
@@ -171,19 +172,28 @@ type Delivery struct {
 // ErrDeliveryBusy: another process holds the delivery (it is being attempted).
 var ErrDeliveryBusy = errors.New("the delivery is being attempted by another process")
 
-// LockDelivery locks one delivery in tx for an attempt. A delivery another transaction holds is
-// ErrDeliveryBusy; one that does not exist is pgx.ErrNoRows.
-func LockDelivery(ctx context.Context, tx pgx.Tx, k DeliveryKey) (Delivery, error) {
+// ClaimDelivery leases one pending delivery for an attempt, for lease, in its own statement (db
+// is not held across the attempt). A delivery no longer pending is returned with its State and
+// nothing else; one leased or locked by another process is ErrDeliveryBusy; one that does not
+// exist is pgx.ErrNoRows.
+func ClaimDelivery(ctx context.Context, db DBTX, k DeliveryKey, lease time.Duration) (Delivery, error) {
 	args := pgx.NamedArgs{"event_id": k.EventID, "receiver_id": k.ReceiverID}
-	d, err := rowOf[Delivery](ctx, tx, "LockDelivery", args)
+	d, err := rowOf[Delivery](ctx, db, "ClaimDelivery", pgx.NamedArgs{"event_id": k.EventID,
+		"receiver_id": k.ReceiverID, "lease_seconds": lease.Seconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, serr := valueOf[string](ctx, tx, "DeliveryState", args); serr == nil {
-			return d, ErrDeliveryBusy
+		state, serr := valueOf[string](ctx, db, "DeliveryState", args)
+		switch {
+		case errors.Is(serr, pgx.ErrNoRows):
+			return d, pgx.ErrNoRows
+		case serr != nil:
+			return d, fmt.Errorf("delivery of event %s to receiver %d: %w", k.EventID, k.ReceiverID, serr)
+		case state != "pending":
+			return Delivery{EventID: k.EventID, ReceiverID: k.ReceiverID, State: state}, nil
 		}
-		return d, pgx.ErrNoRows
+		return d, ErrDeliveryBusy
 	}
 	if err != nil {
-		return d, fmt.Errorf("lock delivery of event %s to receiver %d: %w", k.EventID, k.ReceiverID, err)
+		return d, fmt.Errorf("claim delivery of event %s to receiver %d: %w", k.EventID, k.ReceiverID, err)
 	}
 	return d, nil
 }
@@ -199,15 +209,21 @@ type Attempt struct {
 	NextAttemptAt *time.Time
 }
 
-// RecordAttempt records an attempt and the delivery's new state, in the attempt's transaction.
-func RecordAttempt(ctx context.Context, tx pgx.Tx, k DeliveryKey, a Attempt) error {
-	_, err := tx.Exec(ctx, SQL("RecordAttempt"), pgx.NamedArgs{"event_id": k.EventID, "receiver_id": k.ReceiverID,
+// RecordAttempt records an attempt and the delivery's new state if the attempt still holds its
+// lease (leaseUntil, as ClaimDelivery returned it); false: the lease was lost, nothing recorded.
+func RecordAttempt(ctx context.Context, db DBTX, k DeliveryKey, a Attempt, leaseUntil time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, SQL("RecordAttempt"), pgx.NamedArgs{"event_id": k.EventID, "receiver_id": k.ReceiverID,
 		"attempt": a.Attempt, "status_code": a.StatusCode, "error": a.Error, "state": a.State,
-		"next_attempt_at": a.NextAttemptAt})
+		"next_attempt_at": a.NextAttemptAt, "lease_until": leaseUntil})
 	if err != nil {
-		return fmt.Errorf("record attempt %d of event %s to receiver %d: %w", a.Attempt, k.EventID, k.ReceiverID, err)
+		return false, fmt.Errorf("record attempt %d of event %s to receiver %d: %w", a.Attempt, k.EventID, k.ReceiverID, err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
+}
+
+// ExpiredLeases lists up to limit pending deliveries whose attempt began and was never recorded.
+func ExpiredLeases(ctx context.Context, db DBTX, limit int) ([]DeliveryKey, error) {
+	return collect[DeliveryKey](ctx, db, "ExpiredLeases", pgx.NamedArgs{"limit": limit})
 }
 
 // OpenDownAlert is a server.down alert still open, for one Alertmanager receiver.

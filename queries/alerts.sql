@@ -62,35 +62,62 @@ SELECT count(*) AS pending
  WHERE d.state = 'pending'
    AND (@round_id::bigint IS NULL OR e.round_id = @round_id);
 
--- name: LockDelivery
--- One delivery with what its payload needs, locked for the attempt; no row: another process holds
--- it (or it does not exist: DeliveryState tells).
-SELECT d.event_id::text AS event_id, d.receiver_id, d.state, d.attempts,
+-- name: ClaimDelivery
+-- One pending delivery whose lease is free, leased for an attempt until now() + @lease_seconds,
+-- with what its payload needs; committed at once, so no transaction is held across the request.
+-- No row: another process holds its lease (or its row lock), it is no longer pending, or it does
+-- not exist (DeliveryState tells).
+WITH c AS (
+    SELECT d.event_id, d.receiver_id
+      FROM alert_deliveries AS d
+     WHERE d.event_id = @event_id::uuid AND d.receiver_id = @receiver_id AND d.state = 'pending'
+       AND (d.lease_until IS NULL OR d.lease_until <= now())
+       FOR UPDATE SKIP LOCKED
+), l AS (
+    UPDATE alert_deliveries AS d
+       SET lease_until = now() + make_interval(secs => @lease_seconds::double precision)
+      FROM c
+     WHERE d.event_id = c.event_id AND d.receiver_id = c.receiver_id
+    RETURNING d.event_id, d.receiver_id, d.state, d.attempts, d.lease_until
+)
+SELECT l.event_id::text AS event_id, l.receiver_id, l.state, l.attempts, l.lease_until,
        e.type, e.server_id, s.slug, coalesce(s.endpoint_url, '') AS url, coalesce(s.kind, '') AS kind,
        coalesce(s.plan, '') AS plan, e.state AS event_state, e.previous_state, e.runs, e.round_id, e.data,
        e.created_at, e.resolved_at, down.created_at AS down_at,
        r.name AS receiver, r.url AS receiver_url, r.format, coalesce(r.secret, '') AS secret
-  FROM alert_deliveries AS d
-  JOIN alert_events AS e ON e.id = d.event_id
-  JOIN alert_receivers AS r ON r.id = d.receiver_id
+  FROM l
+  JOIN alert_events AS e ON e.id = l.event_id
+  JOIN alert_receivers AS r ON r.id = l.receiver_id
   LEFT JOIN servers AS s ON s.id = e.server_id
-  LEFT JOIN alert_events AS down ON down.id = (e.data->>'down_event_id')::uuid
- WHERE d.event_id = @event_id::uuid AND d.receiver_id = @receiver_id
-   FOR UPDATE OF d SKIP LOCKED;
+  LEFT JOIN alert_events AS down ON down.id = (e.data->>'down_event_id')::uuid;
 
 -- name: DeliveryState
 SELECT state FROM alert_deliveries WHERE event_id = @event_id::uuid AND receiver_id = @receiver_id;
 
 -- name: RecordAttempt
-WITH a AS (
-    INSERT INTO alert_delivery_attempts (event_id, receiver_id, attempt, status_code, error)
-    VALUES (@event_id::uuid, @receiver_id, @attempt, @status_code, @error)
+-- An attempt and the delivery's new state, freeing its lease, only if the attempt still holds
+-- the lease it claimed (@lease_until): else nothing is recorded (no row), another attempt may
+-- have taken the delivery since.
+WITH d AS (
+    UPDATE alert_deliveries
+       SET attempts = @attempt, last_status = @status_code, last_error = @error, last_attempt_at = now(),
+           state = @state, next_attempt_at = coalesce(@next_attempt_at::timestamptz, next_attempt_at),
+           done_at = CASE WHEN @state <> 'pending' THEN now() END, lease_until = NULL
+     WHERE event_id = @event_id::uuid AND receiver_id = @receiver_id AND lease_until = @lease_until::timestamptz
+    RETURNING event_id, receiver_id
 )
-UPDATE alert_deliveries
-   SET attempts = @attempt, last_status = @status_code, last_error = @error, last_attempt_at = now(),
-       state = @state, next_attempt_at = coalesce(@next_attempt_at::timestamptz, next_attempt_at),
-       done_at = CASE WHEN @state <> 'pending' THEN now() END
- WHERE event_id = @event_id::uuid AND receiver_id = @receiver_id;
+INSERT INTO alert_delivery_attempts (event_id, receiver_id, attempt, status_code, error)
+SELECT d.event_id, d.receiver_id, @attempt, @status_code, @error FROM d;
+
+-- name: ExpiredLeases
+-- Pending deliveries whose attempt began and was never recorded (its deliverer crashed): their
+-- lease ran out. Oldest event first.
+SELECT d.event_id::text AS event_id, d.receiver_id
+  FROM alert_deliveries AS d
+  JOIN alert_events AS e ON e.id = d.event_id
+ WHERE d.state = 'pending' AND d.lease_until <= now()
+ ORDER BY e.seq, d.receiver_id
+ LIMIT @limit;
 
 -- name: OpenDownAlerts
 -- The server.down alerts still open, for each Alertmanager receiver that takes them: sent again

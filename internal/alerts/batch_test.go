@@ -18,7 +18,7 @@ import (
 // Batch finishes of one round, concurrent, with both kinds and every outcome: the alerts' rows
 // (the round's tally shards, the servers' states) are taken in the batch's order, the degraded
 // judgement never waits on a lock, so no two batches deadlock, and the round (70 % failed) is
-// degraded exactly once with no server taken down.
+// degraded exactly once, when it ends, with no server taken down.
 func TestConcurrentBatchFinishesOfARoundNeverDeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -54,6 +54,7 @@ func TestConcurrentBatchFinishesOfARoundNeverDeadlock(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
+	endRound(ctx, t, pool, round)
 	ev := events(ctx, t, pool)
 	require.Len(t, ev, 1)
 	require.Equal(t, "prober.degraded", ev[0].Type)

@@ -65,56 +65,68 @@ type Result struct {
 // ErrBusy: another process is attempting the delivery right now.
 var ErrBusy = queries.ErrDeliveryBusy
 
-// Attempt makes one attempt at one delivery, holding the delivery's row lock from before the
-// request until the attempt is recorded: two processes never send the same delivery at once, and
-// a delivery recorded as delivered is never sent again. The one way a receiver that answered 2xx
-// gets the same webhook-id again is a crash (or a lost connection) between its answer and the
-// commit: the attempt is then not recorded, and is made again.
+// Lease is how long an attempt holds its delivery: longer than the request (AttemptTimeout) and
+// its record (recordTimeout), so that only a deliverer that crashed (or lost its database) loses
+// its lease, which the next attempt then takes.
+const Lease = AttemptTimeout + 20*time.Second
+
+// recordTimeout bounds the record of an attempt, made even when the attempt's context ended.
+const recordTimeout = 5 * time.Second
+
+// Attempt makes one attempt at one delivery. It leases the delivery (committed at once, so no
+// connection or transaction is held during the request), sends, and records the attempt only if
+// it still holds the lease: two processes never send the same delivery at once, and a delivery
+// recorded as delivered is never sent again. The one way a receiver that answered 2xx gets the
+// same webhook-id again is a crash (or a lost database) between its answer and the record: the
+// attempt is then not recorded, and once its lease runs out it is made again.
 func (d *Deliverer) Attempt(ctx context.Context, k queries.DeliveryKey) (Result, error) {
-	var res Result
-	err := queries.InTx(ctx, d.DB, func(tx pgx.Tx) error {
-		del, err := queries.LockDelivery(ctx, tx, k)
-		if err != nil {
-			return err
-		}
-		if del.State != "pending" {
-			res = Result{State: del.State, Done: true}
-			return nil
-		}
-		now := time.Now().UTC()
-		a := queries.Attempt{Attempt: del.Attempts + 1}
-		req, err := build(del, now)
-		var ans Answer
-		if err == nil {
-			ans, err = d.Sender.send(ctx, req)
-		}
-		res.Status = ans.Status
-		if ans.Status != 0 {
-			a.StatusCode = &ans.Status
-		}
-		switch {
-		case err == nil && ans.OK():
-			res.State = "delivered"
-		case err != nil:
-			res.Err = SafeError(err)
-		default:
-			res.Err = fmt.Sprintf("the receiver answered %d %s", ans.Status, http.StatusText(ans.Status))
-		}
-		if res.Err != "" {
-			a.Error = &res.Err
-			res.State = "pending"
-			res.Next = now.Add(Backoff(a.Attempt))
-			if res.Next.Sub(del.CreatedAt) > GiveUpAfter {
-				res.State = "failed"
-			} else {
-				a.NextAttemptAt = &res.Next
-			}
-		}
-		a.State = res.State
-		return queries.RecordAttempt(ctx, tx, k, a)
-	})
+	del, err := queries.ClaimDelivery(ctx, d.DB, k, Lease)
 	if err != nil {
 		return Result{}, err
+	}
+	if del.State != "pending" || del.LeaseUntil == nil {
+		return Result{State: del.State, Done: true}, nil
+	}
+	var res Result
+	now := time.Now().UTC()
+	a := queries.Attempt{Attempt: del.Attempts + 1}
+	req, err := build(del, now)
+	var ans Answer
+	if err == nil {
+		ans, err = d.Sender.send(ctx, req)
+	}
+	res.Status = ans.Status
+	if ans.Status != 0 {
+		a.StatusCode = &ans.Status
+	}
+	switch {
+	case err == nil && ans.OK():
+		res.State = "delivered"
+	case err != nil:
+		res.Err = SafeError(err)
+	default:
+		res.Err = fmt.Sprintf("the receiver answered %d %s", ans.Status, http.StatusText(ans.Status))
+	}
+	if res.Err != "" {
+		a.Error = &res.Err
+		res.State = "pending"
+		res.Next = now.Add(Backoff(a.Attempt))
+		if res.Next.Sub(del.CreatedAt) > GiveUpAfter {
+			res.State = "failed"
+		} else {
+			a.NextAttemptAt = &res.Next
+		}
+	}
+	a.State = res.State
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	held, err := queries.RecordAttempt(rctx, d.DB, k, a, *del.LeaseUntil)
+	if err != nil {
+		return Result{}, err
+	}
+	if !held {
+		return Result{}, fmt.Errorf("attempt %d of event %s to receiver %d outlived its lease: not recorded: %w",
+			a.Attempt, k.EventID, k.ReceiverID, ErrBusy)
 	}
 	if res.Err != "" {
 		d.Log.Warn("alert delivery failed", "event", k.EventID, "receiver", k.ReceiverID, "status", res.Status,
@@ -183,6 +195,37 @@ func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, er
 	n, err := queries.CountPendingDeliveries(ctx, d.DB, roundID)
 	s.Pending = n
 	return s, err
+}
+
+// maxExpiredPerResend bounds the deliveries with an expired lease that one re-send job attempts;
+// the rest wait for the next period.
+const maxExpiredPerResend = 20
+
+// DrainExpired attempts, once each, the deliveries whose attempt began and was never recorded
+// (their deliverer crashed: the lease ran out), so that they do not wait for River to rescue the
+// crashed worker's job. It stops starting attempts when ctx ends and returns how many it made.
+func (d *Deliverer) DrainExpired(ctx context.Context) (int, error) {
+	keys, err := queries.ExpiredLeases(ctx, d.DB, maxExpiredPerResend)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			break
+		}
+		res, err := d.Attempt(ctx, k)
+		if errors.Is(err, ErrBusy) || errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if !res.Done {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // DrainRound delivers round roundID's events until none is pending or the bound passes, waiting

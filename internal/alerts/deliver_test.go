@@ -24,6 +24,7 @@ import (
 
 	"github.com/probectl/probectl/internal/alerts"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
 )
 
 // webhookReceiver is a Standard Webhooks endpoint on loopback: it verifies every request's
@@ -101,6 +102,13 @@ func (r *webhookReceiver) takenIDs() []string {
 		ids[i] = e.Data.EventID
 	}
 	return ids
+}
+
+// leaseRunsOut ends every delivery's lease now: the test does not wait out alerts.Lease.
+func leaseRunsOut(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(ctx, `UPDATE alert_deliveries SET lease_until = now() WHERE lease_until IS NOT NULL`)
+	require.NoError(t, err)
 }
 
 // dueNow makes every pending delivery due now: the test does not wait out the backoff.
@@ -258,6 +266,7 @@ func TestARoundsEventsAreDeliveredByTheRoundWithinItsBound(t *testing.T) {
 	finish(ctx, t, pool, 0, srv, "failed", nil)
 	round := testfactory.Round(ctx, t, pool, nil)
 	finish(ctx, t, pool, round, srv, "failed", nil)
+	endRound(ctx, t, pool, round)
 	other := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "other"})
 	finish(ctx, t, pool, 0, other, "failed", nil)
 	finish(ctx, t, pool, 0, other, "failed", nil) // not the round's: left for a worker
@@ -291,4 +300,125 @@ func TestAFailedAttemptsErrorDoesNotHoldTheReceiversURL(t *testing.T) {
 	require.NotNil(t, list[0].Deliveries[0].LastError)
 	require.Contains(t, *list[0].Deliveries[0].LastError, "connect")
 	require.NotContains(t, *list[0].Deliveries[0].LastError, "sekrit")
+}
+
+// A delivery holds no transaction while it waits for the receiver: a slow receiver ties up no
+// connection idle in transaction. The receiver looks, while it holds the request, at every other
+// session of the test's database.
+func TestNoTransactionIsOpenWhileTheReceiverHoldsTheRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	var (
+		mu      sync.Mutex
+		idleInT []int
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		var n int
+		err := pool.QueryRow(r.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()
+			  AND state IN ('idle in transaction', 'idle in transaction (aborted)')`).Scan(&n)
+		if err != nil {
+			t.Errorf("pg_stat_activity: %v", err)
+		}
+		mu.Lock()
+		idleInT = append(idleInT, n)
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(rcv.Close)
+	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "slow", URL: rcv.URL,
+		Format: alerts.FormatSlack}, "test"))
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	s, err := alerts.NewDeliverer(pool, nil).Drain(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.Delivered)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{0}, idleInT, "sessions idle in transaction during the request")
+}
+
+// An attempt that outlived its lease records nothing: another deliverer took the delivery when
+// the lease ran out, sent it and recorded it; the first attempt's answer, coming after, is not
+// recorded over it (its attempt would count twice and its state could overwrite the other's).
+func TestAnAttemptThatLostItsLeaseRecordsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	d := alerts.NewDeliverer(pool, nil)
+	var (
+		mu         sync.Mutex
+		requests   int
+		second     error
+		eventID    string
+		receiverID int64
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		mu.Lock()
+		requests++
+		first := requests == 1
+		mu.Unlock()
+		if first { // the lease runs out while the receiver holds the first attempt; another takes it
+			_, err := pool.Exec(r.Context(), `UPDATE alert_deliveries SET lease_until = now()`)
+			if err == nil {
+				_, err = d.Attempt(r.Context(), queries.DeliveryKey{EventID: eventID, ReceiverID: receiverID})
+			}
+			mu.Lock()
+			second = err
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(rcv.Close)
+	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "slow", URL: rcv.URL,
+		Format: alerts.FormatSlack}, "test"))
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	keys, err := queries.PendingDeliveries(ctx, pool, nil, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	eventID, receiverID = keys[0].EventID, keys[0].ReceiverID
+	_, err = d.Attempt(ctx, keys[0])
+	require.ErrorIs(t, err, alerts.ErrBusy, "the first attempt lost its lease")
+	mu.Lock()
+	require.NoError(t, second)
+	mu.Unlock()
+	var attempts int
+	var state string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM alert_delivery_attempts),
+		(SELECT state FROM alert_deliveries)`).Scan(&attempts, &state))
+	require.Equal(t, 1, attempts, "only the attempt holding the lease is recorded")
+	require.Equal(t, "delivered", state)
+}
+
+// A worker that crashed mid-delivery leaves the delivery leased and its River job running, which
+// River rescues only after RescueStuckJobsAfter (an hour by default). The periodic re-send job
+// (run when a worker starts, then every resend_every) attempts the deliveries whose lease ran out.
+func TestTheResendJobDeliversWhatACrashedWorkerLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	rcv := newWebhookReceiver(t, 0)
+	rcv.add(ctx, t, pool, "oncall")
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	// What the crash left: the job running, the delivery leased, the lease since run out.
+	_, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE kind = 'probectl_alert_delivery'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE alert_deliveries SET lease_until = now() - interval '1 second'`)
+	require.NoError(t, err)
+
+	c := riverClient(t, pool)
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	ev := waitEvent(t, rcv.got, 20*time.Second)
+	require.Equal(t, "server.down", ev.Type)
+	require.Len(t, rcv.takenIDs(), 1)
 }

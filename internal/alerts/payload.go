@@ -37,13 +37,16 @@ type Event struct {
 
 // EventData is an event's data.
 type EventData struct {
-	EventID       string          `json:"event_id"`
-	Server        *EventServer    `json:"server,omitempty"`
-	State         string          `json:"state,omitempty"`
-	PreviousState string          `json:"previous_state,omitempty"`
-	Runs          []int64         `json:"runs"`
-	RoundID       *int64          `json:"round_id"`
-	Details       json.RawMessage `json:"details,omitempty"`
+	EventID       string       `json:"event_id"`
+	Server        *EventServer `json:"server,omitempty"`
+	State         string       `json:"state,omitempty"`
+	PreviousState string       `json:"previous_state,omitempty"`
+	Runs          []int64      `json:"runs"`
+	RoundID       *int64       `json:"round_id"`
+	// ResolvedAt is when a server.down alert was resolved (the server recovered), when it was
+	// by the time this attempt was made: an attempt retried after the recovery says so.
+	ResolvedAt *time.Time      `json:"resolved_at,omitempty"`
+	Details    json.RawMessage `json:"details,omitempty"`
 }
 
 // EventServer is the server an event is about; its URL redacted.
@@ -57,6 +60,10 @@ type EventServer struct {
 func eventOf(d queries.Delivery) Event {
 	ev := Event{Type: d.Type, Timestamp: d.CreatedAt, Data: EventData{EventID: d.EventID, Runs: d.Runs,
 		RoundID: d.RoundID, State: deref(d.EventState), PreviousState: deref(d.PreviousState)}}
+	if d.Type == TypeServerDown && d.ResolvedAt != nil {
+		at := d.ResolvedAt.UTC()
+		ev.Data.ResolvedAt = &at
+	}
 	if ev.Data.Runs == nil {
 		ev.Data.Runs = []int64{}
 	}
@@ -217,8 +224,9 @@ var alertnames = map[string]string{
 	TypeTest:               "ProbectlTest",
 }
 
-// amAlertOf: a down alert fires from its event's time with no endsAt (kept firing by re-sends);
-// a recovery ends it (startsAt the down event's time, downAt); other events end by themselves
+// amAlertOf: a down alert fires from its event's time with no endsAt (kept firing by re-sends),
+// or, when it was resolved before this attempt (a down retried after its recovery), ends at its
+// resolution, so that a late down never fires an alert again; a recovery ends it (startsAt the down event's time, downAt); other events end by themselves
 // oneShotFor after they happened.
 func amAlertOf(ev Event, downAt *time.Time) amAlert {
 	a := amAlert{Labels: map[string]string{"alertname": alertnames[ev.Type]},
@@ -238,6 +246,7 @@ func amAlertOf(ev Event, downAt *time.Time) amAlert {
 	}
 	switch ev.Type {
 	case TypeServerDown:
+		a.EndsAt = ev.Data.ResolvedAt
 	case TypeServerRecovered:
 		end := ev.Timestamp
 		a.EndsAt = &end

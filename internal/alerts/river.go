@@ -20,8 +20,10 @@ const (
 	// Queue is the River queue of deliveries, apart from the invocations' so that a long round
 	// never holds an alert back.
 	Queue = "probectl_alerts"
-	// MaxWorkers is how many deliveries a worker process makes at once.
-	MaxWorkers = 10
+	// MaxWorkers is how many deliveries a worker process makes at once. An attempt holds no
+	// connection during its request, but its claim and record take one each: kept small so that
+	// deliveries to slow receivers never starve the invocations of the pool's connections.
+	MaxWorkers = 4
 	// MaxAttempts is River's bound, above what GiveUpAfter allows (about 34 attempts).
 	MaxAttempts = 100
 	// busyWait: a delivery another process is attempting is looked at again this much later.
@@ -89,12 +91,26 @@ type resendWorker struct {
 	d *Deliverer
 }
 
-func (w *resendWorker) Timeout(*river.Job[resendArgs]) time.Duration { return 2 * AttemptTimeout }
+// Timeout: the re-send, then the deliveries left by a crashed deliverer (expiredBound).
+func (w *resendWorker) Timeout(*river.Job[resendArgs]) time.Duration {
+	return 2*AttemptTimeout + expiredBound + recordTimeout
+}
 
+// expiredBound bounds the re-send job's attempts at deliveries whose lease ran out.
+const expiredBound = time.Minute
+
+// Work re-sends the open alerts to Alertmanager, then attempts the deliveries whose lease ran out
+// without a record (their worker crashed mid-attempt): River would rescue that worker's job only
+// after RescueStuckJobsAfter.
 func (w *resendWorker) Work(ctx context.Context, _ *river.Job[resendArgs]) error {
 	_, err := w.d.Resend(ctx)
 	if err != nil {
 		w.d.Log.Warn("re-sending open alerts", "err", SafeError(err))
+	}
+	ectx, cancel := context.WithTimeout(ctx, expiredBound)
+	defer cancel()
+	if _, err := w.d.DrainExpired(ectx); err != nil && ectx.Err() == nil {
+		w.d.Log.Warn("attempting deliveries left by a crashed deliverer", "err", SafeError(err))
 	}
 	return nil // the next period sends again
 }

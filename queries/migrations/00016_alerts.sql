@@ -43,15 +43,17 @@ CREATE UNIQUE INDEX alert_receivers_name_idx ON alert_receivers (name) WHERE rem
 
 -- One row per server: its alert state and the counts it is
 -- derived from. streak_runs holds the ids of the current streak's runs (ok or failed), at most 10.
--- failed_round_id is the round of the last failure counted: if that round turns out degraded,
--- the next run of the server takes the failure back.
+-- held_run_id is a failed run of held_round_id, a round not judged yet: it counts toward nothing
+-- until its round is judged (at its end, alert_rounds_end, or at the server's next run of
+-- another round), and then toward down only if the round was not degraded.
 CREATE TABLE alert_states (
     server_id          bigint      PRIMARY KEY REFERENCES servers (id),
     state              text        NOT NULL DEFAULT 'unknown' CHECK (state IN ('up', 'down', 'unknown')),
     consecutive_ok     integer     NOT NULL DEFAULT 0,
     consecutive_failed integer     NOT NULL DEFAULT 0,
     streak_runs        bigint[]    NOT NULL DEFAULT '{}',
-    failed_round_id    bigint,
+    held_round_id      bigint,
+    held_run_id        bigint,
     last_run_id        bigint,
     last_run_at        timestamptz,
     tools_fingerprint  text,
@@ -120,6 +122,9 @@ CREATE INDEX alert_events_created_idx ON alert_events (created_at);
 CREATE INDEX alert_events_open_idx ON alert_events (server_id) WHERE type = 'server.down' AND resolved_at IS NULL;
 
 -- One row per event and receiver: pending until delivered (a 2xx) or failed (given up after 24 h).
+-- lease_until: an attempt is being made, by whoever set it, until then; no transaction is held
+-- across the request. An attempt is recorded only while it still holds its lease; a lease that
+-- ran out without a record (its deliverer crashed) is taken by the next attempt.
 CREATE TABLE alert_deliveries (
     event_id        uuid        NOT NULL REFERENCES alert_events (id),
     receiver_id     bigint      NOT NULL REFERENCES alert_receivers (id),
@@ -130,6 +135,7 @@ CREATE TABLE alert_deliveries (
     last_error      text,
     last_attempt_at timestamptz,
     done_at         timestamptz,
+    lease_until     timestamptz,
     PRIMARY KEY (event_id, receiver_id)
 );
 CREATE INDEX alert_deliveries_pending_idx ON alert_deliveries (next_attempt_at) WHERE state = 'pending';
@@ -179,9 +185,12 @@ END
 $probe$;
 -- +goose StatementEnd
 
--- alert_judge_round judges a round by its tally: degraded when it checked at least storm_min
--- servers and at least storm_share per cent of them failed. The first judgement that finds it so
--- records it and emits its one prober.degraded event. It says whether the round is degraded.
+-- alert_judge_round judges a round by its whole tally: degraded when it checked at least storm_min
+-- servers and at least storm_share per cent of them failed. It is called once the round is over
+-- (at its end, or when a server's next run comes from another round), never on a prefix of the
+-- round: failures finish faster than ok checks, so a prefix over-counts them. The first judgement
+-- that finds it degraded records it and emits its one prober.degraded event. It says whether the
+-- round is degraded.
 -- +goose StatementBegin
 CREATE FUNCTION alert_judge_round(p_round bigint, p_share integer, p_min integer) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -202,8 +211,7 @@ BEGIN
         RETURN false;
     END IF;
     -- One event per round. The lock is only tried: a finish that holds it has not committed yet,
-    -- and waiting for it could deadlock two batches; if it rolls back, the round's next failure
-    -- (or its end) judges again.
+    -- and waiting for it could deadlock two batches; if it rolls back, the next judgement records it.
     IF pg_try_advisory_xact_lock(2024061500, 16 + (p_round % 1000000)::integer) THEN
         INSERT INTO alert_degraded_rounds (round_id, checked, failed)
         VALUES (p_round, v_checked, v_failed)
@@ -216,6 +224,56 @@ BEGIN
         END IF;
     END IF;
     RETURN true;
+END
+$probe$;
+-- +goose StatementEnd
+
+-- alert_settle_held settles server p_server's held failure, whose round is over: counted toward
+-- down (and the server.down event emitted, at the failed run's time) unless the round was
+-- degraded, then forgotten. The caller holds the server's state row.
+-- +goose StatementBegin
+CREATE FUNCTION alert_settle_held(p_server bigint, p_share integer, p_min integer, p_down_after integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $probe$
+DECLARE
+    s        record;
+    v_failed integer;
+    v_streak bigint[];
+    v_state  text;
+    v_open   uuid;
+    v_changed timestamptz;
+BEGIN
+    SELECT a.state, a.consecutive_failed, a.streak_runs, a.open_event_id, a.changed_at, a.held_round_id,
+           a.held_run_id, r.finished_at, r.result->>'error' AS error, r.result->>'outcome' AS outcome
+      INTO s
+      FROM alert_states AS a
+      JOIN probe_runs AS r ON r.id = a.held_run_id
+     WHERE a.server_id = p_server;
+    IF NOT FOUND THEN
+        UPDATE alert_states SET held_round_id = NULL, held_run_id = NULL WHERE server_id = p_server;
+        RETURN;
+    END IF;
+    IF alert_judge_round(s.held_round_id, p_share, p_min) THEN
+        UPDATE alert_states SET held_round_id = NULL, held_run_id = NULL WHERE server_id = p_server;
+        RETURN;
+    END IF;
+    v_streak := CASE WHEN s.consecutive_failed = 0 THEN '{}'::bigint[] ELSE s.streak_runs END;
+    v_streak := (v_streak || s.held_run_id)[greatest(1, cardinality(v_streak) - 8):];
+    v_failed := s.consecutive_failed + 1;
+    v_state := s.state;
+    v_open := s.open_event_id;
+    v_changed := s.changed_at;
+    IF v_failed >= p_down_after AND v_state <> 'down' THEN
+        v_state := 'down';
+        v_changed := now();
+        v_open := alert_emit('server.down', p_server, 'down', s.state, v_streak, s.held_round_id,
+            jsonb_build_object('failed_checks', v_failed, 'error', s.error, 'outcome', s.outcome), s.finished_at);
+    END IF;
+    UPDATE alert_states
+       SET state = v_state, consecutive_ok = 0, consecutive_failed = v_failed, streak_runs = v_streak,
+           open_event_id = v_open, changed_at = v_changed, held_round_id = NULL, held_run_id = NULL
+     WHERE server_id = p_server;
 END
 $probe$;
 -- +goose StatementEnd
@@ -239,7 +297,8 @@ DECLARE
     v_ok       integer;
     v_failed   integer;
     v_streak   bigint[];
-    v_fround   bigint;
+    v_hround   bigint;
+    v_hrun     bigint;
     v_open     uuid;
     v_changed  timestamptz;
     v_tools    text;
@@ -253,7 +312,8 @@ BEGIN
            j.round_id, j.outcome AS job_outcome, s.kind,
            coalesce(p.down_after, 2) AS down_after, coalesce(p.up_after, 1) AS up_after,
            coalesce(p.storm_share, 50) AS storm_share, coalesce(p.storm_min, 10) AS storm_min,
-           a.state, a.consecutive_ok, a.consecutive_failed, a.streak_runs, a.failed_round_id, a.last_run_at,
+           pr.finished_at AS round_finished_at, a.held_round_id, a.held_run_id,
+           a.state, a.consecutive_ok, a.consecutive_failed, a.streak_runs, a.last_run_at,
            a.tools_fingerprint AS last_tools, a.server_version AS last_version, a.auth AS last_auth,
            a.open_event_id, a.changed_at
       INTO r
@@ -263,6 +323,7 @@ BEGIN
       JOIN probe_jobs AS j ON j.id = NEW.job_id
       JOIN servers AS s ON s.id = j.server_id
       JOIN alert_states AS a ON a.server_id = NEW.server_id
+      LEFT JOIN probe_rounds AS pr ON pr.id = j.round_id
       LEFT JOIN alert_policy AS p ON true
        FOR UPDATE OF a;
     IF NOT FOUND                                          -- no state row: no alerts
@@ -273,37 +334,44 @@ BEGIN
        OR r.last_run_at > NEW.started_at THEN              -- older than the last run judged
         RETURN NULL;
     END IF;
+    -- The storm guard. Every run bumps its round's tally; the round is judged once it is over.
+    IF r.round_id IS NOT NULL THEN
+        INSERT INTO alert_round_tallies AS t (round_id, kind, outcome, shard, runs)
+        VALUES (r.round_id, r.kind, r.outcome, (NEW.server_id % 16)::smallint, 1)
+        ON CONFLICT (round_id, kind, outcome, shard) DO UPDATE SET runs = t.runs + 1;
+    END IF;
+
+    -- A failure held from another round (one that died, or ended while this failure's finish was
+    -- committing) is settled first: that round is over for this server.
+    IF r.held_round_id IS NOT NULL AND r.held_round_id IS DISTINCT FROM r.round_id THEN
+        PERFORM alert_settle_held(NEW.server_id, r.storm_share, r.storm_min, r.down_after);
+        SELECT a.state, a.consecutive_ok, a.consecutive_failed, a.streak_runs, a.open_event_id, a.changed_at
+          INTO r.state, r.consecutive_ok, r.consecutive_failed, r.streak_runs, r.open_event_id, r.changed_at
+          FROM alert_states AS a WHERE a.server_id = NEW.server_id;
+        r.held_round_id := NULL;
+    END IF;
+
     v_fail := r.outcome <> 'ok';
     v_state := r.state;
     v_ok := r.consecutive_ok;
     v_failed := r.consecutive_failed;
     v_streak := r.streak_runs;
-    v_fround := r.failed_round_id;
     v_open := r.open_event_id;
     v_changed := r.changed_at;
+    v_hround := r.held_round_id;
+    v_hrun := r.held_run_id;
 
-    -- The storm guard. Every run bumps its round's tally; a failure judges the round (and the
-    -- round's end judges it once more: alert_rounds_end).
-    IF r.round_id IS NOT NULL THEN
-        INSERT INTO alert_round_tallies AS t (round_id, kind, outcome, shard, runs)
-        VALUES (r.round_id, r.kind, r.outcome, (NEW.server_id % 16)::smallint, 1)
-        ON CONFLICT (round_id, kind, outcome, shard) DO UPDATE SET runs = t.runs + 1;
-        IF v_fail THEN
-            v_degraded := alert_judge_round(r.round_id, r.storm_share, r.storm_min);
+    IF v_fail AND r.round_id IS NOT NULL AND r.round_finished_at IS NULL THEN
+        -- A failure of a round still running is held: it counts toward nothing until the round
+        -- is judged on all its checks (alert_rounds_end).
+        v_hround := r.round_id;
+        v_hrun := NEW.id;
+    ELSIF v_fail THEN
+        -- A failure with no round, or of a round already over and judged: a failure of a
+        -- degraded round counts toward nothing, the counts stay as they were.
+        IF r.round_id IS NOT NULL THEN
+            v_degraded := EXISTS (SELECT 1 FROM alert_degraded_rounds AS d WHERE d.round_id = r.round_id);
         END IF;
-    END IF;
-
-    -- A failure counted from a round judged degraded since is taken back (unless it took the
-    -- server down: that event was sent, and stands until the server recovers).
-    IF v_fround IS NOT NULL AND v_state <> 'down' AND v_failed > 0
-       AND EXISTS (SELECT 1 FROM alert_degraded_rounds AS d WHERE d.round_id = v_fround) THEN
-        v_failed := v_failed - 1;
-        v_streak := v_streak[1:cardinality(v_streak) - 1];
-        v_fround := NULL;
-    END IF;
-
-    IF v_fail THEN
-        -- A failure in a degraded round counts toward nothing: the counts stay as they were.
         IF NOT v_degraded THEN
             IF v_failed = 0 THEN
                 v_streak := '{}';
@@ -311,18 +379,19 @@ BEGIN
             v_failed := v_failed + 1;
             v_ok := 0;
             v_streak := (v_streak || NEW.id)[greatest(1, cardinality(v_streak) - 8):];
-            v_fround := r.round_id;
             IF v_failed >= r.down_after AND v_state <> 'down' THEN
                 v_state := 'down';
             END IF;
         END IF;
     ELSE
+        -- An ok check; a failure held from its own round before it is superseded by it.
+        v_hround := NULL;
+        v_hrun := NULL;
         IF v_ok = 0 THEN
             v_streak := '{}';
         END IF;
         v_ok := v_ok + 1;
         v_failed := 0;
-        v_fround := NULL;
         v_streak := (v_streak || NEW.id)[greatest(1, cardinality(v_streak) - 8):];
         IF v_ok >= r.up_after AND v_state <> 'up' THEN
             v_state := 'up';
@@ -367,7 +436,7 @@ BEGIN
 
     UPDATE alert_states AS a
        SET state = v_state, consecutive_ok = v_ok, consecutive_failed = v_failed, streak_runs = v_streak,
-           failed_round_id = v_fround, last_run_id = NEW.id, last_run_at = NEW.started_at,
+           held_round_id = v_hround, held_run_id = v_hrun, last_run_id = NEW.id, last_run_at = NEW.started_at,
            tools_fingerprint = v_tools, server_version = v_version, auth = v_auth, open_event_id = v_open,
            changed_at = v_changed
      WHERE a.server_id = NEW.server_id;
@@ -379,16 +448,26 @@ $probe$;
 CREATE TRIGGER probe_runs_alert AFTER INSERT ON probe_runs
     FOR EACH ROW EXECUTE FUNCTION probe_runs_alert();
 
--- A round that ends is judged once more: its failures may all have come before it had storm_min
--- checks, and its ok runs do not judge it. Its failures counted meanwhile are taken back at each
--- server's next run.
+-- A round that ends is judged, on all its checks, and its held failures are settled: counted
+-- toward down if it was not degraded, forgotten if it was. The states are taken in server order.
 -- +goose StatementBegin
 CREATE FUNCTION alert_rounds_end() RETURNS trigger
 LANGUAGE plpgsql
 AS $probe$
+DECLARE
+    p record;
+    v_server bigint;
 BEGIN
-    PERFORM alert_judge_round(NEW.id, coalesce(p.storm_share, 50), coalesce(p.storm_min, 10))
-       FROM (SELECT 1) AS one LEFT JOIN alert_policy AS p ON true;
+    SELECT coalesce(x.storm_share, 50) AS storm_share, coalesce(x.storm_min, 10) AS storm_min,
+           coalesce(x.down_after, 2) AS down_after
+      INTO p
+      FROM (SELECT 1) AS one LEFT JOIN alert_policy AS x ON true;
+    PERFORM alert_judge_round(NEW.id, p.storm_share, p.storm_min);
+    FOR v_server IN
+        SELECT a.server_id FROM alert_states AS a WHERE a.held_round_id = NEW.id ORDER BY a.server_id FOR UPDATE
+    LOOP
+        PERFORM alert_settle_held(v_server, p.storm_share, p.storm_min, p.down_after);
+    END LOOP;
     RETURN NULL;
 END
 $probe$;
@@ -463,6 +542,7 @@ DROP TRIGGER probe_runs_alert ON probe_runs;
 DROP TRIGGER alert_states_for_server ON servers;
 DROP FUNCTION alert_states_for_server();
 DROP FUNCTION probe_runs_alert();
+DROP FUNCTION alert_settle_held(bigint, integer, integer, integer);
 DROP FUNCTION alert_judge_round(bigint, integer, integer);
 DROP FUNCTION alert_emit(text, bigint, text, text, bigint[], bigint, jsonb, timestamptz);
 DROP TABLE alert_delivery_attempts;
