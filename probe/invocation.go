@@ -83,12 +83,32 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 		// returns are worked as usual (a cancelled round's checks end at once and are recorded
 		// as interrupted).
 		// The jobs' lease starts before the claim is sent: the database dates them later.
+		// A claim whose connection broke (a restart, a failover) is sent again on a fresh one within
+		// its budget, as a finish is: if the first had committed after all, its jobs stay open,
+		// visibly, until the in-flight window closes them, and no server is claimed twice. A retry
+		// asks first whether the database failed over: then this invocation claims no more.
 		l := newLease(r.clock())
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-		jobs, err := queries.Claim(cctx, r.DB, queries.ClaimParams{
-			RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
+		var (
+			jobs     []queries.ClaimedJob
+			attempts int
+			switched bool
+		)
+		err := retry(cctx, claimTimeout, r.Log, "claim due servers", func(actx context.Context) error {
+			if attempts++; attempts > 1 && r.failedOver(actx, st, inv) {
+				switched = true
+				return nil
+			}
+			var err error
+			jobs, err = queries.Claim(actx, r.DB, queries.ClaimParams{
+				RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
+			})
+			return err
 		})
 		cancel()
+		if switched {
+			break
+		}
 		// The cool-down runs from the claim's answer: a claim that waited long for the lock must
 		// not make the next one go out at once for a single slot.
 		lastClaim = time.Now()
