@@ -1,15 +1,18 @@
 package retention_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/audit"
@@ -260,4 +263,59 @@ func TestServerFiguresKeepTheirThirtyDaysAfterAPrune(t *testing.T) {
 	require.Equal(t, before.OK30d, after.OK30d)
 	require.Equal(t, before.Counted30d, after.Counted30d)
 	require.Equal(t, before.Counted7d, after.Counted7d)
+}
+
+// TestAZstdArchiveRoundTripsAndABadOneFailsNamingTheProblem: an export to FILE.zst is zstd (by its
+// extension) and verifies offline; a corrupted or truncated one fails on a line naming zstd's
+// complaint, and one whose frame asks for a window larger than archive.MaxZstdWindow is refused
+// before the decoder takes that memory (an archive is input).
+func TestAZstdArchiveRoundTripsAndABadOneFailsNamingTheProblem(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	pub, priv, err := attest.GenerateKey()
+	require.NoError(t, err)
+	_, runs := signedRuns(t, pool, attest.NewSigner(priv), 8)
+	file := filepath.Join(t.TempDir(), "runs.jsonl.zst")
+	e, err := archive.Export(ctx, pool, archive.Request{Path: file, Before: day(time.Now()), Who: "tester"})
+	require.NoError(t, err)
+	require.EqualValues(t, len(runs), e.Runs)
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0x28, 0xb5, 0x2f, 0xfd}, data[:4], "zstd by the .zst extension")
+	keys := map[string]ed25519.PublicKey{attest.KeyID(pub): pub}
+	verify := func(content []byte) error {
+		_, err := archive.Verify(bytes.NewReader(content), keys, false)
+		return err
+	}
+	rep, err := archive.Verify(bytes.NewReader(data), keys, false)
+	require.NoError(t, err)
+	require.EqualValues(t, len(runs), rep.Signed)
+
+	var bad *archive.BadLineError
+	corrupt := bytes.Clone(data)
+	corrupt[len(corrupt)/2] ^= 0xff
+	require.ErrorAs(t, verify(corrupt), &bad)
+	require.Contains(t, bad.Error(), "zstd")
+	t.Logf("corrupted: %v", bad)
+
+	require.ErrorAs(t, verify(data[:len(data)-10]), &bad)
+	t.Logf("truncated: %v", bad)
+
+	// A frame declaring a 64 MiB window: refused, naming the window.
+	plain, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var big bytes.Buffer
+	zw, err := zstd.NewWriter(&big, zstd.WithWindowSize(64<<20), zstd.WithSingleSegment(false))
+	require.NoError(t, err)
+	dec, err := zstd.NewReader(bytes.NewReader(plain))
+	require.NoError(t, err)
+	_, err = io.Copy(zw, dec)
+	dec.Close()
+	require.NoError(t, err)
+	require.NoError(t, zw.Flush(), "a streamed frame: its header declares the whole window")
+	require.NoError(t, zw.Close())
+	require.ErrorAs(t, verify(big.Bytes()), &bad)
+	require.Contains(t, bad.Error(), "window")
+	t.Logf("large window: %v", bad)
 }
