@@ -148,6 +148,17 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		b.ReportMetric(fl.Seconds(), "ordered_scan_s")
 		b.ReportMetric(st.Seconds(), "rows_streamed_s")
 
+		// audit duplicates --since 10m: the last ten minutes of the month, in its last partition.
+		var recentT []time.Duration
+		for range reps {
+			recentT = append(recentT, timed(b, func() error {
+				_, err := audit.Duplicates(ctx, pool, audit.DuplicatesParams{Since: until.Add(-10 * time.Minute), Until: until})
+				return err
+			}))
+		}
+		recent := median(recentT)
+		b.ReportMetric(recent.Seconds()*1000, "audit_10m_ms")
+
 		fifth := heapFor(b, pool, audit.DuplicatesParams{Since: until.Add(-span / 5), Until: until})
 		whole := heapFor(b, pool, audit.DuplicatesParams{Since: since, Until: until})
 		b.ReportMetric(float64(whole.peak)/(1<<10), "peak_heap_KiB")
@@ -160,6 +171,9 @@ func BenchmarkDuplicatesVsCount(b *testing.B) {
 		b.Logf("rows streamed only  %8.3f s  (%.2fx count; the audit's scan sent to the client and dropped)", st.Seconds(), st.Seconds()/c.Seconds())
 		b.Logf("audit duplicates    %8.3f s  (%.2fx count, %.2fx count in 1 process)", a.Seconds(), a.Seconds()/c.Seconds(), a.Seconds()/cs.Seconds())
 		b.Logf("same, SQL window    %8.3f s  (%.2fx count)", w.Seconds(), w.Seconds()/c.Seconds())
+		b.Logf("audit --since 10m   %8.3f ms (the last ten minutes of the month)", recent.Seconds()*1000)
+		b.Logf("partitions of probe_jobs: %d; rows in probe_jobs_default: %d", partitions(b, pool), defaultRows(b, pool))
+		require.Zero(b, invalidIndexes(b, pool), "an index of probe_jobs left invalid by the load (built ON ONLY the parent)")
 		b.Logf("heap, a fifth of the jobs (%d): peak %.1f KiB live above baseline, %.2f bytes allocated per job",
 			fifth.jobs, float64(fifth.peak)/(1<<10), fifth.allocPerJob)
 		b.Logf("heap, all of the jobs (%d):     peak %.1f KiB live above baseline, %.2f bytes allocated per job",
@@ -243,5 +257,25 @@ func envInt(b *testing.B, name string, def int) int {
 	n, err := strconv.Atoi(raw)
 	require.NoError(b, err, "%s", name)
 	require.Positive(b, n, "%s", name)
+	return n
+}
+
+func partitions(b *testing.B, pool *pgxpool.Pool) (n int) {
+	b.Helper()
+	require.NoError(b, pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_inherits WHERE inhparent = 'probe_jobs'::regclass").Scan(&n))
+	return n
+}
+
+func defaultRows(b *testing.B, pool *pgxpool.Pool) (n int64) {
+	b.Helper()
+	require.NoError(b, pool.QueryRow(context.Background(), "SELECT count(*) FROM probe_jobs_default").Scan(&n))
+	return n
+}
+
+func invalidIndexes(b *testing.B, pool *pgxpool.Pool) (n int) {
+	b.Helper()
+	require.NoError(b, pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_index AS i
+		JOIN pg_class AS c ON c.oid = i.indrelid WHERE c.relname LIKE 'probe_jobs%' AND NOT i.indisvalid`).Scan(&n))
 	return n
 }

@@ -1,7 +1,9 @@
 -- The secondary indexes and foreign keys of probe_jobs, each as the statement that drops it and
 -- the statement that builds it again: a bulk load is several times faster without them, and
 -- building them afterwards is one sort each. Read from the catalog, so it follows the migrations.
-SELECT format('DROP INDEX %I', indexname), indexdef
+-- The definition of a partitioned table's index says ON ONLY (the parent alone, left invalid):
+-- built again without ONLY, it is built on every partition, as the migration made it.
+SELECT format('DROP INDEX %I', indexname), replace(indexdef, ' ON ONLY ', ' ON ')
   FROM pg_indexes
  WHERE schemaname = current_schema() AND tablename = 'probe_jobs' AND indexname <> 'probe_jobs_pkey'
 UNION ALL

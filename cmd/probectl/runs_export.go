@@ -29,7 +29,7 @@ func newRunsExportCmd(f *factory) *cobra.Command {
 		Long: `Write every stored run of the jobs requested before DATE (YYYY-MM-DD, UTC; and on or after
 --from DATE when given) to FILE as JSON lines: the run, its job, its server (slug, kind, URL
 redacted as every view prints it), its result and its DSSE envelope as signed. A FILE ending in
-.gz is gzip-compressed (zstd is not offered: no zstd library is among probectl's dependencies).
+.gz is gzip-compressed, one ending in .zst zstd-compressed (window 8 MiB); any other is plain.
 The last line is a manifest: {"manifest": {"runs", "first_started_at", "last_started_at",
 "before", "sha256"}}, the SHA-256 of every byte before it, uncompressed.
 
@@ -41,7 +41,7 @@ offline with 'probectl runs verify --archive FILE --public-key PEM'.
 -o json prints the recorded export: {"id", "file", "before", "runs", "first_at", "last_at",
 "max_run_id", "sha256", "exported_by", "exported_at"}.`,
 		Example: `  probectl runs export --before 2026-09-01 --out runs-before-2026-09-01.jsonl.gz
-  probectl runs export --from 2026-08-01 --before 2026-09-01 --out runs-2026-08.jsonl.gz`,
+  probectl runs export --from 2026-08-01 --before 2026-09-01 --out runs-2026-08.jsonl.zst`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRunsExport(cmd.Context(), opts)
@@ -49,7 +49,7 @@ offline with 'probectl runs verify --archive FILE --public-key PEM'.
 	}
 	cmd.Flags().StringVar(&opts.Before, "before", "", "export the runs of jobs requested before this day (YYYY-MM-DD, UTC; required)")
 	cmd.Flags().StringVar(&opts.From, "from", "", "and on or after this day (YYYY-MM-DD, UTC; default: the oldest kept)")
-	cmd.Flags().StringVar(&opts.Out, "out", "", "the archive file to write (.gz: gzip; must not exist; required)")
+	cmd.Flags().StringVar(&opts.Out, "out", "", "the archive file to write (.gz: gzip, .zst: zstd; must not exist; required)")
 	cmd.Flags().StringVar(&opts.Actor, "actor", "", "who exports, as recorded (default $USER)")
 	return cmd
 }

@@ -33,8 +33,10 @@ the partition's and no run in it is newer than the export's newest; others are l
 
 It refuses (exit 2, naming why, changing nothing) a DATE inside the last 2 days, or later than an
 open job's request. PostgreSQL does not detach concurrently while a default partition exists, so
-each detach and drop waits at most 100 ms for its lock and tries again: a finish waits no longer
-than that behind it. The rollups (servers show, the /servers pages: uptime over 30 days, per-day
+each detach and drop waits at most 30 ms for its lock and tries again after a growing pause (20 ms
+doubling to 400 ms), at most 30 times: a finish waits no longer than one try behind it. A prune
+that cannot get a lock in that time (a long transaction or a vacuum holding a partition) stops
+with exit 3, naming the partition; what it dropped stays dropped, and a later prune goes on. The rollups (servers show, the /servers pages: uptime over 30 days, per-day
 counts) do not read the runs, and stay whole. 'runs show' of a pruned run says which archive
 holds it; 'audit duplicates' and 'deploy verify' refuse a window reaching before what is kept.
 
@@ -76,6 +78,10 @@ func runRunsPrune(ctx context.Context, opts *runsPruneOptions) error {
 	var refused *retention.RefusedError
 	if errors.As(err, &refused) {
 		return exit.UsageError(fmt.Errorf("--before: %w", err))
+	}
+	var locked *retention.LockError
+	if errors.As(err, &locked) {
+		return exit.UnavailableError(err)
 	}
 	if err != nil {
 		return err

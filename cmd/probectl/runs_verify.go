@@ -39,8 +39,9 @@ run whose signed statement says its check finished at or after that time is INVA
 after the key's retirement), as 'runs show' and 'deploy verify' judge it; the runs the key
 signed before keep verifying.
 
-With --archive FILE it verifies a whole archive written by 'probectl runs export' (gzip or not):
-every line's envelope, against any of the --public-key files given (repeat the flag for the keys
+With --archive FILE it verifies a whole archive written by 'probectl runs export' (gzip, zstd
+or plain, known by its first bytes; a zstd archive asking for a window over 8 MiB is refused, so
+a hostile one cannot take the memory): every line's envelope, against any of the --public-key files given (repeat the flag for the keys
 of a rotation), that each envelope is its line's own job and server, and the trailing manifest
 (count, first and last time, SHA-256 of the content). Unsigned runs fail unless --allow-unsigned.
 

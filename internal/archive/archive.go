@@ -1,9 +1,8 @@
 // Package archive writes the runs of a time range to a file that outlives the database, and
 // verifies such a file offline: JSON lines, one run each (its job, its server with the URL
 // redacted as every view prints it, its result and its signed DSSE envelope verbatim), gzip when
-// the file name ends in .gz, and a trailing manifest line with the count, the first and last
-// time and the SHA-256 of every byte before it (docs/retention.md). zstd is not offered: no zstd
-// library is among probectl's dependencies.
+// the file name ends in .gz, zstd when it ends in .zst, and a trailing manifest line with the
+// count, the first and last time and the SHA-256 of every byte before it (docs/retention.md).
 package archive
 
 import (
@@ -20,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -105,9 +106,18 @@ func Export(ctx context.Context, db queries.DBTX, req Request) (queries.Export, 
 // write streams the lines and the manifest into f, compressed by the file name's extension.
 func write(ctx context.Context, db queries.DBTX, f *os.File, req Request) (Manifest, *int64, error) {
 	var out io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(req.Path, ".gz") {
+	var zw io.WriteCloser
+	switch {
+	case strings.HasSuffix(req.Path, ".gz"):
 		zw = gzip.NewWriter(f)
+		out = zw
+	case strings.HasSuffix(req.Path, ".zst"):
+		// The window a reader must hold: Verify refuses a larger one (MaxZstdWindow).
+		z, err := zstd.NewWriter(f, zstd.WithWindowSize(MaxZstdWindow), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return Manifest{}, nil, fmt.Errorf("write archive: %w", err)
+		}
+		zw = z
 		out = zw
 	}
 	bw := bufio.NewWriterSize(out, 1<<20)

@@ -13,12 +13,19 @@ import (
 	"io"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/probectl/probectl/probe/attest"
 )
 
 // MaxLineBytes bounds one line of an archive: a run holds at most 8 requests, so a real line is a
 // few kilobytes, and a longer one is not a run.
 const MaxLineBytes = 8 << 20
+
+// MaxZstdWindow bounds the window a zstd archive may ask its reader to hold (the decoder's memory
+// is about that): an archive is input, and a frame declaring a larger one is refused. Export
+// writes with this window.
+const MaxZstdWindow = 8 << 20
 
 // Report is what a verified archive holds.
 type Report struct {
@@ -44,10 +51,31 @@ func (e *BadLineError) Error() string {
 
 func (e *BadLineError) Unwrap() error { return e.Err }
 
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// namedReader says which compression failed: zstd's errors ("CRC check failed") do not.
+type namedReader struct {
+	r    io.Reader
+	name string
+}
+
+func (n namedReader) Read(p []byte) (int, error) {
+	k, err := n.r.Read(p)
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+	case errors.Is(err, zstd.ErrWindowSizeExceeded), errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		err = fmt.Errorf("the %s stream asks for a window larger than %d MiB (not an export's): refused: %w",
+			n.name, MaxZstdWindow>>20, err)
+	default:
+		err = fmt.Errorf("the %s stream is corrupt or truncated: %w", n.name, err)
+	}
+	return k, err
+}
+
 // ErrUnsigned: a run without an envelope; nothing proves what it says.
 var ErrUnsigned = errors.New("the run is unsigned")
 
-// Verify reads an archive (gzip or not, by its first bytes) and checks, offline, every line's
+// Verify reads an archive (gzip, zstd or plain, by its first bytes) and checks, offline, every line's
 // envelope against keys (key id → public key), that each envelope is the line's own job and
 // server, and the manifest: the last line, with the count, first and last times and the SHA-256
 // of everything before it. The first line that fails is returned as a *BadLineError. Unsigned
@@ -60,6 +88,16 @@ func Verify(r io.Reader, keys map[string]ed25519.PublicKey, allowUnsigned bool) 
 			return Report{}, &BadLineError{Line: 1, Err: fmt.Errorf("not a gzip stream: %w", err)}
 		}
 		br = bufio.NewReaderSize(zr, 1<<20)
+	} else if err == nil && bytes.Equal(magic, []byte{0x28, 0xb5}) {
+		if m, err := br.Peek(4); err == nil && bytes.Equal(m, zstdMagic) {
+			zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderMaxWindow(MaxZstdWindow), zstd.WithDecoderMaxMemory(MaxZstdWindow))
+			if err != nil {
+				return Report{}, &BadLineError{Line: 1, Err: fmt.Errorf("not a zstd stream: %w", err)}
+			}
+			defer zr.Close()
+			br = bufio.NewReaderSize(namedReader{r: zr, name: "zstd"}, 1<<20)
+		}
 	}
 	var rep Report
 	sum := sha256.New()

@@ -20,11 +20,34 @@ import (
 const MinAge = 48 * time.Hour
 
 // LockTimeout is the longest a detach or a drop waits for its lock in one try; a finish queued
-// behind it waits no longer. A try that times out is retried, up to LockTries times.
+// behind it waits no longer (the budget is 100 ms: docs/retention.md). A try that times out is
+// retried after a pause that doubles from LockBackoff up to LockBackoffMax (so that the finishes
+// queued behind a try get through, and a busy database is not hammered), at most LockTries
+// times: about 12 s in all before the prune gives up with a *LockError.
 const (
-	LockTimeout = 100 * time.Millisecond
-	LockTries   = 50
+	LockTimeout    = 30 * time.Millisecond
+	LockTries      = 30
+	LockBackoff    = 20 * time.Millisecond
+	LockBackoffMax = 400 * time.Millisecond
 )
+
+// LockError says a prune gave up waiting for a partition's lock (could not work: exit 3); what
+// it dropped before stays dropped, and a later prune goes on from there.
+type LockError struct {
+	Table  string
+	Tries  int
+	Waited time.Duration
+	Err    error
+}
+
+func (e *LockError) Error() string {
+	return fmt.Sprintf("could not get the lock on %s after %d tries over %s (each waiting %s): "+
+		"a long transaction or a vacuum holds it; check pg_stat_activity and pg_locks for sessions on %s, "+
+		"then prune again (what was dropped stays dropped): %v",
+		e.Table, e.Tries, e.Waited.Round(time.Millisecond), LockTimeout, e.Table, e.Err)
+}
+
+func (e *LockError) Unwrap() error { return e.Err }
 
 // RefusedError says why a prune was refused before anything changed (bad input: exit 2).
 type RefusedError struct{ Reason string }
@@ -91,7 +114,7 @@ func Prune(ctx context.Context, db queries.DB, req Request) ([]Pruned, error) {
 // dropRange detaches the runs then the jobs partition, then drops them.
 func dropRange(ctx context.Context, db queries.DB, p Pruned) error {
 	for _, table := range []string{p.RunsTable, p.JobsTable} {
-		if err := retryLock(ctx, func() error {
+		if err := retryLock(ctx, table, func() error {
 			_, err := queries.DetachPartition(ctx, db, table, LockTimeout)
 			return err
 		}); err != nil {
@@ -99,7 +122,7 @@ func dropRange(ctx context.Context, db queries.DB, p Pruned) error {
 		}
 	}
 	for _, table := range []string{p.RunsTable, p.JobsTable} {
-		if err := retryLock(ctx, func() error {
+		if err := retryLock(ctx, table, func() error {
 			return queries.DropPartition(ctx, db, table, p.ExportID, LockTimeout)
 		}); err != nil {
 			return err
@@ -108,22 +131,28 @@ func dropRange(ctx context.Context, db queries.DB, p Pruned) error {
 	return nil
 }
 
-// retryLock runs fn until it does not fail on its lock timeout, at most LockTries times.
-func retryLock(ctx context.Context, fn func() error) error {
+// retryLock runs fn until it does not fail on its lock timeout, at most LockTries times, pausing
+// between tries for a backoff that doubles from LockBackoff up to LockBackoffMax.
+func retryLock(ctx context.Context, table string, fn func() error) error {
 	var err error
-	for range LockTries {
+	start := time.Now()
+	pause := LockBackoff
+	for try := 1; ; try++ {
 		err = fn()
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
 			return err
 		}
+		if try == LockTries {
+			return &LockError{Table: table, Tries: try, Waited: time.Since(start), Err: err}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(LockTimeout):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, LockBackoffMax)
 	}
-	return fmt.Errorf("gave up after %d tries of %s for the lock: %w", LockTries, LockTimeout, err)
 }
 
 // WindowError says a read window reaches before the oldest kept partition (bad input: exit 2).

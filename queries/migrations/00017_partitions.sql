@@ -926,6 +926,32 @@ END
 $probe$;
 -- +goose StatementEnd
 
+-- run_facts (00007) joined a run to its job by id alone: on the partitioned probe_jobs no partition
+-- can be pruned for that, and the planner hashes every job of every partition to read one
+-- server's 30 days (servers show, /servers/SLUG: 110 ms and 383 ms at 100,000 runs over 30 daily
+-- partitions, against 4 ms and 12 ms unpartitioned). The job is now found in its partition by the
+-- run's key (one index probe, pruned at run time); a run without the key (the legacy partition's
+-- '-infinity', a previous binary's NULL) looks the job up by id as before. Same columns, same rows.
+CREATE OR REPLACE VIEW run_facts AS
+SELECT r.id, r.job_id, j.round_id, r.server_id, s.slug AS server, s.kind,
+       coalesce(r.result->>'outcome', j.outcome, '') AS outcome,
+       coalesce(r.result->>'summary', '') AS summary,
+       nullif(r.result->>'error', '') AS error,
+       r.requests, r.started_at, r.finished_at,
+       r.envelope->'signatures'->0->>'keyid' AS key_id,
+       (r.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+        OR r.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+        OR j.outcome IS NOT DISTINCT FROM 'abandoned') AS probectl_fault
+  FROM probe_runs AS r
+  JOIN LATERAL (
+        SELECT k.round_id, k.outcome FROM probe_jobs AS k
+         WHERE k.id = r.job_id AND k.requested_at = r.job_requested_at
+        UNION ALL
+        SELECT k.round_id, k.outcome FROM probe_jobs AS k
+         WHERE k.id = r.job_id AND (r.job_requested_at IS NULL OR r.job_requested_at = '-infinity')
+       ) AS j ON true
+  JOIN servers AS s ON s.id = r.server_id;
+
 -- +goose Down
 -- Back to one table each: the rows stored since the upgrade (every partition but the legacy one)
 -- are copied into the legacy tables, which become probe_jobs and probe_runs again. The copy is the
