@@ -196,12 +196,38 @@ func (p *Pair) KillPrimary() error {
 }
 
 // Promote promotes the standby (`pg_ctl promote`, which waits until it takes writes).
+//
+// The promote signal is sent again while the standby is still in recovery: one that reaches the
+// standby while its postmaster restarts its processes (after a dropped receiver) is lost, and
+// pg_ctl would wait out its timeout for a promotion that never began.
 func (p *Pair) Promote(ctx context.Context) error {
-	if err := p.run(ctx, "pg_ctl", "promote", "-D", p.standbyData, "-w", "-t", "60"); err != nil {
-		return err
+	var last error
+	for try := 0; try < 6; try++ {
+		last = p.run(ctx, "pg_ctl", "promote", "-D", p.standbyData, "-w", "-t", "20")
+		if last == nil || !p.inRecovery(ctx) {
+			p.logf("pgha: standby promoted")
+			return nil
+		}
+		p.logf("pgha: promote not done yet (%v); signalling again", last)
 	}
-	p.logf("pgha: standby promoted")
-	return nil
+	return last
+}
+
+// inRecovery says whether the standby still replays (not yet promoted); true when it cannot be
+// asked.
+func (p *Pair) inRecovery(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.StandbyURL("postgres"))
+	if err != nil {
+		return true
+	}
+	defer conn.Close(ctx)
+	var in bool
+	if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&in); err != nil {
+		return true
+	}
+	return in
 }
 
 // HoldWALReceiver stops the standby's WAL receiver (SIGSTOP): commits on the primary meanwhile do
@@ -216,7 +242,14 @@ func (p *Pair) HoldWALReceiver() (drop func(), err error) {
 			if err := syscall.Kill(c, syscall.SIGSTOP); err != nil {
 				return nil, fmt.Errorf("stop the wal receiver: %w", err)
 			}
-			return func() { _ = syscall.Kill(c, syscall.SIGKILL) }, nil
+			return func() {
+				_ = syscall.Kill(c, syscall.SIGKILL)
+				// Until the postmaster has reaped it, the standby still answers as before: a
+				// WaitStandby then would not wait for the restart the kill sets off.
+				for i := 0; i < 200 && syscall.Kill(c, 0) == nil; i++ {
+					time.Sleep(25 * time.Millisecond)
+				}
+			}, nil
 		}
 	}
 	return nil, errors.New("the standby has no wal receiver")
