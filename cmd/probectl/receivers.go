@@ -92,6 +92,9 @@ func runReceiversAdd(ctx context.Context, opts *receiversAddOptions, name string
 		}
 		r.Secret = secret
 	}
+	if err := alertsError(r.Check()); err != nil {
+		return err
+	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err

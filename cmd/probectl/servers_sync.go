@@ -107,9 +107,16 @@ func runServersSync(ctx context.Context, opts *serversSyncOptions) error {
 	if opts.Registry == "" {
 		return exit.UsageError(errors.New("--registry: required (the registry's base URL), or --status"))
 	}
+	// The input is judged before the database is asked: bad flags exit 2 whether it answers or not.
+	if _, err := directory.RegistryBaseURL(opts.Registry); err != nil {
+		return syncFlagError(err)
+	}
 	if opts.EverySet {
 		if opts.Full || opts.DryRun || opts.MassDelist {
 			return exit.UsageError(errors.New("--every: records a schedule; it takes no --full, --dry-run or --allow-mass-delist"))
+		}
+		if err := directory.CheckSyncEvery(opts.Every); err != nil {
+			return syncFlagError(err)
 		}
 		return syncSchedule(ctx, opts, format)
 	}

@@ -70,6 +70,13 @@ func AddReceiver(ctx context.Context, db queries.DBTX, r NewReceiver, by string)
 	return err
 }
 
+// Check judges the receiver as AddReceiver will, without a database: a command calls it before it
+// connects, so that bad input exits 2 whether or not the database answers.
+func (r NewReceiver) Check() error {
+	_, err := r.check()
+	return err
+}
+
 func (r NewReceiver) check() (queries.ReceiverSecret, error) {
 	out := queries.ReceiverSecret{Name: r.Name, URL: r.URL, Format: r.Format}
 	if !nameRE.MatchString(r.Name) {

@@ -22,6 +22,14 @@ func (e *SyncEveryError) Error() string {
 	return fmt.Sprintf("must be %s to %s (0 removes the schedule), got %s", MinSyncEvery, MaxSyncEvery, e.Every)
 }
 
+// CheckSyncEvery judges a schedule's interval: 0 (no schedule) or MinSyncEvery to MaxSyncEvery.
+func CheckSyncEvery(every time.Duration) error {
+	if every != 0 && (every < MinSyncEvery || every > MaxSyncEvery) {
+		return &SyncEveryError{Every: every}
+	}
+	return nil
+}
+
 // ScheduleSync records that `probectl worker`'s leader syncs registryURL every every (0: the
 // schedule is removed; syncs then run only by hand). It returns the registry's base URL as stored.
 func ScheduleSync(ctx context.Context, db queries.DBTX, registryURL string, every time.Duration, actor string, now *time.Time) (string, error) {
@@ -29,11 +37,11 @@ func ScheduleSync(ctx context.Context, db queries.DBTX, registryURL string, ever
 	if err != nil {
 		return "", err
 	}
+	if err := CheckSyncEvery(every); err != nil {
+		return "", err
+	}
 	var e *time.Duration
 	if every != 0 {
-		if every < MinSyncEvery || every > MaxSyncEvery {
-			return "", &SyncEveryError{Every: every}
-		}
 		e = &every
 	}
 	if err := queries.ScheduleRegistrySync(ctx, db, base, e, actor, now); err != nil {

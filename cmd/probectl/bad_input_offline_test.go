@@ -1,0 +1,32 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/exit"
+)
+
+// Bad input is judged before the database is asked: with no database answering, a bad flag of the
+// new commands still exits 2 and names the flag, not 3 for the unreachable database.
+func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"receivers", "add", "x", "--url", "ftp://a", "--format", "slack"}, "--url"},
+		{[]string{"receivers", "add", "x", "--url", "https://a.example", "--format", "bogus"}, "--format"},
+		{[]string{"servers", "sync", "--registry", "ftp://x"}, "--registry"},
+		{[]string{"servers", "sync", "--registry", "https://x.example", "--every", "1s"}, "--every"},
+		{[]string{"alerts", "policy", "set", "--down-after", "0"}, "--down-after"},
+		{[]string{"runs", "prune", "--before", "garbage"}, "--before"},
+		{[]string{"deploy", "verify", "--max-ok-drop", "101"}, "--max-ok-drop"},
+	}
+	for _, c := range cases {
+		res := runCLI(t, append([]string{"--database-url", nowhere}, c.args...)...)
+		require.Equal(t, exit.Usage, res.Code, "%v: %s", c.args, res.Stderr)
+		require.Contains(t, res.Stderr, c.flag, "%v", c.args)
+	}
+}
