@@ -22,6 +22,9 @@ func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
 		{[]string{"servers", "sync", "--registry", "https://x.example", "--every", "1s"}, "--every"},
 		{[]string{"alerts", "policy", "set", "--down-after", "0"}, "--down-after"},
 		{[]string{"runs", "prune", "--before", "garbage"}, "--before"},
+		{[]string{"runs", "retention", "set", "--keep", "0d", "--unit", "week"}, "--keep"},
+		{[]string{"runs", "retention", "set", "--keep", "1d"}, "--keep"},
+		{[]string{"runs", "retention", "set", "--unit", "month"}, "--unit"},
 		{[]string{"deploy", "verify", "--max-ok-drop", "101"}, "--max-ok-drop"},
 	}
 	for _, c := range cases {

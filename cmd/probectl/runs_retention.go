@@ -17,6 +17,7 @@ import (
 type runsRetentionOptions struct {
 	f       *factory
 	Keep    time.Duration
+	KeepSet bool // --keep was given, 0 included (refused as under the minimum, not taken as absent)
 	Forever bool
 	Unit    string
 	Actor   string
@@ -51,6 +52,7 @@ partitions already made keep theirs). Prints the setting.`,
   probectl runs retention set --keep 52w --unit week`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.KeepSet = cmd.Flags().Changed("keep")
 			return runRunsRetention(cmd.Context(), opts, true)
 		},
 	}
@@ -78,14 +80,17 @@ func runRunsRetention(ctx context.Context, opts *runsRetentionOptions, set bool)
 	}
 	var keep *time.Duration
 	if set {
-		if opts.Keep == 0 && !opts.Forever && opts.Unit == "" {
+		if !opts.KeepSet && !opts.Forever && opts.Unit == "" {
 			return exit.UsageError(errors.New("give --keep DURATION or --forever (or --unit)"))
 		}
-		if opts.Keep != 0 && opts.Forever {
+		if opts.KeepSet && opts.Forever {
 			return exit.UsageError(errors.New("--keep and --forever: give one"))
 		}
-		if opts.Keep != 0 {
+		if opts.KeepSet {
 			keep = &opts.Keep
+		}
+		if err := retention.CheckSetting(keep, opts.Unit); err != nil {
+			return exit.UsageError(err)
 		}
 	}
 	pool, err := f.Pool(ctx)

@@ -24,13 +24,22 @@ func (e *SettingError) Error() string { return e.Reason }
 // Set sets how long runs are kept (nil: for ever) and, unless unit is "", the span of the
 // partitions made from then on ("day" or "week").
 func Set(ctx context.Context, db queries.DBTX, keep *time.Duration, unit, who string) (queries.Retention, error) {
-	if keep != nil && *keep < MinKeep {
-		return queries.Retention{}, &SettingError{Reason: fmt.Sprintf("--keep %s: at least %s (prune never reaches the last 2 days)", keep, MinKeep)}
-	}
-	if unit != "" && unit != "day" && unit != "week" {
-		return queries.Retention{}, &SettingError{Reason: fmt.Sprintf("--unit %q: day or week", unit)}
+	if err := CheckSetting(keep, unit); err != nil {
+		return queries.Retention{}, err
 	}
 	return queries.SetRetention(ctx, db, keep, unit, who)
+}
+
+// CheckSetting judges a retention setting as Set does, without a database: a command calls it
+// before it connects, so that bad input exits 2 whether or not the database answers.
+func CheckSetting(keep *time.Duration, unit string) error {
+	if keep != nil && *keep < MinKeep {
+		return &SettingError{Reason: fmt.Sprintf("--keep %s: at least %s (prune never reaches the last 2 days)", keep, MinKeep)}
+	}
+	if unit != "" && unit != "day" && unit != "week" {
+		return &SettingError{Reason: fmt.Sprintf("--unit %q: day or week", unit)}
+	}
+	return nil
 }
 
 // Get reads the retention setting.
