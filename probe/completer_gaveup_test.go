@@ -139,3 +139,24 @@ func TestAFinishThatFindsItsOwnEarlierCommitDoesNotReportAnAbandonedJob(t *testi
 	require.Equal(t, 1, st.closedElsewise)
 	require.Contains(t, log.String(), "job was already closed (abandoned after the in-flight window)")
 }
+
+// A retried finish that finds its run stored by an earlier attempt (a batch that committed but
+// whose answer was lost) stops there: it is done, not failing, and must not hold its slot for the
+// rest of the write budget trying again (seen under load: attempt 7 of a stored finish).
+func TestARetriedFinishThatFindsItsRunStoredStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	pool := testDB(t)
+	r := &Round{DB: pool, Log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
+	_, p := claimOne(t, pool)
+	_, err := queries.FinishTx(t.Context(), pool, p) // the earlier attempt, its answer lost
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	attempts := 1 // the batch's
+	var fr queries.FinishResult
+	err = r.finishAlone(ctx, time.Second, &attempts, p, &fr)
+	require.ErrorIs(t, err, errRunStored)
+	require.Equal(t, 2, attempts, "one look at the database, no more attempts")
+	require.NoError(t, ctx.Err(), "the budget was not spent")
+}

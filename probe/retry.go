@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -26,7 +27,8 @@ func retry(ctx context.Context, each time.Duration, log *slog.Logger, what strin
 		actx, cancel := context.WithTimeout(ctx, each)
 		err := write(actx)
 		cancel()
-		if err == nil || !queries.Transient(err) || ctx.Err() != nil {
+		// A run found stored by an earlier attempt is the write done, not a failure to try again.
+		if err == nil || errors.Is(err, errRunStored) || !queries.Transient(err) || ctx.Err() != nil {
 			return err
 		}
 		log.Warn("write failed; trying again on a fresh connection", "write", what, "attempt", attempt,
