@@ -89,11 +89,11 @@ func runRunsShow(ctx context.Context, opts *runsShowOptions) error {
 		}
 		return render.JSON(f.IO.Out, v.Envelope)
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, runShowJSON{runJSON: toRunJSON(v.Run), URL: check.RedactURL(v.EndpointURL),
-			Result: v.Result, EnvelopeVerified: v.Verified, EnvelopeError: v.VerifyError})
-	}
-	return writeRunShow(f.IO, v)
+	return render.Output(f.IO.Out, format, render.View{
+		JSON: runShowJSON{runJSON: toRunJSON(v.Run), URL: check.RedactURL(v.EndpointURL), Result: v.Result,
+			EnvelopeVerified: v.Verified, EnvelopeError: v.VerifyError},
+		Text: func() error { return writeRunShow(f.IO, v) },
+	})
 }
 
 // writeRunShow prints one run, its times in the zone --tz chose.
