@@ -17,7 +17,9 @@ const (
 // a struct with snake_case json tags (or a domain type that has them), RFC 3339 times, seconds as
 // numbers, empty lists as [] (the shape is the contract, tested). Text writes what a person reads,
 // to the command's stdout; a warning beside it goes to stderr from there too. CSV, set only by a
-// command that offers -o csv, writes records through NewCSV.
+// command that offers -o csv, writes records through NewCSV. A view without JSON is for a person
+// only (a plan shown before a question, whose JSON comes with the answer): -o json writes nothing
+// of it; one without Text has written its text along the way.
 type View struct {
 	JSON any
 	Text func() error
@@ -29,6 +31,8 @@ type View struct {
 // else ("table") calls v.Text.
 func Output(w io.Writer, format string, v View) error {
 	switch {
+	case format == FormatJSON && v.JSON == nil:
+		return nil
 	case format == FormatJSON:
 		return JSON(w, v.JSON)
 	case format == FormatCSV && v.CSV != nil:

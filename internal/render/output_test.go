@@ -55,4 +55,11 @@ func TestOutputWritesAViewInTheFormatAsked(t *testing.T) {
 	assert.Empty(t, buf.String())
 	require.NoError(t, Output(&buf, FormatTable, View{JSON: 1}), "a view whose text was written along the way writes nothing more")
 	assert.Empty(t, buf.String())
+	require.NoError(t, Output(&buf, FormatJSON, view(false).personOnly()), "a view for a person only writes no JSON")
+	assert.Empty(t, buf.String())
+	var none []string
+	require.NoError(t, Output(&buf, FormatJSON, View{JSON: none}), "a nil list is a value: null, as encoding/json says it")
+	assert.Equal(t, "null\n", buf.String())
 }
+
+func (v View) personOnly() View { v.JSON = nil; return v }
