@@ -58,7 +58,7 @@ func policyRows(p queries.AlertPolicy) [][2]string {
 		{"up_after", strconv.Itoa(p.UpAfter)},
 		{"storm_share", fmt.Sprintf("%d%%", p.StormShare)},
 		{"storm_min", strconv.Itoa(p.StormMin)},
-		{"resend_every", p.ResendEvery.String()},
+		{"resend_every", render.Duration(p.ResendEvery)},
 	}
 }
 

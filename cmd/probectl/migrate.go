@@ -84,9 +84,9 @@ func writeMigrated(io *render.Streams, applied []queries.Migration, made []queri
 		_, err := fmt.Fprintln(io.Out, "schema is up to date; nothing to apply")
 		return err
 	}
-	tbl := render.NewTable(io.Out, "VERSION", "MIGRATION", "SECONDS")
+	tbl := render.NewTable(io.Out, "VERSION", "MIGRATION", "DURATION")
 	for _, m := range applied {
-		tbl.Row(m.Version, m.Name, fmt.Sprintf("%.3f", m.Duration))
+		tbl.Row(m.Version, m.Name, render.Duration(time.Duration(m.Duration*float64(time.Second))))
 	}
 	if err := tbl.Render(); err != nil {
 		return err
