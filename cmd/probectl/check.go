@@ -121,7 +121,8 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 			Envelope json.RawMessage `json:"envelope"`
 		}{out.Result, out.Envelope}
 	}
-	if err := render.Output(f.IO.Out, format, render.View{JSON: asJSON, Text: func() error { return writeCheck(f.IO, out) }}); err != nil {
+	view := render.View{JSON: asJSON, Text: func() error { return writeCheck(f.IO, out) }}
+	if err := render.Output(f.IO.Out, format, view); err != nil {
 		return err
 	}
 	switch out.Result.Outcome {
