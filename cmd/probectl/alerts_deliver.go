@@ -53,13 +53,12 @@ func runAlertsDeliver(ctx context.Context, opts *alertsDeliverOptions) error {
 	}
 	resent, rerr := d.Resend(ctx)
 	s.Resent = resent
-	if format == "json" {
-		if err := render.JSON(f.IO.Out, s); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(f.IO.Out, "attempts %d, delivered %d, given up %d, still pending %d; open alerts re-sent to Alertmanager: %d\n",
+	if err := render.Output(f.IO.Out, format, render.View{JSON: s, Text: func() error {
+		_, err := fmt.Fprintf(f.IO.Out, "attempts %d, delivered %d, given up %d, still pending %d; open alerts re-sent to Alertmanager: %d\n",
 			s.Attempts, s.Delivered, s.Failed, s.Pending, s.Resent)
+		return err
+	}}); err != nil {
+		return err
 	}
 	if s.Attempts > s.Delivered || rerr != nil {
 		return &silentError{code: exit.Found}

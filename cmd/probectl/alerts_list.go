@@ -92,33 +92,32 @@ func runAlertsList(ctx context.Context, opts *alertsListOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		out := make([]alertJSON, 0, len(list))
-		for _, e := range list {
-			a := alertJSON{ID: e.ID, Type: e.Type, Server: e.Server, State: e.State, PreviousState: e.PreviousState,
-				Runs: e.Runs, RoundID: e.RoundID, Details: e.Data, OpenedAt: e.CreatedAt, ResolvedAt: e.ResolvedAt,
-				Deliveries: []deliveryJSON{}}
-			if a.Runs == nil {
-				a.Runs = []int64{}
-			}
-			for _, d := range e.Deliveries {
-				a.Deliveries = append(a.Deliveries, deliveryJSON{Receiver: d.Receiver, State: d.State, Attempts: d.Attempts,
-					LastStatus: d.LastStatus, LastError: d.LastError, LastAttemptAt: d.LastAttemptAt})
-			}
-			out = append(out, a)
-		}
-		return render.JSON(f.IO.Out, out)
-	}
-	tbl := render.NewTable(f.IO.Out, "ID", "TYPE", "SERVER", "STATE", f.IO.TimeHeader("OPENED"),
-		f.IO.TimeHeader("RESOLVED"), "DELIVERIES")
+	out := make([]alertJSON, 0, len(list))
 	for _, e := range list {
-		resolved := "-"
-		if e.ResolvedAt != nil {
-			resolved = f.IO.Time(*e.ResolvedAt)
+		a := alertJSON{ID: e.ID, Type: e.Type, Server: e.Server, State: e.State, PreviousState: e.PreviousState,
+			Runs: e.Runs, RoundID: e.RoundID, Details: e.Data, OpenedAt: e.CreatedAt, ResolvedAt: e.ResolvedAt,
+			Deliveries: []deliveryJSON{}}
+		if a.Runs == nil {
+			a.Runs = []int64{}
 		}
-		tbl.Row(e.ID, e.Type, dashIfNone(e.Server), dashIfNone(e.State), f.IO.Time(e.CreatedAt), resolved, deliveriesText(e))
+		for _, d := range e.Deliveries {
+			a.Deliveries = append(a.Deliveries, deliveryJSON{Receiver: d.Receiver, State: d.State, Attempts: d.Attempts,
+				LastStatus: d.LastStatus, LastError: d.LastError, LastAttemptAt: d.LastAttemptAt})
+		}
+		out = append(out, a)
 	}
-	return tbl.Render()
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		tbl := render.NewTable(f.IO.Out, "ID", "TYPE", "SERVER", "STATE", f.IO.TimeHeader("OPENED"),
+			f.IO.TimeHeader("RESOLVED"), "DELIVERIES")
+		for _, e := range list {
+			resolved := "-"
+			if e.ResolvedAt != nil {
+				resolved = f.IO.Time(*e.ResolvedAt)
+			}
+			tbl.Row(e.ID, e.Type, dashIfNone(e.Server), dashIfNone(e.State), f.IO.Time(e.CreatedAt), resolved, deliveriesText(e))
+		}
+		return tbl.Render()
+	}})
 }
 
 func dashIfNone(s *string) string {

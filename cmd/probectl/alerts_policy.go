@@ -58,7 +58,7 @@ func policyRows(p queries.AlertPolicy) [][2]string {
 		{"up_after", strconv.Itoa(p.UpAfter)},
 		{"storm_share", fmt.Sprintf("%d%%", p.StormShare)},
 		{"storm_min", strconv.Itoa(p.StormMin)},
-		{"resend_every", p.ResendEvery.String()},
+		{"resend_every", render.Duration(p.ResendEvery)},
 	}
 }
 
@@ -76,14 +76,13 @@ func runAlertsPolicy(ctx context.Context, opts *alertsPolicyOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, toPolicyJSON(p))
-	}
-	tbl := render.NewTable(f.IO.Out, "SETTING", "VALUE")
-	for _, r := range policyRows(p) {
-		tbl.Row(r[0], r[1])
-	}
-	return tbl.Render()
+	return render.Output(f.IO.Out, format, render.View{JSON: toPolicyJSON(p), Text: func() error {
+		tbl := render.NewTable(f.IO.Out, "SETTING", "VALUE")
+		for _, r := range policyRows(p) {
+			tbl.Row(r[0], r[1])
+		}
+		return tbl.Render()
+	}})
 }
 
 type alertsPolicySetOptions struct {
@@ -170,20 +169,21 @@ func runAlertsPolicySet(ctx context.Context, opts *alertsPolicySetOptions) error
 	if err != nil {
 		return alertsError(err)
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, map[string]any{"before": toPolicyJSON(before), "after": toPolicyJSON(after),
-			"dry_run": opts.DryRun})
-	}
-	tbl := render.NewTable(f.IO.Out, "SETTING", "BEFORE", "AFTER")
-	b, a := policyRows(before), policyRows(after)
-	for i := range b {
-		tbl.Row(b[i][0], b[i][1], a[i][1])
-	}
-	if err := tbl.Render(); err != nil {
-		return err
-	}
-	if opts.DryRun {
-		fmt.Fprintln(f.IO.Out, "\ndry run: nothing changed")
-	}
-	return nil
+	return render.Output(f.IO.Out, format, render.View{
+		JSON: map[string]any{"before": toPolicyJSON(before), "after": toPolicyJSON(after), "dry_run": opts.DryRun},
+		Text: func() error {
+			tbl := render.NewTable(f.IO.Out, "SETTING", "BEFORE", "AFTER")
+			b, a := policyRows(before), policyRows(after)
+			for i := range b {
+				tbl.Row(b[i][0], b[i][1], a[i][1])
+			}
+			if err := tbl.Render(); err != nil {
+				return err
+			}
+			if opts.DryRun {
+				fmt.Fprintln(f.IO.Out, "\ndry run: nothing changed")
+			}
+			return nil
+		},
+	})
 }

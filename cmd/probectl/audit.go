@@ -100,19 +100,6 @@ func durationOr(d *time.Duration, missing string) string {
 	return render.Duration(*d)
 }
 
-// writeAuditReport writes an audit's report in the format asked for: the report itself as JSON,
-// or through the command's own CSV and table writers.
-func writeAuditReport(f *factory, format string, report any, csv, table func() error) error {
-	switch format {
-	case "json":
-		return render.JSON(f.IO.Out, report)
-	case "csv":
-		return csv()
-	default:
-		return table()
-	}
-}
-
 // failIfFound turns a finding into exit 1 once the report is out (--fail-on-found).
 func failIfFound(err error, found bool) error {
 	if err == nil && found {

@@ -85,9 +85,9 @@ func runAuditDuplicates(ctx context.Context, opts *auditDuplicatesOptions) error
 	if err != nil {
 		return auditError(err)
 	}
-	err = writeAuditReport(f, format, r,
-		func() error { return writeDuplicatesCSV(f.IO.Out, r) },
-		func() error { return writeDuplicatesTable(f.IO, r) })
+	err = render.Output(f.IO.Out, format, render.View{JSON: r,
+		Text: func() error { return writeDuplicatesTable(f.IO, r) },
+		CSV:  func() error { return writeDuplicatesCSV(f.IO.Out, r) }})
 	return failIfFound(err, opts.FailOnFound && r.Unexplained() > 0)
 }
 

@@ -57,9 +57,9 @@ func runAuditOpen(ctx context.Context, opts *auditOpenOptions) error {
 	if err != nil {
 		return auditError(err)
 	}
-	err = writeAuditReport(f, format, r,
-		func() error { return writeOpenCSV(f.IO.Out, r) },
-		func() error { return writeOpenTable(f.IO, r) })
+	err = render.Output(f.IO.Out, format, render.View{JSON: r,
+		Text: func() error { return writeOpenTable(f.IO, r) },
+		CSV:  func() error { return writeOpenCSV(f.IO.Out, r) }})
 	return failIfFound(err, opts.FailOnFound && r.Stale() > 0)
 }
 

@@ -63,9 +63,9 @@ func runAuditRate(ctx context.Context, opts *auditRateOptions) error {
 	if err != nil {
 		return auditError(err)
 	}
-	err = writeAuditReport(f, format, r,
-		func() error { return writeRateCSV(f.IO.Out, r) },
-		func() error { return writeRateTable(f.IO, r) })
+	err = render.Output(f.IO.Out, format, render.View{JSON: r,
+		Text: func() error { return writeRateTable(f.IO, r) },
+		CSV:  func() error { return writeRateCSV(f.IO.Out, r) }})
 	return failIfFound(err, opts.FailOnFound && len(r.Over) > 0)
 }
 

@@ -73,9 +73,9 @@ func runAuditTools(ctx context.Context, opts *auditToolsOptions) error {
 	if err != nil {
 		return auditError(err)
 	}
-	err = writeAuditReport(f, format, r,
-		func() error { return writeToolsCSV(f.IO.Out, r) },
-		func() error { return writeToolsTable(f.IO, r) })
+	err = render.Output(f.IO.Out, format, render.View{JSON: r,
+		Text: func() error { return writeToolsTable(f.IO, r) },
+		CSV:  func() error { return writeToolsCSV(f.IO.Out, r) }})
 	return failIfFound(err, opts.FailOnFound && r.Flagged() > 0)
 }
 

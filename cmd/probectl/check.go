@@ -113,19 +113,16 @@ func runCheck(ctx context.Context, opts *checkOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		if out.Envelope != nil {
-			err = render.JSON(f.IO.Out, struct {
-				Result   check.Result    `json:"result"`
-				Envelope json.RawMessage `json:"envelope"`
-			}{out.Result, out.Envelope})
-		} else {
-			err = render.JSON(f.IO.Out, out.Result)
-		}
-	} else {
-		err = writeCheck(f.IO, out)
+	// A signed check is its result and envelope; an unsigned one, its result alone.
+	var asJSON any = out.Result
+	if out.Envelope != nil {
+		asJSON = struct {
+			Result   check.Result    `json:"result"`
+			Envelope json.RawMessage `json:"envelope"`
+		}{out.Result, out.Envelope}
 	}
-	if err != nil {
+	view := render.View{JSON: asJSON, Text: func() error { return writeCheck(f.IO, out) }}
+	if err := render.Output(f.IO.Out, format, view); err != nil {
 		return err
 	}
 	switch out.Result.Outcome {

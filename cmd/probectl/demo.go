@@ -83,10 +83,9 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if res.Kept != nil {
 		writeKept(f.IO, res.Kept)
 	}
-	if format == "json" {
-		if jerr := render.JSON(f.IO.Out, rep.document(res)); jerr != nil && err == nil {
-			err = jerr
-		}
+	// The tables were written step by step; the JSON is one document, written now.
+	if jerr := render.Output(f.IO.Out, format, render.View{JSON: rep.document(res)}); jerr != nil && err == nil {
+		err = jerr
 	}
 	if err == nil {
 		err = rep.err

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/probectl/probectl/audit"
@@ -20,27 +17,27 @@ type demoReporter struct {
 	f      *factory
 	format string
 
-	rounds     []json.RawMessage
-	verify     []json.RawMessage
-	duplicates json.RawMessage
-	rollback   json.RawMessage
+	rounds     []any
+	verify     []any
+	duplicates any
+	rollback   any
 	// err is the first rendering error; the demo goes on, the command reports it.
 	err error
 }
 
 // demoJSON is the documented JSON shape of 'probectl demo -o json'.
 type demoJSON struct {
-	Scenario        string            `json:"scenario"`
-	Servers         int               `json:"servers"`
-	Fleet           demoFleetJSON     `json:"fleet"`
-	DurationSeconds float64           `json:"duration_seconds"`
-	Rounds          []json.RawMessage `json:"rounds"`
+	Scenario        string        `json:"scenario"`
+	Servers         int           `json:"servers"`
+	Fleet           demoFleetJSON `json:"fleet"`
+	DurationSeconds float64       `json:"duration_seconds"`
+	Rounds          []any         `json:"rounds"`
 	// Verify holds the deploy verify reports: of the fan-out release, then (in the replay) of the
 	// rounds after the rollback.
-	Verify     []json.RawMessage `json:"verify"`
-	Duplicates json.RawMessage   `json:"duplicates"`
-	Rollback   json.RawMessage   `json:"rollback"`
-	Kept       *demoKeptJSON     `json:"kept"`
+	Verify     []any         `json:"verify"`
+	Duplicates any           `json:"duplicates"`
+	Rollback   any           `json:"rollback"`
+	Kept       *demoKeptJSON `json:"kept"`
 }
 
 type demoFleetJSON struct {
@@ -64,10 +61,10 @@ func (r *demoReporter) document(res *demo.Result) demoJSON {
 		Fleet:  demoFleetJSON{HTTP: c.HTTP, MCP: c.MCP, Slow: c.Slow, Hanging: c.Hanging, Failing: c.Failing, Oversized: c.Oversized},
 		Rounds: r.rounds, Verify: r.verify, Duplicates: r.duplicates, Rollback: r.rollback}
 	if doc.Rounds == nil {
-		doc.Rounds = []json.RawMessage{}
+		doc.Rounds = []any{}
 	}
 	if doc.Verify == nil {
-		doc.Verify = []json.RawMessage{}
+		doc.Verify = []any{}
 	}
 	if res.Kept != nil {
 		doc.Kept = &demoKeptJSON{DatabaseURL: res.Kept.URL, PID: res.Kept.PID, Dir: res.Kept.Dir}
@@ -81,23 +78,15 @@ func (r *demoReporter) fail(err error) {
 	}
 }
 
-// show renders to stdout in table mode, or captures the JSON the command would print.
-func (r *demoReporter) show(table func() error, asJSON func(sub *factory) error) json.RawMessage {
-	if r.format != "json" {
-		r.fail(table())
+// show writes a step's view, the one its command writes, to stdout in table mode (a blank line
+// after it), and returns its JSON value for the document -o json writes at the end.
+func (r *demoReporter) show(v render.View) any {
+	r.fail(render.Output(r.f.IO.Out, r.format, render.View{Text: func() error {
+		r.fail(v.Text())
 		_, err := fmt.Fprintln(r.f.IO.Out)
-		r.fail(err)
-		return nil
-	}
-	var buf bytes.Buffer
-	sub := newFactory(&render.Streams{Out: &buf, ErrOut: r.f.IO.ErrOut}, r.f.Getenv, r.f.Build)
-	r.fail(asJSON(sub))
-	raw := bytes.TrimSpace(buf.Bytes())
-	if !json.Valid(raw) {
-		r.fail(errors.New("demo: a step rendered invalid JSON"))
-		return json.RawMessage("null")
-	}
-	return raw
+		return err
+	}}))
+	return v.JSON
 }
 
 func (r *demoReporter) Step(n, total int, title string) {
@@ -109,39 +98,26 @@ func (r *demoReporter) Say(format string, args ...any) {
 }
 
 func (r *demoReporter) Round(sum *probe.Summary) {
-	raw := r.show(func() error { return renderRoundSummary(r.f, "table", sum, nil, nil, nil) },
-		func(sub *factory) error { return renderRoundSummary(sub, "json", sum, nil, nil, nil) })
-	if raw != nil {
-		r.rounds = append(r.rounds, raw)
-	}
+	r.rounds = append(r.rounds, r.show(roundSummaryView(r.f, sum, nil, nil, nil)))
 }
 
 func (r *demoReporter) Verify(rep *release.Report) {
-	raw := r.show(func() error { return writeVerifyReport(r.f, rep) },
-		func(sub *factory) error { return render.JSON(sub.IO.Out, rep) })
-	if raw != nil {
-		r.verify = append(r.verify, raw)
-	}
+	r.verify = append(r.verify, r.show(render.View{JSON: rep, Text: func() error { return writeVerifyReport(r.f, rep) }}))
 }
 
 func (r *demoReporter) Duplicates(rep *audit.DuplicatesReport) {
-	r.duplicates = r.show(func() error { return writeDuplicatesTable(r.f.IO, rep) },
-		func(sub *factory) error { return render.JSON(sub.IO.Out, rep) })
+	r.duplicates = r.show(render.View{JSON: rep, Text: func() error { return writeDuplicatesTable(r.f.IO, rep) }})
 }
 
 func (r *demoReporter) RollbackPlanned(plan *release.RollbackPlan, dryRun bool) {
 	if !dryRun {
 		// As 'rollback --yes' does: the plan before the change, in table mode only.
-		if r.format != "json" {
-			r.fail(showPlan(r.f, r.format, plan))
-		}
+		r.fail(showPlan(r.f, r.format, plan))
 		return
 	}
-	r.rollback = r.show(func() error { return renderRollback(r.f, "table", plan, true) },
-		func(sub *factory) error { return renderRollback(sub, "json", plan, true) })
+	r.rollback = r.show(rollbackView(r.f, plan, true))
 }
 
 func (r *demoReporter) RolledBack(plan *release.RollbackPlan) {
-	r.rollback = r.show(func() error { return renderRollback(r.f, "table", plan, false) },
-		func(sub *factory) error { return renderRollback(sub, "json", plan, false) })
+	r.rollback = r.show(rollbackView(r.f, plan, false))
 }

@@ -54,19 +54,21 @@ func runDeployList(ctx context.Context, opts *deployListOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		out := struct {
-			Releases []releaseJSON `json:"releases"`
-			Events   []eventJSON   `json:"events"`
-		}{Releases: []releaseJSON{}, Events: []eventJSON{}}
-		for _, r := range h.Releases {
-			out.Releases = append(out.Releases, toReleaseJSON(r))
-		}
-		for _, e := range h.Events {
-			out.Events = append(out.Events, toEventJSON(e))
-		}
-		return render.JSON(f.IO.Out, out)
+	out := struct {
+		Releases []releaseJSON `json:"releases"`
+		Events   []eventJSON   `json:"events"`
+	}{Releases: []releaseJSON{}, Events: []eventJSON{}}
+	for _, r := range h.Releases {
+		out.Releases = append(out.Releases, toReleaseJSON(r))
 	}
+	for _, e := range h.Events {
+		out.Events = append(out.Events, toEventJSON(e))
+	}
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error { return writeDeployList(f, h) }})
+}
+
+// writeDeployList writes the releases, the active one marked, then their history.
+func writeDeployList(f *factory, h *release.History) error {
 	if len(h.Releases) == 0 {
 		_, err := fmt.Fprintln(f.IO.Out, "no release recorded yet; record one with `probectl deploy record`")
 		return err

@@ -101,20 +101,22 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	if err != nil {
 		return inFlagWords(err)
 	}
-	if format == "json" {
-		out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event),
-			"dry_run": opts.DryRun, "ways_back_defaulted": rec.WaysBackDefaulted}
-		if rec.Replaced != nil {
-			out["replaced"] = toReleaseJSON(*rec.Replaced)
-		}
-		return render.JSON(f.IO.Out, out)
+	out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event),
+		"dry_run": opts.DryRun, "ways_back_defaulted": rec.WaysBackDefaulted}
+	if rec.Replaced != nil {
+		out["replaced"] = toReleaseJSON(*rec.Replaced)
 	}
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error { return writeRecorded(f, rec, opts.DryRun) }})
+}
+
+// writeRecorded says what deploy record did, or would do (dryRun), and the release's settings.
+func writeRecorded(f *factory, rec *release.Recorded, dryRun bool) error {
 	replaced := "it is the first release"
 	if rec.Replaced != nil {
 		replaced = "it replaces " + releaseName(*rec.Replaced)
 	}
 	said := "recorded release %s, deployed by %s, and made it active; %s\n"
-	if opts.DryRun {
+	if dryRun {
 		said = "would record release %s, deployed by %s, and make it active; %s; nothing changed (dry run)\n"
 	}
 	if _, err := fmt.Fprintf(f.IO.Out, said, releaseName(rec.Release), rec.Release.DeployedBy, replaced); err != nil {

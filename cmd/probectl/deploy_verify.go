@@ -112,12 +112,8 @@ func runDeployVerify(ctx context.Context, opts *deployVerifyOptions) error {
 	if err != nil {
 		return prunedWindowError(err)
 	}
-	if format == "json" {
-		err = render.JSON(f.IO.Out, rep)
-	} else {
-		err = writeVerifyReport(f, rep)
-	}
-	if err != nil {
+	view := render.View{JSON: rep, Text: func() error { return writeVerifyReport(f, rep) }}
+	if err := render.Output(f.IO.Out, format, view); err != nil {
 		return err
 	}
 	if opts.Alert && rep.Verdict == release.VerdictFail {

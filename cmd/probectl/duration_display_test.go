@@ -12,6 +12,7 @@ import (
 
 	"github.com/probectl/probectl/internal/status/statustest"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
 )
 
 // otherDurationGrammars match the ways durations were written before render.Duration was the one:
@@ -37,10 +38,11 @@ func TestEveryOutputWritesDurationsOneWay(t *testing.T) {
 	require.NoError(t, err)
 	outputs := map[string]string{"status": status}
 	for name, args := range map[string][]string{
-		"servers show": {"servers", "show", "timed"},
-		"runs list":    {"runs", "list"},
-		"runs show":    {"runs", "show", strconv.FormatInt(run, 10)},
-		"deploy list":  {"deploy", "list"},
+		"servers show":  {"servers", "show", "timed"},
+		"runs list":     {"runs", "list"},
+		"runs show":     {"runs", "show", strconv.FormatInt(run, 10)},
+		"deploy list":   {"deploy", "list"},
+		"alerts policy": {"alerts", "policy"},
 	} {
 		res := runCLI(t, append([]string{"--database-url", url}, args...)...)
 		require.Equal(t, 0, res.Code, "%s: %s", name, res.Stderr)
@@ -56,4 +58,18 @@ func TestEveryOutputWritesDurationsOneWay(t *testing.T) {
 	assert.Contains(t, outputs["runs show"], "0.08s")
 	assert.Contains(t, outputs["status"], "4m12s")
 	assert.Contains(t, outputs["deploy list"], "10m")
+	assert.Regexp(t, `resend_every\s+1m\n`, outputs["alerts policy"])
+}
+
+// migrate's table says how long each migration took as every table says a duration, not as a bare
+// number of seconds.
+func TestMigrateSaysHowLongAMigrationTookAsEveryTableDoes(t *testing.T) {
+	t.Parallel()
+	io, _, out, _ := testStreams()
+	applied := []queries.Migration{{Version: 1, Name: "00001_init.sql", Duration: 0.0123}, {Version: 2, Name: "00002_runs.sql", Duration: 75.5}}
+	require.NoError(t, writeMigrated(io, applied, nil))
+	assert.Equal(t, "VERSION  MIGRATION       DURATION\n"+
+		"1        00001_init.sql  0.012s\n"+
+		"2        00002_runs.sql  1m15s\n"+
+		"applied 2 migration(s)\n", out.String())
 }

@@ -124,11 +124,12 @@ func (f *factory) Close() {
 	}
 }
 
-// OutputFormat checks -o against the formats a command supports.
+// OutputFormat checks -o against the formats a command supports, before anything connects; the
+// command writes its result in that format with render.Output.
 func (f *factory) OutputFormat(allowed ...string) (string, error) {
 	format := f.Output
 	if format == "" {
-		format = "table"
+		format = render.FormatTable
 	}
 	if !slices.Contains(allowed, format) {
 		return "", exit.UsageError(fmt.Errorf("--output %q: this command supports %s", format, strings.Join(allowed, ", ")))

@@ -73,13 +73,13 @@ func runKeysGenerate(ctx context.Context, opts *keysGenerateOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, keyGeneratedJSON{
-			KeyID: key.KeyID, Algorithm: "ed25519",
-			PublicKey: base64.StdEncoding.EncodeToString(key.PublicKey), PrivateKeyFile: key.Path,
-		})
-	}
-	_, err = fmt.Fprintf(f.IO.Out, "generated signing key %s\nprivate key written to %s (mode 0600); public key registered\n",
-		key.KeyID, key.Path)
-	return err
+	return render.Output(f.IO.Out, format, render.View{
+		JSON: keyGeneratedJSON{KeyID: key.KeyID, Algorithm: "ed25519",
+			PublicKey: base64.StdEncoding.EncodeToString(key.PublicKey), PrivateKeyFile: key.Path},
+		Text: func() error {
+			_, err := fmt.Fprintf(f.IO.Out, "generated signing key %s\nprivate key written to %s (mode 0600); public key registered\n",
+				key.KeyID, key.Path)
+			return err
+		},
+	})
 }

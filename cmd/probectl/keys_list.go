@@ -45,20 +45,19 @@ func runKeysList(ctx context.Context, opts *keysListOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		out := make([]keyJSON, 0, len(registered))
-		for _, k := range registered {
-			out = append(out, toKeyJSON(k))
-		}
-		return render.JSON(f.IO.Out, out)
-	}
-	tbl := render.NewTable(f.IO.Out, "KEY ID", "ALGORITHM", "CREATED", "RETIRED")
+	out := make([]keyJSON, 0, len(registered))
 	for _, k := range registered {
-		retired := "-"
-		if k.RetiredAt != nil {
-			retired = f.IO.Time(*k.RetiredAt)
-		}
-		tbl.Row(k.KeyID, k.Algorithm, f.IO.Time(k.CreatedAt), retired)
+		out = append(out, toKeyJSON(k))
 	}
-	return tbl.Render()
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		tbl := render.NewTable(f.IO.Out, "KEY ID", "ALGORITHM", "CREATED", "RETIRED")
+		for _, k := range registered {
+			retired := "-"
+			if k.RetiredAt != nil {
+				retired = f.IO.Time(*k.RetiredAt)
+			}
+			tbl.Row(k.KeyID, k.Algorithm, f.IO.Time(k.CreatedAt), retired)
+		}
+		return tbl.Render()
+	}})
 }

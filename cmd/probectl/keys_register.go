@@ -72,17 +72,23 @@ func runKeysRegister(ctx context.Context, opts *keysRegisterOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, keyRegisteredJSON{KeyID: reg.KeyID, Algorithm: "ed25519",
-			PublicKey: base64.StdEncoding.EncodeToString(reg.PublicKey), AlreadyRegistered: reg.Already, RetiredAt: reg.RetiredAt})
-	}
+	return render.Output(f.IO.Out, format, render.View{
+		JSON: keyRegisteredJSON{KeyID: reg.KeyID, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(reg.PublicKey),
+			AlreadyRegistered: reg.Already, RetiredAt: reg.RetiredAt},
+		Text: func() error { return writeKeyRegistered(f.IO, reg) },
+	})
+}
+
+// writeKeyRegistered says what a registration did, and warns on stderr of a retired key.
+func writeKeyRegistered(io *render.Streams, reg keys.Registered) error {
+	var err error
 	if reg.Already {
-		_, err = fmt.Fprintf(f.IO.Out, "signing key %s is registered already; nothing changed\n", reg.KeyID)
+		_, err = fmt.Fprintf(io.Out, "signing key %s is registered already; nothing changed\n", reg.KeyID)
 	} else {
-		_, err = fmt.Fprintf(f.IO.Out, "registered signing key %s: runs it signs verify in this database\n", reg.KeyID)
+		_, err = fmt.Fprintf(io.Out, "registered signing key %s: runs it signs verify in this database\n", reg.KeyID)
 	}
 	if reg.RetiredAt != nil {
-		fmt.Fprintf(f.IO.ErrOut, "warning: it was retired at %s: rounds refuse to sign with it; 'probectl keys generate' makes a new one\n",
+		fmt.Fprintf(io.ErrOut, "warning: it was retired at %s: rounds refuse to sign with it; 'probectl keys generate' makes a new one\n",
 			reg.RetiredAt.Format(time.RFC3339))
 	}
 	return err

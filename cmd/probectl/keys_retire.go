@@ -117,12 +117,14 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	default:
 		fmt.Fprintln(f.IO.ErrOut, "warning: no signing key is left that rounds may sign with; 'probectl keys generate' makes one")
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, keyRetiredJSON{KeyID: keyID, RetiredAt: r.RetiredAt,
-			PreviouslyRetiredAt: r.Before, Changed: r.Changed(), DryRun: opts.DryRun})
-	}
-	_, err = fmt.Fprintln(f.IO.Out, retireWords(keyID, r, opts.DryRun))
-	return err
+	return render.Output(f.IO.Out, format, render.View{
+		JSON: keyRetiredJSON{KeyID: keyID, RetiredAt: r.RetiredAt, PreviouslyRetiredAt: r.Before, Changed: r.Changed(),
+			DryRun: opts.DryRun},
+		Text: func() error {
+			_, err := fmt.Fprintln(f.IO.Out, retireWords(keyID, r, opts.DryRun))
+			return err
+		},
+	})
 }
 
 // retireWords says what a retirement did, or would do (dryRun).

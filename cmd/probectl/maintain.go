@@ -77,10 +77,8 @@ func runMaintain(ctx context.Context, opts *maintainOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, map[string]any{"partitions": made, "dry_run": opts.DryRun})
-	}
-	return renderPartitions(f.IO.Out, made, opts.DryRun)
+	return render.Output(f.IO.Out, format, render.View{JSON: map[string]any{"partitions": made, "dry_run": opts.DryRun},
+		Text: func() error { return renderPartitions(f.IO.Out, made, opts.DryRun) }})
 }
 
 // renderPartitions prints the partitions maintenance made, or would make.

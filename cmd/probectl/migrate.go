@@ -9,6 +9,7 @@ import (
 
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/schema"
+	"github.com/probectl/probectl/queries"
 )
 
 type migrateOptions struct {
@@ -68,25 +69,28 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, map[string]any{"applied": applied, "partitions": made})
-	}
+	return render.Output(f.IO.Out, format, render.View{JSON: map[string]any{"applied": applied, "partitions": made},
+		Text: func() error { return writeMigrated(f.IO, applied, made) }})
+}
+
+// writeMigrated lists the migrations applied, and says on stderr how many partitions were made.
+func writeMigrated(io *render.Streams, applied []queries.Migration, made []queries.Partition) error {
 	if len(made) > 0 {
-		if _, err := fmt.Fprintf(f.IO.ErrOut, "probectl: made %d partition(s) of runs and jobs ahead\n", len(made)); err != nil {
+		if _, err := fmt.Fprintf(io.ErrOut, "probectl: made %d partition(s) of runs and jobs ahead\n", len(made)); err != nil {
 			return err
 		}
 	}
 	if len(applied) == 0 {
-		_, err := fmt.Fprintln(f.IO.Out, "schema is up to date; nothing to apply")
+		_, err := fmt.Fprintln(io.Out, "schema is up to date; nothing to apply")
 		return err
 	}
-	tbl := render.NewTable(f.IO.Out, "VERSION", "MIGRATION", "SECONDS")
+	tbl := render.NewTable(io.Out, "VERSION", "MIGRATION", "DURATION")
 	for _, m := range applied {
-		tbl.Row(m.Version, m.Name, fmt.Sprintf("%.3f", m.Duration))
+		tbl.Row(m.Version, m.Name, render.Duration(time.Duration(m.Duration*float64(time.Second))))
 	}
 	if err := tbl.Render(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "applied %d migration(s)\n", len(applied))
+	_, err := fmt.Fprintf(io.Out, "applied %d migration(s)\n", len(applied))
 	return err
 }

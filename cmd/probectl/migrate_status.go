@@ -38,19 +38,18 @@ func runMigrateStatus(ctx context.Context, f *factory) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, map[string]any{"migrations": st})
-	}
-	tbl := render.NewTable(f.IO.Out, "VERSION", "MIGRATION", "STATE", "APPLIED AT")
-	for _, m := range st {
-		state, at := "pending", "-"
-		if m.Applied {
-			state = "applied"
+	return render.Output(f.IO.Out, format, render.View{JSON: map[string]any{"migrations": st}, Text: func() error {
+		tbl := render.NewTable(f.IO.Out, "VERSION", "MIGRATION", "STATE", "APPLIED AT")
+		for _, m := range st {
+			state, at := "pending", "-"
+			if m.Applied {
+				state = "applied"
+			}
+			if m.Applied && !m.AppliedAt.IsZero() { // "-": applied, but not recorded when
+				at = m.AppliedAt.Format(time.RFC3339)
+			}
+			tbl.Row(m.Version, m.Name, state, at)
 		}
-		if m.Applied && !m.AppliedAt.IsZero() { // "-": applied, but not recorded when
-			at = m.AppliedAt.Format(time.RFC3339)
-		}
-		tbl.Row(m.Version, m.Name, state, at)
-	}
-	return tbl.Render()
+		return tbl.Render()
+	}})
 }

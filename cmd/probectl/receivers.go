@@ -161,27 +161,26 @@ func runReceiversList(ctx context.Context, opts *receiversListOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		out := make([]receiverJSON, 0, len(rs))
-		for _, r := range rs {
-			out = append(out, receiverJSON{Name: r.Name, URL: alerts.RedactURL(r.URL), Format: r.Format,
-				HasSecret: r.HasSecret, Events: r.Events, CreatedAt: r.CreatedAt})
-		}
-		return render.JSON(f.IO.Out, out)
-	}
-	tbl := render.NewTable(f.IO.Out, "NAME", "FORMAT", "URL", "SECRET", "EVENTS")
+	out := make([]receiverJSON, 0, len(rs))
 	for _, r := range rs {
-		secret := "-"
-		if r.HasSecret {
-			secret = "stored"
-		}
-		events := strings.Join(r.Events, ",")
-		if len(r.Events) == len(alerts.EventTypes) {
-			events = "all"
-		}
-		tbl.Row(r.Name, r.Format, alerts.RedactURL(r.URL), secret, events)
+		out = append(out, receiverJSON{Name: r.Name, URL: alerts.RedactURL(r.URL), Format: r.Format,
+			HasSecret: r.HasSecret, Events: r.Events, CreatedAt: r.CreatedAt})
 	}
-	return tbl.Render()
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		tbl := render.NewTable(f.IO.Out, "NAME", "FORMAT", "URL", "SECRET", "EVENTS")
+		for _, r := range rs {
+			secret := "-"
+			if r.HasSecret {
+				secret = "stored"
+			}
+			events := strings.Join(r.Events, ",")
+			if len(r.Events) == len(alerts.EventTypes) {
+				events = "all"
+			}
+			tbl.Row(r.Name, r.Format, alerts.RedactURL(r.URL), secret, events)
+		}
+		return tbl.Render()
+	}})
 }
 
 type receiversNameOptions struct{ f *factory }

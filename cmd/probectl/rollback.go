@@ -124,10 +124,7 @@ func runRollback(ctx context.Context, opts *rollbackOptions) error {
 
 // showPlan prints before and after on a terminal, before the question; JSON waits for the result.
 func showPlan(f *factory, format string, plan *release.RollbackPlan) error {
-	if format == "json" {
-		return nil
-	}
-	return writePlan(f, plan, "will")
+	return render.Output(f.IO.Out, format, render.View{Text: func() error { return writePlan(f, plan, "will") }})
 }
 
 func writePlan(f *factory, plan *release.RollbackPlan, tense string) error {
@@ -160,15 +157,23 @@ func confirm(f *factory, plan *release.RollbackPlan) error {
 }
 
 func renderRollback(f *factory, format string, plan *release.RollbackPlan, dryRun bool) error {
-	if format == "json" {
-		out := rollbackJSON{Way: string(plan.Way), DryRun: dryRun, Applied: plan.Event != nil,
-			AlreadyDone: plan.AlreadyDone, Forced: plan.Forced, From: toReleaseJSON(plan.From), To: toReleaseJSON(plan.To)}
-		if plan.Event != nil {
-			ev := toEventJSON(*plan.Event)
-			out.Event = &ev
-		}
-		return render.JSON(f.IO.Out, out)
+	return render.Output(f.IO.Out, format, rollbackView(f, plan, dryRun))
+}
+
+// rollbackView is what a rollback did, or would do (dryRun): rollbackJSON, or a sentence (and the
+// plan's before and after, in a dry run).
+func rollbackView(f *factory, plan *release.RollbackPlan, dryRun bool) render.View {
+	out := rollbackJSON{Way: string(plan.Way), DryRun: dryRun, Applied: plan.Event != nil,
+		AlreadyDone: plan.AlreadyDone, Forced: plan.Forced, From: toReleaseJSON(plan.From), To: toReleaseJSON(plan.To)}
+	if plan.Event != nil {
+		ev := toEventJSON(*plan.Event)
+		out.Event = &ev
 	}
+	return render.View{JSON: out, Text: func() error { return writeRollback(f, plan, dryRun) }}
+}
+
+// writeRollback says what a rollback did, or would do.
+func writeRollback(f *factory, plan *release.RollbackPlan, dryRun bool) error {
 	switch {
 	case plan.AlreadyDone:
 		_, err := fmt.Fprintln(f.IO.Out, alreadyText(plan))

@@ -52,9 +52,9 @@ func runRoundViaQueue(ctx context.Context, opts *runRoundOptions, pool *pgxpool.
 		}
 		return renderRoundWithFailures(ctx, f, pool, format, sum, overrides, slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)))
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, queuedJSON{RoundID: q.RoundID, Invocations: s.Invocations()})
-	}
-	_, err = fmt.Fprintf(f.IO.Out, "%d\n", q.RoundID)
-	return err
+	return render.Output(f.IO.Out, format, render.View{JSON: queuedJSON{RoundID: q.RoundID, Invocations: s.Invocations()},
+		Text: func() error {
+			_, err := fmt.Fprintf(f.IO.Out, "%d\n", q.RoundID)
+			return err
+		}})
 }

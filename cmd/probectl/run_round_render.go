@@ -83,32 +83,42 @@ type roundJSON struct {
 
 func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override, failures []queries.Run,
 	degraded *queries.DegradedRound) error {
-	if format == "json" {
-		out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
-			DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
-			Servers: s.Servers, OK: s.OK, Failed: s.Failed, Errors: s.Errors, Abandoned: s.Abandoned,
-			OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, CountsUnknown: s.CountsUnknown,
-			StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
-			AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
-			Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
-			Overrides:     toOverridesJSON(overrides),
-			PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures),
-			Degraded: degraded != nil}
-		if s.KeyID != "" {
-			out.KeyID = &s.KeyID
-		}
-		out.Spooled = s.Spooled
-		if s.SpoolFile != "" {
-			out.SpoolFile = &s.SpoolFile
-		}
-		if s.Recovered != nil {
-			out.Recovered = s.Recovered.Stored
-		}
-		for _, p := range s.PerInvocation {
-			out.PerInvocation = append(out.PerInvocation, invocationJSON{Invocation: p.Invocation, Claimed: p.Claimed, Done: p.Done})
-		}
-		return render.JSON(f.IO.Out, out)
+	return render.Output(f.IO.Out, format, roundSummaryView(f, s, overrides, failures, degraded))
+}
+
+// roundSummaryView is a round's summary: roundJSON, or the table and the lines that say what
+// went wrong.
+func roundSummaryView(f *factory, s *probe.Summary, overrides []release.Override, failures []queries.Run,
+	degraded *queries.DegradedRound) render.View {
+	out := roundJSON{RoundID: s.RoundID, StartedAt: s.StartedAt.UTC(), FinishedAt: s.FinishedAt.UTC(),
+		DurationSeconds: s.Duration().Seconds(), Invocations: s.Invocations, Jobs: s.Jobs, Runs: s.Runs,
+		Servers: s.Servers, OK: s.OK, Failed: s.Failed, Errors: s.Errors, Abandoned: s.Abandoned,
+		OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, CountsUnknown: s.CountsUnknown,
+		StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
+		AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
+		Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
+		Overrides:     toOverridesJSON(overrides),
+		PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures),
+		Degraded: degraded != nil}
+	if s.KeyID != "" {
+		out.KeyID = &s.KeyID
 	}
+	out.Spooled = s.Spooled
+	if s.SpoolFile != "" {
+		out.SpoolFile = &s.SpoolFile
+	}
+	if s.Recovered != nil {
+		out.Recovered = s.Recovered.Stored
+	}
+	for _, p := range s.PerInvocation {
+		out.PerInvocation = append(out.PerInvocation, invocationJSON{Invocation: p.Invocation, Claimed: p.Claimed, Done: p.Done})
+	}
+	return render.View{JSON: out, Text: func() error { return writeRoundSummary(f, s, overrides, failures, degraded) }}
+}
+
+// writeRoundSummary writes a round's table, then a line for each thing that went wrong.
+func writeRoundSummary(f *factory, s *probe.Summary, overrides []release.Override, failures []queries.Run,
+	degraded *queries.DegradedRound) error {
 	st := render.StylesFor(f.IO)
 	w := f.IO.Out
 	tbl := render.NewTable(w, "ROUND", "INVOCATIONS", "JOBS", "RUNS", "SERVERS", "OK", "FAILED", "ERRORS", "OPEN JOBS", "DURATION")
@@ -210,18 +220,20 @@ type planJSON struct {
 }
 
 func renderPlan(f *factory, format string, p *probe.Plan) error {
-	if format == "json" {
-		out := planJSON{DryRun: true, Now: p.Now.UTC(), Capacity: p.Capacity, Due: len(p.Servers),
-			Claimable: p.Claimable, WouldClaim: p.WouldClaim, Skipped: p.Skipped, NotDue: p.NotDue,
-			NextDueAt: p.NextDueAt, Leased: p.Leased, SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
-			Servers: make([]planServerJSON, 0, len(p.Servers))}
-		for _, s := range p.Servers {
-			out.Servers = append(out.Servers, planServerJSON{ServerID: s.ServerID, Slug: s.Slug, Status: s.Status,
-				State: s.State, Reason: s.Reason, NextCheckAt: s.NextCheckAt, LastRequestedAt: s.LastRequestedAt,
-				ClaimableAt: s.ClaimableAt, WouldClaim: s.WouldClaim, Why: s.Why, SSRFRefused: nonEmpty(s.Refused)})
-		}
-		return render.JSON(f.IO.Out, out)
+	out := planJSON{DryRun: true, Now: p.Now.UTC(), Capacity: p.Capacity, Due: len(p.Servers),
+		Claimable: p.Claimable, WouldClaim: p.WouldClaim, Skipped: p.Skipped, NotDue: p.NotDue,
+		NextDueAt: p.NextDueAt, Leased: p.Leased, SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
+		Servers: make([]planServerJSON, 0, len(p.Servers))}
+	for _, s := range p.Servers {
+		out.Servers = append(out.Servers, planServerJSON{ServerID: s.ServerID, Slug: s.Slug, Status: s.Status,
+			State: s.State, Reason: s.Reason, NextCheckAt: s.NextCheckAt, LastRequestedAt: s.LastRequestedAt,
+			ClaimableAt: s.ClaimableAt, WouldClaim: s.WouldClaim, Why: s.Why, SSRFRefused: nonEmpty(s.Refused)})
 	}
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error { return writeDryRun(f, p) }})
+}
+
+// writeDryRun says what a dry run found: the counts, then each due server and why.
+func writeDryRun(f *factory, p *probe.Plan) error {
 	w := f.IO.Out
 	fmt.Fprintf(w, "dry run at %s: nothing claimed\n", f.IO.Time(p.Now))
 	fmt.Fprintf(w, "%d due: %d claimable, would claim %d (capacity %d = %d invocations × claim limit %d)",

@@ -93,10 +93,10 @@ func runRunsExport(ctx context.Context, opts *runsExportOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, e)
-	}
-	_, err = fmt.Fprintf(f.IO.Out, "exported %d run(s) to %s in %s (export %d, sha256 %s)\n",
-		e.Runs, opts.Out, time.Since(start).Round(time.Millisecond), e.ID, e.SHA256)
-	return err
+	took := time.Since(start)
+	return render.Output(f.IO.Out, format, render.View{JSON: e, Text: func() error {
+		_, err := fmt.Fprintf(f.IO.Out, "exported %d run(s) to %s in %s (export %d, sha256 %s)\n",
+			e.Runs, opts.Out, render.Duration(took), e.ID, e.SHA256)
+		return err
+	}})
 }

@@ -109,13 +109,9 @@ func runRunsList(ctx context.Context, opts *runsListOptions) error {
 	if err != nil {
 		return err
 	}
-	switch format {
-	case "json":
-		return render.JSON(f.IO.Out, toRunsJSON(runs))
-	case "csv":
-		return writeRunsCSV(f.IO.Out, runs)
-	}
-	return writeRunsTable(f.IO, runs)
+	return render.Output(f.IO.Out, format, render.View{JSON: toRunsJSON(runs),
+		Text: func() error { return writeRunsTable(f.IO, runs) },
+		CSV:  func() error { return writeRunsCSV(f.IO.Out, runs) }})
 }
 
 // writeRunsTable lists runs, their start in the zone --tz chose (named in the heading).

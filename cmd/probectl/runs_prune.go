@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,14 +87,17 @@ func runRunsPrune(ctx context.Context, opts *runsPruneOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, map[string]any{"partitions": pruned, "dry_run": opts.DryRun})
-	}
+	return render.Output(f.IO.Out, format, render.View{JSON: map[string]any{"partitions": pruned, "dry_run": opts.DryRun},
+		Text: func() error { return writePruned(f.IO.Out, pruned, opts) }})
+}
+
+// writePruned lists the partitions a prune dropped, kept, or would drop.
+func writePruned(w io.Writer, pruned []retention.Pruned, opts *runsPruneOptions) error {
 	if len(pruned) == 0 {
-		_, err := fmt.Fprintf(f.IO.Out, "no partition lies wholly before %s; nothing to drop\n", opts.Before)
+		_, err := fmt.Fprintf(w, "no partition lies wholly before %s; nothing to drop\n", opts.Before)
 		return err
 	}
-	tbl := render.NewTable(f.IO.Out, "RUNS PARTITION", "FROM", "TO", "RUNS (ESTIMATE)", "EXPORT", "ACTION")
+	tbl := render.NewTable(w, "RUNS PARTITION", "FROM", "TO", "RUNS (ESTIMATE)", "EXPORT", "ACTION")
 	dropped := 0
 	for _, p := range pruned {
 		action, export := "dropped", "-"
@@ -113,6 +117,6 @@ func runRunsPrune(ctx context.Context, opts *runsPruneOptions) error {
 	if err := tbl.Render(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "dropped %d of %d range(s)\n", dropped, len(pruned))
+	_, err := fmt.Fprintf(w, "dropped %d of %d range(s)\n", dropped, len(pruned))
 	return err
 }

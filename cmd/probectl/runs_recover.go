@@ -90,20 +90,22 @@ func runRunsRecover(ctx context.Context, opts *runsRecoverOptions) error {
 	if err != nil {
 		return spoolFlagError(err, opts.SpoolDir)
 	}
-	if format == "json" {
-		problems := rec.Problems
-		if problems == nil {
-			problems = []string{}
-		}
-		err = render.JSON(f.IO.Out, recoveryJSON{Dir: rec.Dir, Files: rec.Files, Stored: rec.Stored,
-			AlreadyStored: rec.AlreadyStored, Restored: rec.Restored, Busy: rec.Busy, Left: rec.Left, Problems: problems})
-	} else {
-		_, err = fmt.Fprintf(f.IO.Out, "%s: %d stored (%d restored), %d already stored, %d file(s) replayed, %d busy, %d left\n",
-			rec.Dir, rec.Stored, rec.Restored, rec.AlreadyStored, rec.Files, rec.Busy, rec.Left)
-		for _, p := range rec.Problems {
-			fmt.Fprintf(f.IO.ErrOut, "probectl: %s\n", p)
-		}
+	problems := rec.Problems
+	if problems == nil {
+		problems = []string{}
 	}
+	err = render.Output(f.IO.Out, format, render.View{
+		JSON: recoveryJSON{Dir: rec.Dir, Files: rec.Files, Stored: rec.Stored, AlreadyStored: rec.AlreadyStored,
+			Restored: rec.Restored, Busy: rec.Busy, Left: rec.Left, Problems: problems},
+		Text: func() error {
+			_, err := fmt.Fprintf(f.IO.Out, "%s: %d stored (%d restored), %d already stored, %d file(s) replayed, %d busy, %d left\n",
+				rec.Dir, rec.Stored, rec.Restored, rec.AlreadyStored, rec.Files, rec.Busy, rec.Left)
+			for _, p := range rec.Problems {
+				fmt.Fprintf(f.IO.ErrOut, "probectl: %s\n", p)
+			}
+			return err
+		},
+	})
 	if err != nil {
 		return err
 	}

@@ -117,18 +117,15 @@ func runRunsRetention(ctx context.Context, opts *runsRetentionOptions, set bool)
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		out := retentionJSON{Unit: r.Unit, UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}
-		if r.Keep != nil {
-			s := r.Keep.Seconds()
-			out.KeepSeconds = &s
-		}
-		return render.JSON(f.IO.Out, out)
-	}
+	out := retentionJSON{Unit: r.Unit, UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}
 	keepText := "for ever"
 	if r.Keep != nil {
+		s := r.Keep.Seconds()
+		out.KeepSeconds = &s
 		keepText = render.Duration(*r.Keep)
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "runs kept: %s; partitions: one a %s\n", keepText, r.Unit)
-	return err
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		_, err := fmt.Fprintf(f.IO.Out, "runs kept: %s; partitions: one a %s\n", keepText, r.Unit)
+		return err
+	}})
 }

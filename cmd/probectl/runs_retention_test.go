@@ -67,6 +67,7 @@ func TestMaintainExportPruneVerifyAndShowFromTheCommandLine(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "runs", "export", "--before", before, "--out", archive)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "exported 5 run(s)")
+	require.Regexp(t, `in \d+(\.\d+)?s \(export`, res.Stdout, "how long it took, as every table says a duration (not Go's 12ms)")
 	res = runCLI(t, "--database-url", url, "runs", "export", "--before", before, "--out", archive)
 	require.Equal(t, 2, res.Code, "an archive is never overwritten")
 

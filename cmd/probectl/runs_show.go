@@ -87,13 +87,14 @@ func runRunsShow(ctx context.Context, opts *runsShowOptions) error {
 		if len(v.Envelope) == 0 {
 			return exit.FoundError(fmt.Errorf("run %d has no envelope: it was stored unsigned", opts.ID))
 		}
-		return render.JSON(f.IO.Out, v.Envelope)
+		// The envelope is JSON whatever -o says: it is the file 'runs verify' reads.
+		return render.Output(f.IO.Out, render.FormatJSON, render.View{JSON: v.Envelope})
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, runShowJSON{runJSON: toRunJSON(v.Run), URL: check.RedactURL(v.EndpointURL),
-			Result: v.Result, EnvelopeVerified: v.Verified, EnvelopeError: v.VerifyError})
-	}
-	return writeRunShow(f.IO, v)
+	return render.Output(f.IO.Out, format, render.View{
+		JSON: runShowJSON{runJSON: toRunJSON(v.Run), URL: check.RedactURL(v.EndpointURL), Result: v.Result,
+			EnvelopeVerified: v.Verified, EnvelopeError: v.VerifyError},
+		Text: func() error { return writeRunShow(f.IO, v) },
+	})
 }
 
 // writeRunShow prints one run, its times in the zone --tz chose.

@@ -123,20 +123,18 @@ func runRunsVerify(opts *runsVerifyOptions) error {
 		p := st.Predicate
 		out.JobID, out.RoundID, out.Server, out.Outcome = &p.JobID, &p.RoundID, &p.Server.Slug, &p.Result.Outcome
 	}
-	if format == "json" {
-		if werr := render.JSON(f.IO.Out, out); werr != nil {
+	werr := render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		if err != nil {
+			_, werr := fmt.Fprintf(f.IO.Out, "INVALID: %s does not verify with key %s: %v\n", opts.File, keyID, err)
 			return werr
 		}
-	} else if err != nil {
-		if _, werr := fmt.Fprintf(f.IO.Out, "INVALID: %s does not verify with key %s: %v\n", opts.File, keyID, err); werr != nil {
-			return werr
-		}
-	} else {
 		p := st.Predicate
-		if _, werr := fmt.Fprintf(f.IO.Out, "VALID: signed by %s: job %d of round %d checked %s (%s): %s\n",
-			keyID, p.JobID, p.RoundID, p.Server.Slug, check.RedactURL(p.Server.URL), p.Result.Outcome); werr != nil {
-			return werr
-		}
+		_, werr := fmt.Fprintf(f.IO.Out, "VALID: signed by %s: job %d of round %d checked %s (%s): %s\n",
+			keyID, p.JobID, p.RoundID, p.Server.Slug, check.RedactURL(p.Server.URL), p.Result.Outcome)
+		return werr
+	}})
+	if werr != nil {
+		return werr
 	}
 	if err != nil {
 		return &silentError{code: exit.Found}

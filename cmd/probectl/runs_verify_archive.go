@@ -62,20 +62,18 @@ func runRunsVerifyArchive(opts *runsVerifyOptions) error {
 	} else if err != nil {
 		return fmt.Errorf("read archive %s: %w", opts.Archive, err)
 	}
-	if format == "json" {
-		if werr := render.JSON(f.IO.Out, out); werr != nil {
+	werr := render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		if bad != nil {
+			_, werr := fmt.Fprintf(f.IO.Out, "INVALID: %s: %v\n", opts.Archive, bad)
 			return werr
 		}
-	} else if bad != nil {
-		if _, werr := fmt.Fprintf(f.IO.Out, "INVALID: %s: %v\n", opts.Archive, bad); werr != nil {
-			return werr
-		}
-	} else {
 		m := rep.Manifest
-		if _, werr := fmt.Fprintf(f.IO.Out, "VALID: %s: %d run(s) (%d signed, %d unsigned), %s to %s, sha256 %s\n",
-			opts.Archive, rep.Runs, rep.Signed, rep.Unsigned, timeOrDash(m.First), timeOrDash(m.Last), m.SHA256); werr != nil {
-			return werr
-		}
+		_, werr := fmt.Fprintf(f.IO.Out, "VALID: %s: %d run(s) (%d signed, %d unsigned), %s to %s, sha256 %s\n",
+			opts.Archive, rep.Runs, rep.Signed, rep.Unsigned, timeOrDash(m.First), timeOrDash(m.Last), m.SHA256)
+		return werr
+	}})
+	if werr != nil {
+		return werr
 	}
 	if bad != nil {
 		return &silentError{code: exit.Found}

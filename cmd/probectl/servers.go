@@ -59,3 +59,12 @@ func toServerJSON(s queries.Server) serverJSON {
 		Transport: s.Transport,
 	}
 }
+
+// toServersJSON is a list of servers as JSON: [] when there is none.
+func toServersJSON(servers []queries.Server) []serverJSON {
+	out := make([]serverJSON, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, toServerJSON(s))
+	}
+	return out
+}

@@ -62,16 +62,16 @@ func runServersAdd(ctx context.Context, opts *serversAddOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, toServerJSON(s))
-	}
-	verb, note := "updated", ""
-	if inserted {
-		verb = "added"
-	}
-	if opts.DryRun {
-		verb, note = "would have "+verb, "; nothing changed (dry run)"
-	}
-	_, err = fmt.Fprintf(f.IO.Out, "%s server %s (%s, %s, every %s)%s\n", verb, s.Slug, s.Kind, s.Plan, render.Duration(s.CheckInterval), note)
-	return err
+	return render.Output(f.IO.Out, format, render.View{JSON: toServerJSON(s), Text: func() error {
+		verb, note := "updated", ""
+		if inserted {
+			verb = "added"
+		}
+		if opts.DryRun {
+			verb, note = "would have "+verb, "; nothing changed (dry run)"
+		}
+		_, err := fmt.Fprintf(f.IO.Out, "%s server %s (%s, %s, every %s)%s\n", verb, s.Slug, s.Kind, s.Plan,
+			render.Duration(s.CheckInterval), note)
+		return err
+	}})
 }

@@ -113,15 +113,14 @@ func runServersImport(ctx context.Context, opts *serversImportOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, res)
-	}
-	if opts.DryRun {
-		_, err = fmt.Fprintf(f.IO.Out, "would import %d server(s): %d new, %d updated; nothing changed (dry run)\n", res.Inserted+res.Updated, res.Inserted, res.Updated)
+	return render.Output(f.IO.Out, format, render.View{JSON: res, Text: func() error {
+		said := "imported %d server(s): %d new, %d updated\n"
+		if opts.DryRun {
+			said = "would import %d server(s): %d new, %d updated; nothing changed (dry run)\n"
+		}
+		_, err := fmt.Fprintf(f.IO.Out, said, res.Inserted+res.Updated, res.Inserted, res.Updated)
 		return err
-	}
-	_, err = fmt.Fprintf(f.IO.Out, "imported %d server(s): %d new, %d updated\n", res.Inserted+res.Updated, res.Inserted, res.Updated)
-	return err
+	}})
 }
 
 // importRegistry is the --format mcp-registry path: the registry's shapes in, the same
@@ -146,21 +145,21 @@ func importRegistry(ctx context.Context, opts *serversImportOptions, format stri
 			return err
 		}
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, struct {
-			directory.ImportResult
-			Skipped directory.RegistrySkipped `json:"skipped"`
-		}{res, parsed.Skipped})
-	}
 	sk := parsed.Skipped
-	verb := "imported"
-	if opts.DryRun {
-		verb = "would import (dry run, nothing changed)"
-	}
-	_, err = fmt.Fprintf(f.IO.Out, "%s %d server(s): %d new, %d updated; skipped %d deleted, %d older version(s), "+
-		"%d with packages only, %d templated URL(s)\n", verb, res.Inserted+res.Updated, res.Inserted, res.Updated,
-		sk.Deleted, sk.OlderVersion, sk.PackagesOnly, sk.TemplatedURL)
-	return err
+	out := struct {
+		directory.ImportResult
+		Skipped directory.RegistrySkipped `json:"skipped"`
+	}{res, sk}
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		verb := "imported"
+		if opts.DryRun {
+			verb = "would import (dry run, nothing changed)"
+		}
+		_, err := fmt.Fprintf(f.IO.Out, "%s %d server(s): %d new, %d updated; skipped %d deleted, %d older version(s), "+
+			"%d with packages only, %d templated URL(s)\n", verb, res.Inserted+res.Updated, res.Inserted, res.Updated,
+			sk.Deleted, sk.OlderVersion, sk.PackagesOnly, sk.TemplatedURL)
+		return err
+	}})
 }
 
 func displayName(file string) string {

@@ -52,20 +52,15 @@ func runServersList(ctx context.Context, opts *serversListOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		out := make([]serverJSON, 0, len(servers))
+	return render.Output(f.IO.Out, format, render.View{JSON: toServersJSON(servers), Text: func() error {
+		tbl := render.NewTable(f.IO.Out, "SLUG", "KIND", "TRANSPORT", "PLAN", "STATUS", "NEXT CHECK", "URL")
 		for _, s := range servers {
-			out = append(out, toServerJSON(s))
+			transport := "-"
+			if s.Transport != nil {
+				transport = *s.Transport
+			}
+			tbl.Row(s.Slug, s.Kind, transport, s.Plan, s.Status, f.IO.Time(s.NextCheckAt), check.RedactURL(s.EndpointURL))
 		}
-		return render.JSON(f.IO.Out, out)
-	}
-	tbl := render.NewTable(f.IO.Out, "SLUG", "KIND", "TRANSPORT", "PLAN", "STATUS", "NEXT CHECK", "URL")
-	for _, s := range servers {
-		transport := "-"
-		if s.Transport != nil {
-			transport = *s.Transport
-		}
-		tbl.Row(s.Slug, s.Kind, transport, s.Plan, s.Status, f.IO.Time(s.NextCheckAt), check.RedactURL(s.EndpointURL))
-	}
-	return tbl.Render()
+		return tbl.Render()
+	}})
 }

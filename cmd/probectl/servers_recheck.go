@@ -46,21 +46,17 @@ func runServersRecheck(ctx context.Context, f *factory, slugs []string) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		// One slug keeps the shape it always had (an object); several are an array.
-		if len(slugs) == 1 {
-			return render.JSON(f.IO.Out, toServerJSON(servers[0]))
-		}
-		out := make([]serverJSON, 0, len(servers))
+	// One slug keeps the shape it always had (an object); several are an array.
+	var out any = toServersJSON(servers)
+	if len(slugs) == 1 {
+		out = toServerJSON(servers[0])
+	}
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
 		for _, s := range servers {
-			out = append(out, toServerJSON(s))
+			if _, err := fmt.Fprintf(f.IO.Out, "server %s is due now; its next job will be a maintainer_claim\n", s.Slug); err != nil {
+				return err
+			}
 		}
-		return render.JSON(f.IO.Out, out)
-	}
-	for _, s := range servers {
-		if _, err := fmt.Fprintf(f.IO.Out, "server %s is due now; its next job will be a maintainer_claim\n", s.Slug); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	}})
 }

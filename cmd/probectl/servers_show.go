@@ -140,10 +140,8 @@ func runServersShow(ctx context.Context, opts *serversShowOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, toServerShowJSON(v))
-	}
-	return writeServerShow(f.IO, v)
+	return render.Output(f.IO.Out, format, render.View{JSON: toServerShowJSON(v),
+		Text: func() error { return writeServerShow(f.IO, v) }})
 }
 
 func writeServerShow(io *render.Streams, v *history.ServerView) error {

@@ -94,9 +94,17 @@ func runServersStatus(ctx context.Context, opts *serversStatusOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, statusChangeJSON{Server: c.Slug, From: c.From, To: c.To, Changed: c.Changed})
-	}
+	return render.Output(f.IO.Out, format, render.View{
+		JSON: statusChangeJSON{Server: c.Slug, From: c.From, To: c.To, Changed: c.Changed},
+		Text: func() error {
+			_, err := fmt.Fprintln(f.IO.Out, statusChangeWords(c))
+			return err
+		},
+	})
+}
+
+// statusChangeWords says what pausing, delisting or resuming a server did.
+func statusChangeWords(c directory.StatusChange) string {
 	msg := fmt.Sprintf("%s: %s -> %s", c.Slug, c.From, c.To)
 	switch {
 	case !c.Changed:
@@ -106,6 +114,5 @@ func runServersStatus(ctx context.Context, opts *serversStatusOptions) error {
 	default:
 		msg += ": no round claims it until 'probectl servers resume " + c.Slug + "'"
 	}
-	_, err = fmt.Fprintln(f.IO.Out, msg)
-	return err
+	return msg
 }

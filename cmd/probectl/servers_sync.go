@@ -132,10 +132,7 @@ func runServersSync(ctx context.Context, opts *serversSyncOptions) error {
 	if res.Changes == nil {
 		res.Changes = []directory.RegistryChange{}
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, res)
-	}
-	return renderSync(f.IO.Out, f.IO, res)
+	return render.Output(f.IO.Out, format, render.View{JSON: res, Text: func() error { return renderSync(f.IO.Out, f.IO, res) }})
 }
 
 // syncFlagError says a domain refusal of the sync's input as its flag.
@@ -221,19 +218,19 @@ func syncSchedule(ctx context.Context, opts *serversSyncOptions, format string) 
 	if err != nil {
 		return syncFlagError(err)
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, struct {
-			RegistryURL  string   `json:"registry_url"`
-			EverySeconds *float64 `json:"every_seconds"`
-		}{base, everySeconds(opts.Every)})
-	}
-	if opts.Every == 0 {
-		_, err = fmt.Fprintf(f.IO.Out, "%s: schedule removed; it syncs only by hand\n", render.Printable(base))
+	out := struct {
+		RegistryURL  string   `json:"registry_url"`
+		EverySeconds *float64 `json:"every_seconds"`
+	}{base, everySeconds(opts.Every)}
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {
+		if opts.Every == 0 {
+			_, err := fmt.Fprintf(f.IO.Out, "%s: schedule removed; it syncs only by hand\n", render.Printable(base))
+			return err
+		}
+		_, err := fmt.Fprintf(f.IO.Out, "%s: probectl worker syncs it every %s (the first sync when a worker's leader next looks)\n",
+			render.Printable(base), render.Duration(opts.Every))
 		return err
-	}
-	_, err = fmt.Fprintf(f.IO.Out, "%s: probectl worker syncs it every %s (the first sync when a worker's leader next looks)\n",
-		render.Printable(base), render.Duration(opts.Every))
-	return err
+	}})
 }
 
 func everySeconds(d time.Duration) *float64 {
@@ -284,18 +281,20 @@ func syncStatus(ctx context.Context, opts *serversSyncOptions, format string) er
 	if err != nil {
 		return syncFlagError(err)
 	}
-	if format == "json" {
-		out := make([]registrySyncJSON, len(states))
-		for i, s := range states {
-			out[i] = toRegistrySyncJSON(s)
-		}
-		return render.JSON(f.IO.Out, out)
+	out := make([]registrySyncJSON, len(states))
+	for i, s := range states {
+		out[i] = toRegistrySyncJSON(s)
 	}
+	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error { return writeSyncStatus(f.IO, states) }})
+}
+
+// writeSyncStatus lists each registry's schedule and last sync.
+func writeSyncStatus(io *render.Streams, states []queries.RegistrySync) error {
 	if len(states) == 0 {
-		_, err := fmt.Fprintln(f.IO.Out, "no registry synced or scheduled yet (probectl servers sync --registry URL)")
+		_, err := fmt.Fprintln(io.Out, "no registry synced or scheduled yet (probectl servers sync --registry URL)")
 		return err
 	}
-	t := render.NewTable(f.IO.Out, "REGISTRY", "EVERY", f.IO.TimeHeader("LAST SYNC"), "FULL", "PAGES", "ADDED",
+	t := render.NewTable(io.Out, "REGISTRY", "EVERY", io.TimeHeader("LAST SYNC"), "FULL", "PAGES", "ADDED",
 		"UPDATED", "DELISTED", "ERRORS", "LAST ERROR")
 	for _, s := range states {
 		every, last, lastErr := "-", "never", "-"
@@ -303,7 +302,7 @@ func syncStatus(ctx context.Context, opts *serversSyncOptions, format string) er
 			every = render.Duration(*s.Every)
 		}
 		if s.FinishedAt != nil {
-			last = f.IO.Time(*s.FinishedAt)
+			last = io.Time(*s.FinishedAt)
 		}
 		if s.LastError != nil {
 			lastErr = render.Printable(*s.LastError)

@@ -78,13 +78,12 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	if rep.Spool, err = status.ReadSpool(dir); err != nil {
 		return exit.UnavailableError(err)
 	}
-	if format == "json" {
-		return render.JSON(f.IO.Out, rep)
-	}
-	if err := writeStatus(f.IO, render.StylesFor(f.IO), rep); err != nil {
-		return err
-	}
-	return writeOpenAlerts(ctx, f, pool) // alerts (cmd/probectl/alerts_status.go)
+	return render.Output(f.IO.Out, format, render.View{JSON: rep, Text: func() error {
+		if err := writeStatus(f.IO, render.StylesFor(f.IO), rep); err != nil {
+			return err
+		}
+		return writeOpenAlerts(ctx, f, pool) // alerts (cmd/probectl/alerts_status.go)
+	}})
 }
 
 // writeStatus prints the report as titled sections, each a sentence or a table.

@@ -30,11 +30,10 @@ and "none" mean nobody recorded anything.`,
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				return render.JSON(f.IO.Out, f.Build)
-			}
-			_, err = fmt.Fprintln(f.IO.Out, versionLine(f.Build))
-			return err
+			return render.Output(f.IO.Out, format, render.View{JSON: f.Build, Text: func() error {
+				_, err := fmt.Fprintln(f.IO.Out, versionLine(f.Build))
+				return err
+			}})
 		},
 	}
 }
