@@ -1,6 +1,9 @@
 package queries
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/fstest"
 
@@ -47,9 +50,19 @@ var positionalAllowed = map[string]bool{
 // $3 a reader counts positions, and a wrapper that passes two of them in the wrong order compiles
 // and runs. A query uses one style: pgx rewrites @name to $1.., so a $n beside them would take a
 // named value (CONTRIBUTING.md, "The data layer").
+// The test kit's statements (internal/testfactory/sql, one per file) are held to it too.
 func TestQueryArgumentsPastThreeHaveNames(t *testing.T) {
 	t.Parallel()
-	for name, body := range named {
+	all := maps.Clone(named)
+	files, err := filepath.Glob("../internal/testfactory/sql/*.sql")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all[filepath.ToSlash(f)] = string(data)
+	}
+	for name, body := range all {
 		highest, usesNames := placeholders(body)
 		switch {
 		case highest > 3 && !positionalAllowed[name]:
