@@ -48,7 +48,8 @@ func loadMonth(tb testing.TB, ctx context.Context, db queries.DBTX, servers, per
 	require.NoError(tb, err, "make the partitions of the loaded days")
 	_, err = db.Exec(ctx, testSQL(tb, "load_servers.sql"), servers, start)
 	require.NoError(tb, err, "insert bench servers")
-	_, err = db.Exec(ctx, testSQL(tb, "load_jobs.sql"), perServer, start, span, dupEvery)
+	_, err = db.Exec(ctx, testSQL(tb, "load_jobs.sql"), pgx.StrictNamedArgs{"per_server": perServer,
+		"start": start, "span": span, "dup_every": dupEvery})
 	require.NoError(tb, err, "insert bench jobs")
 	for _, o := range objects {
 		_, err := db.Exec(ctx, o.create)

@@ -122,7 +122,8 @@ type AuditPairsParams struct {
 // AuditDuplicatePairs calls fn for every pair of consecutive jobs of the given servers closer than
 // p.MaxGap, ordered by the second job's request time.
 func AuditDuplicatePairs(ctx context.Context, db DBTX, p AuditPairsParams, fn func(AuditPairRow) error) error {
-	if err := eachRow(ctx, db, "AuditDuplicatePairs", fn, p.ServerIDs, p.From, p.Since, p.Until, p.MaxGap); err != nil {
+	if err := eachRow(ctx, db, "AuditDuplicatePairs", fn, pgx.StrictNamedArgs{"server_ids": p.ServerIDs,
+		"from": p.From, "since": p.Since, "until": p.Until, "max_gap": p.MaxGap}); err != nil {
 		return fmt.Errorf("read duplicate pairs: %w", err)
 	}
 	return nil

@@ -38,18 +38,18 @@ SELECT server_id, requested_at
  ORDER BY server_id, requested_at;
 
 -- name: AuditDuplicatePairs
--- The details of consecutive job pairs closer than $5, for the few servers the scan found: the
--- second job requested in [$3, $4), the first anywhere from $2 on. Ties on requested_at go to the
--- lower job id, so the pairs are the same on every run.
+-- The details of consecutive job pairs closer than @max_gap, for the few servers the scan found
+-- (@server_ids): the second job requested in [@since, @until), the first anywhere from @from on.
+-- Ties on requested_at go to the lower job id, so the pairs are the same on every run.
 WITH ordered AS (
     SELECT j.id, j.server_id, j.requested_at, j.reason,
            lag(j.id)           OVER w AS first_id,
            lag(j.requested_at) OVER w AS first_requested_at,
            lag(j.finished_at)  OVER w AS first_finished_at
       FROM probe_jobs j
-     WHERE j.server_id = ANY ($1::bigint[])
-       AND j.requested_at >= $2::timestamptz
-       AND j.requested_at <  $4::timestamptz
+     WHERE j.server_id = ANY (@server_ids::bigint[])
+       AND j.requested_at >= @from::timestamptz
+       AND j.requested_at <  @until::timestamptz
     WINDOW w AS (PARTITION BY j.server_id ORDER BY j.requested_at, j.id)
 )
 SELECT o.server_id, s.slug, o.first_id AS first_job_id, o.id AS second_job_id,
@@ -65,8 +65,8 @@ SELECT o.server_id, s.slug, o.first_id AS first_job_id, o.id AS second_job_id,
   FROM ordered o
   JOIN servers s ON s.id = o.server_id
  WHERE o.first_id IS NOT NULL
-   AND o.requested_at >= $3::timestamptz
-   AND o.requested_at - o.first_requested_at < $5::interval
+   AND o.requested_at >= @since::timestamptz
+   AND o.requested_at - o.first_requested_at < @max_gap::interval
  ORDER BY o.requested_at, o.server_id, o.id;
 
 -- name: AuditRate

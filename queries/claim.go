@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ClaimLockKey is the transaction-level advisory lock key probe_claim takes before it reads:
@@ -56,7 +58,9 @@ func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	if inFlight <= 0 {
 		inFlight = InFlightWindow
 	}
-	jobs, err := rowsOf[ClaimedJob](ctx, db, "Claim", p.RoundID, p.Invocation, p.Limit, p.MinSpacing, inFlight, p.Now)
+	jobs, err := rowsOf[ClaimedJob](ctx, db, "Claim", pgx.StrictNamedArgs{"round_id": p.RoundID,
+		"invocation": p.Invocation, "limit": p.Limit, "min_spacing": p.MinSpacing, "in_flight": inFlight,
+		"now": p.Now})
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
 	}

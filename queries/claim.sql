@@ -4,12 +4,12 @@
 -- advisory lock is released as soon as the claim commits.
 SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.transport, c.due_at,
        c.claimed_next_check_at, c.reason, c.requested_at
-  FROM probe_claim_lease(p_round_id    => $1,
-                         p_invocation  => $2,
-                         p_limit       => $3,
-                         p_min_spacing => $4::interval,
-                         p_in_flight   => $5::interval,
-                         p_now         => $6::timestamptz) AS c;
+  FROM probe_claim_lease(p_round_id    => @round_id,
+                         p_invocation  => @invocation,
+                         p_limit       => @limit,
+                         p_min_spacing => @min_spacing::interval,
+                         p_in_flight   => @in_flight::interval,
+                         p_now         => @now::timestamptz) AS c;
 
 -- name: ClaimPreview
 -- What probe_claim would decide for each server whose next check time has passed, read-only and

@@ -3,6 +3,8 @@ package queries
 import (
 	"context"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DirectoryCursor is a position in one order of the directory: the sort key of a row and its slug
@@ -29,11 +31,14 @@ func DirectoryAfter(ctx context.Context, db DBTX, sort string, desc bool, after 
 	}
 	switch sort {
 	case "slug":
-		return collect[DirectoryEntry](ctx, db, "DirectorySlug"+dir, slug, limit, offset)
+		return collect[DirectoryEntry](ctx, db, "DirectorySlug"+dir, pgx.StrictNamedArgs{"slug": slug,
+			"limit": limit, "offset": offset})
 	case "outcome":
-		return collect[DirectoryEntry](ctx, db, "DirectoryOutcome"+dir, slug, c.Outcome, limit, offset)
+		return collect[DirectoryEntry](ctx, db, "DirectoryOutcome"+dir, pgx.StrictNamedArgs{"slug": slug,
+			"outcome": c.Outcome, "limit": limit, "offset": offset})
 	case "uptime":
-		return collect[DirectoryEntry](ctx, db, "DirectoryUptime"+dir, slug, c.Uptime, limit, offset)
+		return collect[DirectoryEntry](ctx, db, "DirectoryUptime"+dir, pgx.StrictNamedArgs{"slug": slug,
+			"uptime": c.Uptime, "limit": limit, "offset": offset})
 	}
 	return nil, fmt.Errorf("directory: no order %q", sort)
 }

@@ -67,8 +67,10 @@ type Export struct {
 
 // RecordExport stores e (its ID and ExportedAt are set from the database).
 func RecordExport(ctx context.Context, db DBTX, e *Export) error {
-	if err := db.QueryRow(ctx, SQL("RecordExport"), e.FileName, e.Before, e.Runs, e.FirstAt, e.LastAt, e.MaxRunID,
-		e.SHA256, e.ExportedBy, e.RangeFrom).Scan(&e.ID, &e.ExportedAt); err != nil {
+	if err := db.QueryRow(ctx, SQL("RecordExport"), pgx.StrictNamedArgs{"file_name": e.FileName,
+		"before": e.Before, "range_from": e.RangeFrom, "runs": e.Runs, "first_at": e.FirstAt,
+		"last_at": e.LastAt, "max_run_id": e.MaxRunID, "sha256": e.SHA256,
+		"exported_by": e.ExportedBy}).Scan(&e.ID, &e.ExportedAt); err != nil {
 		return fmt.Errorf("record export %s: %w", e.FileName, err)
 	}
 	return nil

@@ -14,5 +14,5 @@ SELECT r.id AS run_id, r.job_id, j.round_id, s.slug AS server, s.endpoint_url, s
 -- name: RecordExport
 -- An export made: its file, range, count, largest run id and digest, by whom.
 INSERT INTO probe_run_exports (file_name, before, range_from, runs, first_at, last_at, max_run_id, sha256, exported_by)
-VALUES ($1, $2, $9, $3, $4, $5, $6, $7, $8)
+VALUES (@file_name, @before, @range_from, @runs, @first_at, @last_at, @max_run_id, @sha256, @exported_by)
 RETURNING id, exported_at;

@@ -70,8 +70,7 @@ func (f finishRow) result() FinishResult {
 
 // FinishTx calls probe_finish: advance, run and job in one transaction.
 func FinishTx(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
-	f, err := rowOf[finishRow](ctx, db, "FinishTx", p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error,
-		p.StartedAt, p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
+	f, err := rowOf[finishRow](ctx, db, "FinishTx", finishTxArgs(p))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = ErrClaimGone
 	}
@@ -85,7 +84,8 @@ func FinishTx(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error
 // by its interval if it still holds claimed and the job was not closed as abandoned (a late
 // finish never advances), and says whether it did.
 func AdvanceServer(ctx context.Context, db DBTX, jobID, serverID int64, claimed time.Time, now *time.Time) (bool, error) {
-	_, err := valueOf[time.Time](ctx, db, "AdvanceServer", serverID, claimed, now, jobID)
+	_, err := valueOf[time.Time](ctx, db, "AdvanceServer", pgx.StrictNamedArgs{"server_id": serverID,
+		"claimed_next_check_at": claimed, "now": now, "job_id": jobID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -98,8 +98,7 @@ func AdvanceServer(ctx context.Context, db DBTX, jobID, serverID int64, claimed 
 // FinishJob is the second write of a two-write finish: one statement that stores the run and
 // finishes the job if it is still open. Advanced is left false: it is the caller's to fill in.
 func FinishJob(ctx context.Context, db DBTX, p FinishParams) (FinishResult, error) {
-	f, err := rowOf[finishRow](ctx, db, "FinishJob", p.JobID, p.Outcome, p.Error, p.StartedAt,
-		p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
+	f, err := rowOf[finishRow](ctx, db, "FinishJob", finishJobArgs(p))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = ErrClaimGone
 	}
@@ -107,6 +106,21 @@ func FinishJob(ctx context.Context, db DBTX, p FinishParams) (FinishResult, erro
 		return FinishResult{}, fmt.Errorf("finish job %d: %w", p.JobID, err)
 	}
 	return f.result(), nil
+}
+
+// finishJobArgs are FinishJob's arguments: the job's claim and the run to store.
+func finishJobArgs(p FinishParams) pgx.StrictNamedArgs {
+	return pgx.StrictNamedArgs{"job_id": p.JobID, "server_id": p.ServerID, "requested_at": p.RequestedAt,
+		"outcome": p.Outcome, "error": p.Error, "started_at": p.StartedAt,
+		"check_finished_at": p.CheckFinishedAt, "requests": p.Requests, "result": jsonArg(p.Result),
+		"envelope": jsonArg(p.Envelope), "now": p.Now}
+}
+
+// finishTxArgs are FinishTx's arguments: FinishJob's and the claimed value the advance compares.
+func finishTxArgs(p FinishParams) pgx.StrictNamedArgs {
+	args := finishJobArgs(p)
+	args["claimed_next_check_at"] = p.ClaimedNextCheckAt
+	return args
 }
 
 // jsonArg sends nil as SQL NULL rather than JSON null.

@@ -43,9 +43,7 @@ func FinishTxBatch(ctx context.Context, db DB, ps []FinishParams) ([]FinishResul
 	err := InTx(ctx, db, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, i := range order {
-			p := ps[i]
-			b.Queue(SQL("FinishTx"), p.JobID, p.ClaimedNextCheckAt, p.Outcome, p.Error, p.StartedAt,
-				p.CheckFinishedAt, p.Requests, jsonArg(p.Result), jsonArg(p.Envelope), p.Now, p.ServerID, p.RequestedAt)
+			b.Queue(SQL("FinishTx"), finishTxArgs(ps[i]))
 		}
 		br := tx.SendBatch(ctx, b)
 		for _, i := range order {

@@ -109,7 +109,8 @@ func LastStatusChange(ctx context.Context, db DBTX, serverID int64) (*StatusChan
 // server already had that status (nothing written) and no registry sync had set it (a sync's
 // delisting becomes the caller's, recorded). ErrNoServer: no such slug.
 func ChangeServerStatus(ctx context.Context, db DBTX, slug, status, reason, actor string, now *time.Time) (from string, changed bool, err error) {
-	c, err := optionalRow[statusChanged](ctx, db, "ChangeServerStatus", slug, status, reason, actor, now)
+	c, err := optionalRow[statusChanged](ctx, db, "ChangeServerStatus", pgx.StrictNamedArgs{"slug": slug,
+		"status": status, "reason": reason, "changed_by": actor, "now": now})
 	if err != nil {
 		return "", false, fmt.Errorf("change status of server %s: %w", slug, err)
 	}

@@ -99,26 +99,26 @@ SELECT c.status_from, c.status_to, c.reason, c.changed_by, c.changed_at
 
 -- name: ChangeServerStatus
 -- Sets a server's status and records who changed it and why, in one statement; a server made
--- active again is due at once ($5). No row: no server has slug $1. changed: the status was not
--- already $2 (nothing is written then), unless a registry sync had set it: the status is now the
--- caller's, so the sync's mark (registry_delisted_at, which lets a sync list the server again) is
--- cleared and the change recorded even when the status was already $2 (an operator's delisting of
--- a server a sync had delisted stands, with their reason); a sync that delists sets the mark again
--- after this.
+-- active again is due at once (@now). No row: no server has slug @slug. changed: the status was
+-- not already @status (nothing is written then), unless a registry sync had set it: the status is
+-- now the caller's, so the sync's mark (registry_delisted_at, which lets a sync list the server
+-- again) is cleared and the change recorded even when the status was already @status (an
+-- operator's delisting of a server a sync had delisted stands, with their reason); a sync that
+-- delists sets the mark again after this.
 WITH old AS (
-    SELECT s.id, s.status, s.registry_delisted_at FROM servers AS s WHERE s.slug = $1 FOR UPDATE
+    SELECT s.id, s.status, s.registry_delisted_at FROM servers AS s WHERE s.slug = @slug FOR UPDATE
 ), upd AS (
     UPDATE servers AS s
-       SET status = $2,
+       SET status = @status,
            registry_delisted_at = NULL,
-           next_check_at = CASE WHEN $2 = 'active' AND old.status <> $2 THEN coalesce($5::timestamptz, now())
+           next_check_at = CASE WHEN @status = 'active' AND old.status <> @status THEN coalesce(@now::timestamptz, now())
                                 ELSE s.next_check_at END
       FROM old
-     WHERE s.id = old.id AND (old.status <> $2 OR old.registry_delisted_at IS NOT NULL)
+     WHERE s.id = old.id AND (old.status <> @status OR old.registry_delisted_at IS NOT NULL)
     RETURNING s.id
 ), log AS (
     INSERT INTO server_status_changes (server_id, status_from, status_to, reason, changed_by, changed_at)
-    SELECT old.id, old.status, $2, $3, $4, coalesce($5::timestamptz, now())
+    SELECT old.id, old.status, @status, @reason, @changed_by, coalesce(@now::timestamptz, now())
       FROM old JOIN upd ON upd.id = old.id
     RETURNING id
 )

@@ -26,7 +26,8 @@ const PartitionsAhead = 7 * 24 * time.Hour
 // EnsurePartitions makes the partitions of every day (or week, by the retention setting) from
 // from up to to that are missing; with dryRun it only says which. It is idempotent.
 func EnsurePartitions(ctx context.Context, db DBTX, from, to time.Time, dryRun bool) ([]Partition, error) {
-	rows, err := db.Query(ctx, SQL("EnsurePartitions"), from, to, nil, dryRun)
+	rows, err := db.Query(ctx, SQL("EnsurePartitions"), pgx.StrictNamedArgs{"from": from, "to": to, "unit": nil,
+		"dry_run": dryRun})
 	if err != nil {
 		return nil, fmt.Errorf("make partitions: %w", err)
 	}

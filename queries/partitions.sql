@@ -1,9 +1,9 @@
 -- name: EnsurePartitions
--- Make the jobs and runs partitions from $1 up to $2 that no partition covers yet, moving the
--- rows a default partition holds for their range (migrations/00017_partitions.sql); $3 the unit
--- (NULL: the retention setting), $4 dry run. One row per partition made (or to make).
+-- Make the jobs and runs partitions from @from up to @to that no partition covers yet, moving the
+-- rows a default partition holds for their range (migrations/00017_partitions.sql); @unit the unit
+-- (NULL: the retention setting), @dry_run. One row per partition made (or to make).
 SELECT parent, table_name, range_from, range_to, moved_rows
-  FROM probe_partitions_ensure(p_from => $1, p_to => $2, p_unit => $3::text, p_dry_run => $4);
+  FROM probe_partitions_ensure(p_from => @from, p_to => @to, p_unit => @unit::text, p_dry_run => @dry_run);
 
 -- name: PrunablePartitions
 -- The partitions wholly before $1 still there, oldest first, with their runs and covering export.

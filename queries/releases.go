@@ -146,13 +146,15 @@ func ActivateRelease(ctx context.Context, tx pgx.Tx, id int64) error {
 
 // MarkReleaseRolledBack records on the release the latest rollback away from it.
 func MarkReleaseRolledBack(ctx context.Context, tx pgx.Tx, id int64, by, reason string, now *time.Time) error {
-	return execReleaseRow(ctx, tx, "mark release rolled back", SQL("MarkReleaseRolledBack"), id, by, reason, now)
+	return execReleaseRow(ctx, tx, "mark release rolled back", SQL("MarkReleaseRolledBack"),
+		pgx.StrictNamedArgs{"id": id, "by": by, "reason": reason, "now": now})
 }
 
 // InsertReleaseEvent records one activation and returns it with its id and time filled in.
 func InsertReleaseEvent(ctx context.Context, tx pgx.Tx, e ReleaseEvent, now *time.Time) (ReleaseEvent, error) {
-	stored, err := rowOf[ReleaseEvent](ctx, tx, "InsertReleaseEvent", e.ReleaseID, e.FromReleaseID, e.Action,
-		e.Forced, e.Actor, e.Reason, now)
+	stored, err := rowOf[ReleaseEvent](ctx, tx, "InsertReleaseEvent", pgx.StrictNamedArgs{"release_id": e.ReleaseID,
+		"from_release_id": e.FromReleaseID, "action": e.Action, "forced": e.Forced, "actor": e.Actor,
+		"reason": e.Reason, "now": now})
 	if err != nil {
 		return e, fmt.Errorf("record %s of release %d: %w", e.Action, e.ReleaseID, err)
 	}

@@ -42,12 +42,12 @@ UPDATE releases SET active = true WHERE id = $1 AND NOT active;
 -- name: MarkReleaseRolledBack
 -- The latest rollback away from a release; release_events keeps every one.
 UPDATE releases
-SET rolled_back_at = coalesce($4::timestamptz, now()), rolled_back_by = $2, rollback_reason = $3
-WHERE id = $1;
+SET rolled_back_at = coalesce(@now::timestamptz, now()), rolled_back_by = @by, rollback_reason = @reason
+WHERE id = @id;
 
 -- name: InsertReleaseEvent
 INSERT INTO release_events (release_id, from_release_id, action, forced, actor, reason, at)
-VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::timestamptz, now()))
+VALUES (@release_id, @from_release_id, @action, @forced, @actor, @reason, coalesce(@now::timestamptz, now()))
 RETURNING id, release_id, from_release_id, action, forced, actor, reason, at;
 
 -- name: ReleaseEvents

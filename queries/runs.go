@@ -56,7 +56,8 @@ func ListRuns(ctx context.Context, db DBTX, f RunFilter) ([]Run, error) {
 	if len(f.Outcomes) > 0 {
 		outcomes = f.Outcomes
 	}
-	rows, err := db.Query(ctx, SQL("ListRuns"), server, f.RoundID, outcomes, f.Since, f.Limit)
+	rows, err := db.Query(ctx, SQL("ListRuns"), pgx.StrictNamedArgs{"server": server, "round_id": f.RoundID,
+		"outcomes": outcomes, "since": f.Since, "limit": f.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

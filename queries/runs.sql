@@ -1,15 +1,15 @@
 -- name: ListRuns
 -- Runs newest first (run_facts: migrations/00007_history.sql). Every filter is optional (NULL:
--- any): $1 server slug, $2 round id, $3 the run's own outcomes, $4 started at or after; $5 at
--- most this many rows.
+-- any): @server a slug, @round_id, @outcomes the run's own outcomes, @since started at or after;
+-- @limit at most this many rows.
 SELECT f.*
   FROM run_facts AS f
- WHERE ($1::text IS NULL OR f.server_id = (SELECT x.id FROM servers AS x WHERE x.slug = $1))
-   AND ($2::bigint IS NULL OR f.round_id = $2)
-   AND ($3::text[] IS NULL OR f.outcome = ANY ($3::text[]))
-   AND ($4::timestamptz IS NULL OR f.started_at >= $4)
+ WHERE (@server::text IS NULL OR f.server_id = (SELECT x.id FROM servers AS x WHERE x.slug = @server))
+   AND (@round_id::bigint IS NULL OR f.round_id = @round_id)
+   AND (@outcomes::text[] IS NULL OR f.outcome = ANY (@outcomes::text[]))
+   AND (@since::timestamptz IS NULL OR f.started_at >= @since)
  ORDER BY f.started_at DESC, f.id DESC
- LIMIT $5;
+ LIMIT @limit;
 
 -- name: GetRun
 -- One run with what showing and verifying it needs: its server's endpoint as it is now, its job's

@@ -46,8 +46,9 @@ type UpsertServerParams struct {
 
 // UpsertServer inserts a server or updates the one with the same slug, and says which it did.
 func UpsertServer(ctx context.Context, db DBTX, p UpsertServerParams) (id int64, inserted bool, err error) {
-	u, err := rowOf[upserted](ctx, db, "UpsertServer", p.Slug, p.EndpointURL, p.Kind, p.Plan,
-		p.CheckInterval, p.Now, nullIfEmpty(p.Transport))
+	u, err := rowOf[upserted](ctx, db, "UpsertServer", pgx.StrictNamedArgs{"slug": p.Slug,
+		"endpoint_url": p.EndpointURL, "kind": p.Kind, "plan": p.Plan, "check_interval": p.CheckInterval,
+		"now": p.Now, "transport": nullIfEmpty(p.Transport)})
 	if err != nil {
 		return 0, false, fmt.Errorf("upsert server %s: %w", p.Slug, err)
 	}

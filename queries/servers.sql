@@ -2,8 +2,8 @@
 -- A new server is due at once; an existing one keeps its next check time (a plan change takes
 -- effect when it is next advanced).
 INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at, created_at, transport)
-VALUES ($1, $2, $3, $4, $5::interval,
-        coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()), $7::text)
+VALUES (@slug, @endpoint_url, @kind, @plan, @check_interval::interval,
+        coalesce(@now::timestamptz, now()), coalesce(@now::timestamptz, now()), @transport::text)
 ON CONFLICT (slug) DO UPDATE
    SET endpoint_url   = EXCLUDED.endpoint_url,
        kind           = EXCLUDED.kind,

@@ -84,7 +84,8 @@ type RecentRound struct {
 
 // StatusRecentRounds lists the last limit rounds, newest first.
 func StatusRecentRounds(ctx context.Context, db DBTX, limit int, now time.Time) ([]RecentRound, error) {
-	rows, err := db.Query(ctx, SQL("StatusRecentRounds"), limit, now, RoundDeadAfter, RoundDeadWithoutHeartbeat)
+	rows, err := db.Query(ctx, SQL("StatusRecentRounds"), pgx.StrictNamedArgs{"limit": limit, "now": now,
+		"dead_after": RoundDeadAfter, "dead_without_heartbeat": RoundDeadWithoutHeartbeat})
 	if err != nil {
 		return nil, fmt.Errorf("list recent rounds: %w", err)
 	}

@@ -35,20 +35,21 @@ SELECT s.id AS server_id, s.slug, s.next_check_at
  LIMIT 1;
 
 -- name: StatusRecentRounds
--- The last $1 rounds, newest first, with what they left: jobs, runs, servers, failures (outcome
--- failed or error), abandoned and still-open jobs.
--- state is running, finished, dead or recovered as of $2: dead when the heartbeat is older than $3
--- (an interval) or, for a round without one (a binary from before 00005), when it started more
--- than $4 ago (queries.RoundDeadAfter, RoundDeadWithoutHeartbeat); recovered when dead but none of
--- its jobs is open (runs recover stored them).
+-- The last @limit rounds, newest first, with what they left: jobs, runs, servers, failures
+-- (outcome failed or error), abandoned and still-open jobs.
+-- state is running, finished, dead or recovered as of @now: dead when the heartbeat is older than
+-- @dead_after (an interval) or, for a round without one (a binary from before 00005), when it
+-- started more than @dead_without_heartbeat ago (queries.RoundDeadAfter,
+-- RoundDeadWithoutHeartbeat); recovered when dead but none of its jobs is open (runs recover stored
+-- them).
 SELECT r.id, r.trigger, r.version, r.fanout, r.claim_limit, r.concurrency, r.started_at, r.finished_at,
        c.jobs, c.runs, c.servers, c.failures, c.abandoned, c.open_jobs, r.heartbeat_at,
        CASE WHEN r.finished_at IS NOT NULL THEN 'finished'
-            WHEN coalesce(r.heartbeat_at + $3::interval,
-                          r.started_at + $4::interval) >= $2::timestamptz THEN 'running'
+            WHEN coalesce(r.heartbeat_at + @dead_after::interval,
+                          r.started_at + @dead_without_heartbeat::interval) >= @now::timestamptz THEN 'running'
             WHEN c.jobs > 0 AND c.open_jobs = 0 THEN 'recovered'
             ELSE 'dead' END AS state
-  FROM (SELECT * FROM probe_rounds ORDER BY started_at DESC, id DESC LIMIT $1) AS r
+  FROM (SELECT * FROM probe_rounds ORDER BY started_at DESC, id DESC LIMIT @limit) AS r
  CROSS JOIN LATERAL (
         SELECT count(*)                                              AS jobs,
                count(pr.id)                                          AS runs,

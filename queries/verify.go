@@ -28,12 +28,17 @@ type VerifyRound struct {
 // VerifyRounds returns the first limit rounds that started at or after since under the release
 // (or under none), oldest first, with their counts.
 func VerifyRounds(ctx context.Context, db DBTX, releaseID int64, since time.Time, limit int) ([]VerifyRound, error) {
-	out, err := rowsOf[VerifyRound](ctx, db, "VerifyRounds", releaseID, since, limit, RoundDeadAfter,
-		RoundDeadWithoutHeartbeat)
+	out, err := rowsOf[VerifyRound](ctx, db, "VerifyRounds", roundsAfterArgs(releaseID, since, limit))
 	if err != nil {
 		return nil, fmt.Errorf("read rounds after %s: %w", since.UTC().Format(time.RFC3339), err)
 	}
 	return out, nil
+}
+
+// roundsAfterArgs are the arguments of VerifyRounds and VerifyRoundProgress: the same rounds.
+func roundsAfterArgs(releaseID int64, since time.Time, limit int) pgx.StrictNamedArgs {
+	return pgx.StrictNamedArgs{"release_id": releaseID, "since": since, "limit": limit,
+		"dead_after": RoundDeadAfter, "dead_without_heartbeat": RoundDeadWithoutHeartbeat}
 }
 
 // VerifyRoundProgress says how many of the first limit rounds after since exist and how many of
@@ -42,7 +47,7 @@ func VerifyRoundProgress(ctx context.Context, db DBTX, releaseID int64, since ti
 	p, err := rowOf[struct {
 		Found    int `db:"found"`
 		Finished int `db:"finished"`
-	}](ctx, db, "VerifyRoundProgress", releaseID, since, limit, RoundDeadAfter, RoundDeadWithoutHeartbeat)
+	}](ctx, db, "VerifyRoundProgress", roundsAfterArgs(releaseID, since, limit))
 	if err != nil {
 		return 0, 0, fmt.Errorf("count rounds after %s: %w", since.UTC().Format(time.RFC3339), err)
 	}

@@ -2,14 +2,15 @@
 -- transaction, so all figures come from one snapshot.
 
 -- name: VerifyRounds
--- The first $3 rounds that started at or after $2 under release $1 (or under no release: rounds
--- recorded by a binary that did not know releases), with what each left in the database.
--- dead: unfinished, and its heartbeat older than $4 by the database's clock (a round without one,
--- from a binary before 00005: started more than $5 ago), less a standby's replay lag (00014).
+-- The first @limit rounds that started at or after @since under release @release_id (or under no
+-- release: rounds recorded by a binary that did not know releases), with what each left in the
+-- database. dead: unfinished, and its heartbeat older than @dead_after by the database's clock (a
+-- round without one, from a binary before 00005: started more than @dead_without_heartbeat ago),
+-- less a standby's replay lag (00014).
 SELECT r.id, r.started_at, r.finished_at,
        c.jobs, c.runs, c.servers, c.open_jobs, c.runs_missing_envelope, r.heartbeat_at,
        r.finished_at IS NULL
-       AND coalesce(r.heartbeat_at + $4::interval, r.started_at + $5::interval) < now() - probectl_replay_lag() AS dead
+       AND coalesce(r.heartbeat_at + @dead_after::interval, r.started_at + @dead_without_heartbeat::interval) < now() - probectl_replay_lag() AS dead
   FROM probe_rounds AS r
  CROSS JOIN LATERAL (
        SELECT count(*)                                        AS jobs,
@@ -21,26 +22,27 @@ SELECT r.id, r.started_at, r.finished_at,
          LEFT JOIN probe_runs AS pr ON pr.job_id = j.id
         WHERE j.round_id = r.id
        ) AS c
- WHERE r.started_at >= $2
-   AND (r.release_id IS NULL OR r.release_id = $1)
+ WHERE r.started_at >= @since
+   AND (r.release_id IS NULL OR r.release_id = @release_id)
  ORDER BY r.started_at, r.id
- LIMIT $3;
+ LIMIT @limit;
 
 -- name: VerifyRoundProgress
--- How many of the first $3 rounds after $2 under release $1 exist, and how many have finished:
--- the cheap question deploy verify --wait asks until the answer is "all of them". A dead round
--- ($4, $5 as in VerifyRounds) counts as finished: waiting longer changes nothing, verify fails it.
+-- How many of the first @limit rounds after @since under release @release_id exist, and how many
+-- have finished: the cheap question deploy verify --wait asks until the answer is "all of them". A
+-- dead round (as in VerifyRounds) counts as finished: waiting longer changes nothing, verify fails
+-- it.
 SELECT count(*) AS found,
        count(*) FILTER (WHERE finished_at IS NOT NULL
-                           OR coalesce(heartbeat_at + $4::interval, started_at + $5::interval)
+                           OR coalesce(heartbeat_at + @dead_after::interval, started_at + @dead_without_heartbeat::interval)
                               < now() - probectl_replay_lag())
            AS finished
   FROM (SELECT finished_at, heartbeat_at, started_at
           FROM probe_rounds
-         WHERE started_at >= $2
-           AND (release_id IS NULL OR release_id = $1)
+         WHERE started_at >= @since
+           AND (release_id IS NULL OR release_id = @release_id)
          ORDER BY started_at, id
-         LIMIT $3) AS first_rounds;
+         LIMIT @limit) AS first_rounds;
 
 -- name: VerifyEnvelopes
 -- Every run of the given rounds that has an envelope, with the server the run is stored against

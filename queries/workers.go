@@ -25,8 +25,10 @@ const WorkerForgetAfter = 24 * time.Hour
 
 // UpsertWorker records a worker's heartbeat.
 func UpsertWorker(ctx context.Context, db DBTX, b WorkerBeat) error {
-	if _, err := db.Exec(ctx, SQL("UpsertWorker"), b.ID, b.Host, b.PID, b.Version, b.MaxWorkers,
-		b.InvocationsRunning, b.SpoolFiles, b.SpoolResults); err != nil {
+	if _, err := db.Exec(ctx, SQL("UpsertWorker"), pgx.StrictNamedArgs{"id": b.ID, "host": b.Host,
+		"pid": b.PID, "version": b.Version, "max_workers": b.MaxWorkers,
+		"invocations_running": b.InvocationsRunning, "spool_files": b.SpoolFiles,
+		"spool_results": b.SpoolResults}); err != nil {
 		return fmt.Errorf("heartbeat of worker %s: %w", b.ID, err)
 	}
 	return nil
@@ -123,7 +125,8 @@ func StatusLeader(ctx context.Context, db DBTX, now time.Time) (string, error) {
 // StatusWorkers lists the workers heard from within window of now: alive when their heartbeat is
 // within deadAfter and they did not stop.
 func StatusWorkers(ctx context.Context, db DBTX, now time.Time, deadAfter, window time.Duration) ([]WorkerRow, error) {
-	rows, err := db.Query(ctx, SQL("StatusWorkers"), now, deadAfter, window, WorkersShown)
+	rows, err := db.Query(ctx, SQL("StatusWorkers"), pgx.StrictNamedArgs{"now": now, "dead_after": deadAfter,
+		"window": window, "limit": WorkersShown})
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}

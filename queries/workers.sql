@@ -5,7 +5,8 @@
 -- A worker says it is alive, what it runs and what waits in its spool, by the database's clock.
 INSERT INTO probectl_workers (id, host, pid, version, max_workers, invocations_running, spool_files,
                               spool_results, started_at, heartbeat_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp(), clock_timestamp())
+VALUES (@id, @host, @pid, @version, @max_workers, @invocations_running, @spool_files, @spool_results,
+        clock_timestamp(), clock_timestamp())
 ON CONFLICT (id) DO UPDATE
    SET version             = excluded.version,
        max_workers         = excluded.max_workers,
@@ -48,15 +49,15 @@ SELECT to_regclass('probectl_workers') IS NOT NULL AND to_regclass('river_job') 
        pg_is_in_recovery()                         AS standby;
 
 -- name: StatusWorkers
--- The workers heard from within $3 of $1, alive ones first: alive when not stopped and their last
--- heartbeat is within $2 of $1.
+-- The workers heard from within @window of @now, alive ones first: alive when not stopped and
+-- their last heartbeat is within @dead_after of @now.
 SELECT w.id, w.host, w.pid, w.version, w.max_workers, w.started_at, w.heartbeat_at, w.stopped_at,
        w.invocations_running, w.spool_files, w.spool_results,
-       (w.stopped_at IS NULL AND w.heartbeat_at > $1::timestamptz - $2::interval) AS alive
+       (w.stopped_at IS NULL AND w.heartbeat_at > @now::timestamptz - @dead_after::interval) AS alive
   FROM probectl_workers w
- WHERE w.heartbeat_at > $1::timestamptz - $3::interval
+ WHERE w.heartbeat_at > @now::timestamptz - @window::interval
  ORDER BY alive DESC, w.started_at, w.id
- LIMIT $4;
+ LIMIT @limit;
 
 -- name: StatusLeader
 -- The worker River elected leader, if its term has not expired at $1 (none: no row). Not on a

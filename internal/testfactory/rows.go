@@ -49,8 +49,9 @@ type ServerRow struct {
 // InsertServer inserts a server row as given. It returns the error, for tests that expect one
 // (a read-only role); Server fails the test instead.
 func InsertServer(ctx context.Context, db queries.DBTX, s ServerRow) (int64, error) {
-	return insert(ctx, db, insertServerSQL, s.Slug, s.EndpointURL, s.Kind, s.Plan, s.CheckInterval, s.Status,
-		s.MaintainerClaimedAt, s.NextCheckAt, s.CreatedAt)
+	return insert(ctx, db, insertServerSQL, pgx.StrictNamedArgs{"slug": s.Slug, "endpoint_url": s.EndpointURL,
+		"kind": s.Kind, "plan": s.Plan, "check_interval": s.CheckInterval, "status": s.Status,
+		"maintainer_claimed_at": s.MaintainerClaimedAt, "next_check_at": s.NextCheckAt, "created_at": s.CreatedAt})
 }
 
 // roundRow is a probe_rounds row with every field chosen.
@@ -65,8 +66,9 @@ type roundRow struct {
 }
 
 func insertRound(ctx context.Context, db queries.DBTX, r roundRow) (int64, error) {
-	return insert(ctx, db, insertRoundSQL, r.Trigger, r.ReleaseID, r.Version, r.Fanout, r.ClaimLimit,
-		r.Concurrency, r.StartedAt, r.FinishedAt, r.HeartbeatAt)
+	return insert(ctx, db, insertRoundSQL, pgx.StrictNamedArgs{"trigger": r.Trigger, "release_id": r.ReleaseID,
+		"version": r.Version, "fanout": r.Fanout, "claim_limit": r.ClaimLimit, "concurrency": r.Concurrency,
+		"started_at": r.StartedAt, "finished_at": r.FinishedAt, "heartbeat_at": r.HeartbeatAt})
 }
 
 // jobRow is a probe_jobs row with every field chosen.
@@ -82,8 +84,9 @@ type jobRow struct {
 }
 
 func insertJob(ctx context.Context, db queries.DBTX, j jobRow) (int64, error) {
-	return insert(ctx, db, insertJobSQL, j.ServerID, j.RoundID, j.Invocation, j.Reason, j.RequestedAt,
-		j.FinishedAt, j.Outcome, j.Error)
+	return insert(ctx, db, insertJobSQL, pgx.StrictNamedArgs{"server_id": j.ServerID, "round_id": j.RoundID,
+		"invocation": j.Invocation, "reason": j.Reason, "requested_at": j.RequestedAt,
+		"finished_at": j.FinishedAt, "outcome": j.Outcome, "error": j.Error})
 }
 
 // runRow is a probe_runs row with every field chosen.
@@ -104,10 +107,12 @@ func insertRun(ctx context.Context, db queries.DBTX, r runRow) (int64, error) {
 	if result == nil {
 		result = json.RawMessage(`{}`)
 	}
-	id, err := insert(ctx, db, insertRunSQL, r.JobID, r.ServerID, r.StartedAt, r.FinishedAt, r.Requests, result, env)
+	args := pgx.StrictNamedArgs{"job_id": r.JobID, "server_id": r.ServerID, "started_at": r.StartedAt,
+		"finished_at": r.FinishedAt, "requests": r.Requests, "result": result, "envelope": env}
+	id, err := insert(ctx, db, insertRunSQL, args)
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42703" {
 		// A migration test's database stopped before 00017: runs have no partition key there.
-		return insert(ctx, db, insertRunBeforePartitionsSQL, r.JobID, r.ServerID, r.StartedAt, r.FinishedAt, r.Requests, result, env)
+		return insert(ctx, db, insertRunBeforePartitionsSQL, args)
 	}
 	return id, err
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -26,30 +27,44 @@ const (
 func SeedWorkers(ctx context.Context, t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	at := func(d time.Duration) time.Time { return Now.Add(d) }
-	const worker = `INSERT INTO probectl_workers (id, host, pid, version, max_workers, started_at, heartbeat_at,
-	                    stopped_at, invocations_running, spool_files, spool_results)
-	                VALUES ($1, $2, $3, 'v1.4.0', 10, $4, $5, $6, $7, $8, $9)`
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, sql, args...); err != nil {
 			t.Fatalf("statustest: seed workers: %v", err)
 		}
 	}
-	exec(worker, LeaderWorker, "web-1", 101, at(-2*time.Hour), at(-5*time.Second), nil, 3, 0, 0)
-	exec(worker, SpoolWorker, "web-2", 202, at(-2*time.Hour), at(-4*time.Second), nil, 1, 1, 2)
-	exec(worker, DeadWorker, "web-3", 303, at(-2*time.Hour), at(-5*time.Minute), nil, 2, 0, 0)
-	exec(worker, StoppedWorker, "web-4", 404, at(-2*time.Hour), at(-10*time.Minute), at(-10*time.Minute), 0, 0, 0)
+	worker := func(id, host string, pid int, heartbeat time.Time, stopped *time.Time, running, files, results int) {
+		t.Helper()
+		exec(`INSERT INTO probectl_workers (id, host, pid, version, max_workers, started_at, heartbeat_at,
+		                  stopped_at, invocations_running, spool_files, spool_results)
+		      VALUES (@id, @host, @pid, 'v1.4.0', 10, @started_at, @heartbeat_at, @stopped_at, @running, @files,
+		              @results)`,
+			pgx.StrictNamedArgs{"id": id, "host": host, "pid": pid, "started_at": at(-2 * time.Hour),
+				"heartbeat_at": heartbeat, "stopped_at": stopped, "running": running, "files": files,
+				"results": results})
+	}
+	worker(LeaderWorker, "web-1", 101, at(-5*time.Second), nil, 3, 0, 0)
+	worker(SpoolWorker, "web-2", 202, at(-4*time.Second), nil, 1, 1, 2)
+	worker(DeadWorker, "web-3", 303, at(-5*time.Minute), nil, 2, 0, 0)
+	stopped := at(-10 * time.Minute)
+	worker(StoppedWorker, "web-4", 404, stopped, &stopped, 0, 0, 0)
 	exec(`INSERT INTO river_leader (leader_id, elected_at, expires_at) VALUES ($1, $2, $3)`,
 		LeaderWorker, at(-time.Hour), at(25*time.Second))
-	const job = `INSERT INTO river_job (kind, queue, args, max_attempts, state, attempt, created_at, scheduled_at,
-	                 attempted_at, finalized_at)
-	             VALUES ('probectl_invocation', 'probectl', '{"round_id": 3}', 3, $1, $2, $3, $3, $4, $5)`
-	var none *time.Time
-	exec(job, "available", 0, at(-time.Minute), none, none)
-	exec(job, "available", 0, at(-time.Minute), none, none)
-	exec(job, "running", 1, at(-2*time.Minute), at(-time.Minute), none)
-	exec(job, "retryable", 2, at(-time.Hour), at(-10*time.Minute), none)
-	exec(job, "completed", 2, at(-time.Hour), at(-50*time.Minute), at(-49*time.Minute))
-	exec(job, "discarded", 3, at(-time.Hour), at(-31*time.Minute), at(-30*time.Minute))
-	exec(job, "discarded", 3, at(-48*time.Hour), at(-47*time.Hour), at(-47*time.Hour))
+	job := func(state string, attempt int, created time.Time, attempted, finalized *time.Time) {
+		t.Helper()
+		exec(`INSERT INTO river_job (kind, queue, args, max_attempts, state, attempt, created_at, scheduled_at,
+		                   attempted_at, finalized_at)
+		      VALUES ('probectl_invocation', 'probectl', '{"round_id": 3}', 3, @state, @attempt, @created_at,
+		              @created_at, @attempted_at, @finalized_at)`,
+			pgx.StrictNamedArgs{"state": state, "attempt": attempt, "created_at": created,
+				"attempted_at": attempted, "finalized_at": finalized})
+	}
+	ptr := func(d time.Duration) *time.Time { v := at(d); return &v }
+	job("available", 0, at(-time.Minute), nil, nil)
+	job("available", 0, at(-time.Minute), nil, nil)
+	job("running", 1, at(-2*time.Minute), ptr(-time.Minute), nil)
+	job("retryable", 2, at(-time.Hour), ptr(-10*time.Minute), nil)
+	job("completed", 2, at(-time.Hour), ptr(-50*time.Minute), ptr(-49*time.Minute))
+	job("discarded", 3, at(-time.Hour), ptr(-31*time.Minute), ptr(-30*time.Minute))
+	job("discarded", 3, at(-48*time.Hour), ptr(-47*time.Hour), ptr(-47*time.Hour))
 }

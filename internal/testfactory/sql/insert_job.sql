@@ -1,4 +1,4 @@
 -- A probe_jobs row with every field chosen.
 INSERT INTO probe_jobs (server_id, round_id, invocation, reason, requested_at, finished_at, outcome, error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+VALUES (@server_id, @round_id, @invocation, @reason, @requested_at, @finished_at, @outcome, @error)
 RETURNING id;

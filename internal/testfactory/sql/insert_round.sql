@@ -1,5 +1,6 @@
 -- A probe_rounds row with every field chosen.
 INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, started_at, finished_at,
                           heartbeat_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+VALUES (@trigger, @release_id, @version, @fanout, @claim_limit, @concurrency, @started_at, @finished_at,
+        @heartbeat_at)
 RETURNING id;

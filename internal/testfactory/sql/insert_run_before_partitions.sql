@@ -1,4 +1,4 @@
 -- A probe_runs row with every field chosen, on a schema before 00017 (no partition key).
 INSERT INTO probe_runs (job_id, server_id, started_at, finished_at, requests, result, envelope)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+VALUES (@job_id, @server_id, @started_at, @finished_at, @requests, @result, @envelope)
 RETURNING id;
