@@ -27,11 +27,10 @@ type buildInfo struct {
 type factory struct {
 	IO     *render.Streams
 	Getenv func(string) string
-	// Now is this host's clock, for reading relative flags ("24h" back from now) before any
-	// connection is made.
-	Now func() time.Time
-	// Clock, when set (tests), is the moment reports are read as of; nil means the database's
-	// clock, the one claims, staleness and retirements are judged by.
+	// Clock, when set (tests), fixes the time: relative flags ("24h" back from now) are read from
+	// it and reports are read as of it. nil is the real time: this host's clock for the flags,
+	// read before any connection is made, and the database's for the reports, the one claims,
+	// staleness and retirements are judged by.
 	Clock func() time.Time
 	Build buildInfo
 
@@ -51,7 +50,7 @@ type factory struct {
 }
 
 func newFactory(io *render.Streams, getenv func(string) string, build buildInfo) *factory {
-	return &factory{IO: io, Getenv: getenv, Now: time.Now, Build: build}
+	return &factory{IO: io, Getenv: getenv, Build: build}
 }
 
 // Pool connects and checks that the schema is current: every command but `migrate` uses it.
@@ -134,6 +133,14 @@ func (f *factory) OutputFormat(allowed ...string) (string, error) {
 		return "", exit.UsageError(fmt.Errorf("--output %q: this command supports %s", format, strings.Join(allowed, ", ")))
 	}
 	return format, nil
+}
+
+// now is the time relative flags are read from: Clock's, else this host's.
+func (f *factory) now() time.Time {
+	if f.Clock != nil {
+		return f.Clock()
+	}
+	return time.Now()
 }
 
 // readAt is the moment a report is read as of: nil (the database's clock) unless a test set Clock.
