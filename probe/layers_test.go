@@ -268,10 +268,10 @@ func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 	// the server again in the gap, racing the second claimer this test is about.
 	s.ClaimLimit = 1
 	r := &Round{DB: pool, Settings: s, Checker: &okChecker{},
-		hooks: hooks{betweenFinishWrites: func(context.Context, queries.ClaimedJob) {
+		testKnobs: testKnobs{hooks: hooks{betweenFinishWrites: func(context.Context, queries.ClaimedJob) {
 			close(parked)
 			<-release
-		}}}
+		}}}}
 	if !l.order {
 		r.WriteOrder = incidentOrder()
 	}

@@ -63,14 +63,9 @@ type Round struct {
 	// nil (the default) is the safe order. See WriteOrder: no flag and no release setting sets it.
 	WriteOrder WriteOrder
 
-	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
-	hooks        hooks            // park or delay the round between writes
-	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
-	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
-	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).
-	heartbeatEvery time.Duration
-	// claimCooldown replaces the constant claimCooldown (0: it).
-	claimCooldown time.Duration
+	// testKnobs are the round's test seams, all in one field (see seam.go): unexported, so nothing
+	// outside this package (no flag, no release) reaches them; the zero value is the real round.
+	testKnobs
 }
 
 // Summary is what a round did, counted from the database when it ended.
