@@ -64,7 +64,7 @@ func (l layers) prepare(t *testing.T, db queries.DBTX) {
 // claimFunc is one way to claim due servers for a round; it returns how many it took.
 type claimFunc func(ctx context.Context, db queries.DBTX, round int64) (int, error)
 
-// realClaim calls probe_claim.
+// realClaim calls probe_claim_lease.
 func realClaim(l layers) claimFunc {
 	return func(ctx context.Context, db queries.DBTX, round int64) (int, error) {
 		jobs, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: 10,

@@ -24,7 +24,7 @@ type testKnobs struct {
 type write string
 
 const (
-	writeClaim     write = "claim"      // probe_claim
+	writeClaim     write = "claim"      // probe_claim_lease
 	writeFinishTx  write = "finish-tx"  // probe_finish
 	writeAdvance   write = "advance"    // first write of an advance-first finish
 	writeFinishJob write = "finish-job" // second write: the run and the job
