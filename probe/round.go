@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -332,7 +333,10 @@ func (r *Round) closeRound(ctx context.Context, st *state, sum *Summary) {
 }
 
 // KeyError says the signing key cannot sign runs that verify: bad input, nothing was claimed.
-type KeyError struct{ Msg string }
+type KeyError struct {
+	Msg  string
+	text *input.Text // Msg with its inputs kept apart (newKeyError); nil: none
+}
 
 func (e *KeyError) Error() string { return e.Msg }
 
@@ -349,11 +353,11 @@ func (r *Round) checkKeyRegistered(ctx context.Context, keyID string) error {
 	k, ok := keys[keyID]
 	switch {
 	case !ok:
-		return &KeyError{Msg: fmt.Sprintf("signing key %s is not registered in signing_keys, so its runs could not be "+
-			"verified in this database; register it here ('probectl keys register KEY_FILE' stores its public half) or pass --unsigned", keyID)}
+		return newKeyError("signing key %s is not registered in signing_keys, so its runs could not be "+
+			"verified in this database; register it here ('probectl keys register KEY_FILE' stores its public half) or pass %s", keyID, InputUnsigned)
 	case k.RetiredAt != nil:
-		return &KeyError{Msg: fmt.Sprintf("signing key %s was retired at %s, so its runs would not verify; sign with "+
-			"a current key (probectl keys generate makes one) or pass --unsigned", keyID, k.RetiredAt.Format(time.RFC3339))}
+		return newKeyError("signing key %s was retired at %s, so its runs would not verify; sign with "+
+			"a current key (probectl keys generate makes one) or pass %s", keyID, k.RetiredAt.Format(time.RFC3339), InputUnsigned)
 	}
 	return nil
 }

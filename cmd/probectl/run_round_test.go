@@ -227,7 +227,7 @@ func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	root.SetErr(errOut)
 	err := root.ExecuteContext(context.Background())
 	if err != nil {
-		err = classifyCobraError(err)
+		err = sayInputs(classifyCobraError(err))
 		var silent *silentError
 		if !errors.As(err, &silent) {
 			fmt.Fprintf(errOut, "probectl: %s\n", err)
