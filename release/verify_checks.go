@@ -73,7 +73,7 @@ func checkRoundsFound(rep *Report) Check {
 	for _, r := range rep.Rounds {
 		if r.State == queries.RoundDead {
 			dead = append(dead, fmt.Sprintf("round %d is dead (no heartbeat for %s), open jobs: %s", r.ID,
-				queries.RoundDeadAfter, strings.Join(r.deadOpenJobs, ", ")))
+				render.Duration(queries.RoundDeadAfter), strings.Join(r.deadOpenJobs, ", ")))
 		}
 	}
 	recovered := ""

@@ -10,6 +10,7 @@ import (
 
 	"github.com/probectl/probectl/internal/archive"
 	"github.com/probectl/probectl/internal/input"
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -57,7 +58,8 @@ func Set(ctx context.Context, db queries.DBTX, keep *time.Duration, unit, who st
 // before it connects, so that bad input exits 2 whether or not the database answers.
 func CheckSetting(keep *time.Duration, unit string) error {
 	if keep != nil && *keep < MinKeep {
-		return settingError("%s %s: at least %s (prune never reaches the last 2 days)", InputKeep, keep, MinKeep)
+		return settingError("%s %s: at least %s (prune never reaches the last 2 days)", InputKeep,
+			render.Duration(*keep), render.Duration(MinKeep))
 	}
 	if unit != "" && unit != "day" && unit != "week" {
 		return settingError("%s %q: day or week", InputUnit, unit)
