@@ -72,7 +72,7 @@ func (f *factory) RawPool(ctx context.Context) (*pgxpool.Pool, error) {
 	if len(f.pools) > 0 {
 		return f.pools[0], nil
 	}
-	url, source := queries.ResolveURL(f.DatabaseURL, f.Getenv)
+	url, source := resolveURL(f.DatabaseURL, f.Getenv)
 	// A round's 20 invocations claim and finish concurrently; pgxpool's default (4 on this size of
 	// machine) would queue them behind each other. 25 stays far below max_connections.
 	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{MaxConns: 25})
@@ -88,7 +88,7 @@ func (f *factory) RawPool(ctx context.Context) (*pgxpool.Pool, error) {
 // hot standby, when one is named; else the same pool as Pool. What runs on it never writes, takes
 // no advisory lock and reads no UNLOGGED table, so a standby serves it.
 func (f *factory) ReadPool(ctx context.Context) (*pgxpool.Pool, error) {
-	url, source := queries.ResolveReadURL(f.ReadDatabaseURL, f.Getenv)
+	url, source := resolveReadURL(f.ReadDatabaseURL, f.Getenv)
 	if url == "" {
 		return f.Pool(ctx)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/probectl/probectl/internal/retention"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
 
@@ -30,10 +31,11 @@ var inputFlags = map[input.Name]string{
 	audit.InputSince:        "since",
 	audit.InputUntil:        "until",
 	// audit.InputWindow is "window" too: release.InputWindow's entry says it.
-	audit.InputSplitAt:  "split-at",
-	audit.InputInFlight: "in-flight",
-	retention.InputKeep: "keep",
-	retention.InputUnit: "unit",
+	audit.InputSplitAt:       "split-at",
+	audit.InputInFlight:      "in-flight",
+	retention.InputKeep:      "keep",
+	retention.InputUnit:      "unit",
+	queries.InputDatabaseURL: "database-url",
 }
 
 // flagOfInput is the flag that gives n, "--rounds"; an input without a flag is said as it is.
