@@ -85,7 +85,7 @@ func OpenTx(ctx context.Context, tx pgx.Tx, p OpenParams) (*OpenReport, error) {
 		return nil, err
 	}
 	if p.InFlight < 0 {
-		return nil, &ParamError{Param: "in-flight", Msg: "must be positive, got " + p.InFlight.String()}
+		return nil, paramError(InputInFlight, "must be positive, got %s", p.InFlight)
 	}
 	if p.InFlight == 0 {
 		p.InFlight = InFlightWindow

@@ -2,25 +2,55 @@ package audit
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/queries"
 )
 
 // ParamError is bad input to an audit: the caller can fix it, and nothing was read. Param names
-// the parameter the way the command line does ("since", "until", "window", "split-at"), so a
-// command can turn it into "--since: ...".
+// the parameter ("since", "until", "window", "split-at"); the message names it, and any other
+// parameter, as an input.Name, which a command says as its flag ("--since: ...").
 type ParamError struct {
 	Param string
 	Msg   string
+	text  *input.Text // "param: msg" with the parameters kept apart
 }
 
-func (e *ParamError) Error() string { return e.Param + ": " + e.Msg }
+// The parameters ParamError names (see internal/input).
+const (
+	InputSince    input.Name = "since"
+	InputUntil    input.Name = "until"
+	InputWindow   input.Name = "window"
+	InputSplitAt  input.Name = "split-at"
+	InputInFlight input.Name = "in-flight"
+)
+
+// paramError says that param is wrong: format and args say how; any input.Name among args is
+// said the caller's way.
+func paramError(param input.Name, format string, args ...any) *ParamError {
+	return &ParamError{Param: string(param), Msg: input.Errorf(format, args...).Error(),
+		text: input.Errorf("%s: "+format, append([]any{param}, args...)...)}
+}
+
+func (e *ParamError) Error() string {
+	if e.text == nil {
+		return e.Param + ": " + e.Msg
+	}
+	return e.text.Error()
+}
+
+// Unwrap is the message, whose parameters a command says as its flags.
+func (e *ParamError) Unwrap() error {
+	if e.text == nil {
+		return nil
+	}
+	return e.text
+}
 
 // ExitCode: bad input exits 2.
 func (e *ParamError) ExitCode() int { return exit.Usage }
@@ -28,11 +58,11 @@ func (e *ParamError) ExitCode() int { return exit.Usage }
 // resolve fills the defaults (Until from the database clock, Window) and checks the range.
 func (p DuplicatesParams) resolve(ctx context.Context, tx pgx.Tx) (DuplicatesParams, error) {
 	if p.Since.IsZero() {
-		return p, &ParamError{Param: "since", Msg: "is required"}
+		return p, paramError(InputSince, "is required")
 	}
 	switch {
 	case p.Window < 0:
-		return p, &ParamError{Param: "window", Msg: fmt.Sprintf("must be positive, got %s", p.Window)}
+		return p, paramError(InputWindow, "must be positive, got %s", p.Window)
 	case p.Window == 0:
 		p.Window = DefaultWindow
 	}
@@ -61,15 +91,15 @@ func resolveUntil(ctx context.Context, tx pgx.Tx, until time.Time) (time.Time, e
 // strictly inside (since, until).
 func checkRange(since, until time.Time, splitAt []time.Time) ([]time.Time, error) {
 	if !since.Before(until) {
-		return nil, &ParamError{Param: "since", Msg: fmt.Sprintf("%s is not before --until %s",
-			since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))}
+		return nil, paramError(InputSince, "%s is not before %s %s",
+			since.Format(time.RFC3339Nano), InputUntil, until.Format(time.RFC3339Nano))
 	}
 	split := make([]time.Time, 0, len(splitAt))
 	for _, t := range splitAt {
 		t = t.UTC()
 		if !t.After(since) || !t.Before(until) {
-			return nil, &ParamError{Param: "split-at", Msg: fmt.Sprintf("%s is not strictly between --since %s and --until %s",
-				t.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))}
+			return nil, paramError(InputSplitAt, "%s is not strictly between %s %s and %s %s",
+				t.Format(time.RFC3339Nano), InputSince, since.Format(time.RFC3339Nano), InputUntil, until.Format(time.RFC3339Nano))
 		}
 		split = append(split, t)
 	}
@@ -84,7 +114,7 @@ func enterWindow(ctx context.Context, tx pgx.Tx, since, until time.Time) (time.T
 		return since, until, err
 	}
 	if since.IsZero() {
-		return since, until, &ParamError{Param: "since", Msg: "is required"}
+		return since, until, paramError(InputSince, "is required")
 	}
 	until, err := resolveUntil(ctx, tx, until)
 	if err != nil {

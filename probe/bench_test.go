@@ -16,7 +16,7 @@ import (
 // BenchmarkTwentyClaimersOfFive measures claims of five by 20 concurrent claimers on 20,000 due
 // servers (with a day of analyzed job history, as in production) whose new jobs never finish, and
 // reports the share of jobs that double-claimed a server: 0
-// for probe_claim as shipped, most of them for a lock taken inside the reading statement with the
+// for probe_claim_lease as shipped, most of them for a lock taken inside the reading statement with the
 // unique index off (85–92% when the claim was designed: docs/invariant.md).
 func BenchmarkTwentyClaimersOfFive(b *testing.B) {
 	variants := []struct {
@@ -24,7 +24,7 @@ func BenchmarkTwentyClaimersOfFive(b *testing.B) {
 		dropIndex bool
 		claim     func(b *testing.B) claimFunc
 	}{
-		{"probe_claim as shipped", false, func(*testing.B) claimFunc {
+		{"probe_claim_lease as shipped", false, func(*testing.B) claimFunc {
 			return func(ctx context.Context, db queries.DBTX, round int64) (int, error) {
 				jobs, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: 5})
 				return len(jobs), err

@@ -30,7 +30,7 @@ func TestARoundClaimsNothingOnceItsTimeBudgetIsSpent(t *testing.T) {
 	// The budget runs out during the first check: the invocation waits for it, then must not
 	// claim the other two due servers.
 	checker := &okChecker{during: func(context.Context, check.Target) { clock.add(s.MaxDuration) }}
-	sum, err := (&Round{DB: pool, Settings: s, Checker: checker, now: clock.now}).Run(t.Context())
+	sum, err := (&Round{DB: pool, Settings: s, Checker: checker, testKnobs: testKnobs{now: clock.now}}).Run(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts)
 	require.Len(t, checker.checked, 1)

@@ -21,7 +21,7 @@ func TestAnInvocationClaimsForItsFreeSlotsTogether(t *testing.T) {
 	dueServers(t, pool, servers)
 	s := settings(FinishTx)
 	s.Fanout, s.Concurrency, s.ClaimLimit = 0, 20, servers
-	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, claimCooldown: time.Hour}
+	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, testKnobs: testKnobs{claimCooldown: time.Hour}}
 	sum, err := r.Run(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, servers, sum.Runs)

@@ -4,7 +4,7 @@
 // A round is one cron invocation plus Settings.Fanout fan-out invocations, all goroutines of this
 // process. Each invocation has its own loop: whenever it has a free slot (at most
 // Settings.Concurrency checks at once) it claims up to min(free slots, ClaimLimit − already
-// claimed) due servers through probe_claim, until a claim comes back empty or the round's time
+// claimed) due servers through probe_claim_lease, until a claim comes back empty or the round's time
 // budget is spent; then it finishes what it holds. Several rounds, in this process or others, may
 // run at once: the database is the only coordinator.
 //

@@ -77,7 +77,7 @@ func TestARoundClaimsNothingOnANewTimelineAndItsJournalRestoresWhatWasLost(t *te
 	s := settings(FinishTx)
 	s.Fanout, s.Concurrency, s.ClaimLimit = 0, 10, 40
 	dir := filepath.Join(t.TempDir(), "spool")
-	r := &Round{DB: db, Settings: s, Checker: checker, SpoolDir: dir, hooks: hooks{beforeWrite: func(ctx context.Context, w write) {
+	r := &Round{DB: db, Settings: s, Checker: checker, SpoolDir: dir, testKnobs: testKnobs{hooks: hooks{beforeWrite: func(ctx context.Context, w write) {
 		if w != writeClaim {
 			return
 		}
@@ -87,7 +87,7 @@ func TestARoundClaimsNothingOnANewTimelineAndItsJournalRestoresWhatWasLost(t *te
 			drop, err = pair.HoldWALReceiver()
 			require.NoError(t, err)
 		})
-	}}}
+	}}}}
 	type out struct {
 		sum *Summary
 		err error

@@ -64,7 +64,7 @@ func (l layers) prepare(t *testing.T, db queries.DBTX) {
 // claimFunc is one way to claim due servers for a round; it returns how many it took.
 type claimFunc func(ctx context.Context, db queries.DBTX, round int64) (int, error)
 
-// realClaim calls probe_claim.
+// realClaim calls probe_claim_lease.
 func realClaim(l layers) claimFunc {
 	return func(ctx context.Context, db queries.DBTX, round int64) (int, error) {
 		jobs, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: 10,
@@ -268,10 +268,10 @@ func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 	// the server again in the gap, racing the second claimer this test is about.
 	s.ClaimLimit = 1
 	r := &Round{DB: pool, Settings: s, Checker: &okChecker{},
-		hooks: hooks{betweenFinishWrites: func(context.Context, queries.ClaimedJob) {
+		testKnobs: testKnobs{hooks: hooks{betweenFinishWrites: func(context.Context, queries.ClaimedJob) {
 			close(parked)
 			<-release
-		}}}
+		}}}}
 	if !l.order {
 		r.WriteOrder = incidentOrder()
 	}

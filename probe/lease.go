@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
@@ -42,7 +43,7 @@ type LeaseError struct{ End time.Time }
 
 func (e *LeaseError) Error() string {
 	return fmt.Sprintf("the job's lease ended at %s (in-flight window %s less %s): no request is sent after it",
-		e.End.UTC().Format(time.RFC3339), queries.InFlightWindow, leaseMargin)
+		e.End.UTC().Format(time.RFC3339), render.Duration(queries.InFlightWindow), render.Duration(leaseMargin))
 }
 
 // fencedSummary is a fenced result's summary: what tells a lease's end from the other results that

@@ -25,3 +25,10 @@ func TestTheLocalLeaseEndsBeforeTheDatabasesOnEitherClock(t *testing.T) {
 	require.ErrorAs(t, l.ended(start.Add(queries.InFlightWindow)), &le)
 	require.Contains(t, le.Error(), "no request is sent after it")
 }
+
+func TestALeaseErrorSaysItsDurationsAsTablesWriteThem(t *testing.T) {
+	t.Parallel()
+	err := &LeaseError{End: time.Date(2026, 10, 7, 22, 13, 24, 0, time.UTC)}
+	require.Equal(t, "the job's lease ended at 2026-10-07T22:13:24Z (in-flight window 15m less 30s): "+
+		"no request is sent after it", err.Error())
+}

@@ -106,7 +106,7 @@ func TestOutageLongerThanTheBudgetSpoolsAndTheNextRoundStores(t *testing.T) {
 	const n = 12
 	cl, db := ownCluster(t, n)
 	dir := filepath.Join(t.TempDir(), "spool")
-	r := &Round{DB: db, Settings: settings(FinishTx), SpoolDir: dir, finishBudget: 1500 * time.Millisecond}
+	r := &Round{DB: db, Settings: settings(FinishTx), SpoolDir: dir, testKnobs: testKnobs{finishBudget: 1500 * time.Millisecond}}
 	sum, err := parkedRound(t, r, n, func() { require.NoError(t, cl.Shutdown()) })
 	require.Error(t, err)
 	require.Equal(t, n, sum.Spooled, "problems: %v", sum.Problems)

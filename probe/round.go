@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
@@ -63,14 +64,9 @@ type Round struct {
 	// nil (the default) is the safe order. See WriteOrder: no flag and no release setting sets it.
 	WriteOrder WriteOrder
 
-	// Test seams: unexported, so nothing outside this package (no flag, no release) reaches them.
-	hooks        hooks            // park or delay the round between writes
-	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
-	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
-	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).
-	heartbeatEvery time.Duration
-	// claimCooldown replaces the constant claimCooldown (0: it).
-	claimCooldown time.Duration
+	// testKnobs are the round's test seams, all in one field (see seam.go): unexported, so nothing
+	// outside this package (no flag, no release) reaches them; the zero value is the real round.
+	testKnobs
 }
 
 // Summary is what a round did, counted from the database when it ended.
@@ -337,7 +333,10 @@ func (r *Round) closeRound(ctx context.Context, st *state, sum *Summary) {
 }
 
 // KeyError says the signing key cannot sign runs that verify: bad input, nothing was claimed.
-type KeyError struct{ Msg string }
+type KeyError struct {
+	Msg  string
+	text *input.Text // Msg with its inputs kept apart (newKeyError); nil: none
+}
 
 func (e *KeyError) Error() string { return e.Msg }
 
@@ -354,11 +353,11 @@ func (r *Round) checkKeyRegistered(ctx context.Context, keyID string) error {
 	k, ok := keys[keyID]
 	switch {
 	case !ok:
-		return &KeyError{Msg: fmt.Sprintf("signing key %s is not registered in signing_keys, so its runs could not be "+
-			"verified in this database; register it here ('probectl keys register KEY_FILE' stores its public half) or pass --unsigned", keyID)}
+		return newKeyError("signing key %s is not registered in signing_keys, so its runs could not be "+
+			"verified in this database; register it here ('probectl keys register KEY_FILE' stores its public half) or pass %s", keyID, InputUnsigned)
 	case k.RetiredAt != nil:
-		return &KeyError{Msg: fmt.Sprintf("signing key %s was retired at %s, so its runs would not verify; sign with "+
-			"a current key (probectl keys generate makes one) or pass --unsigned", keyID, k.RetiredAt.Format(time.RFC3339))}
+		return newKeyError("signing key %s was retired at %s, so its runs would not verify; sign with "+
+			"a current key (probectl keys generate makes one) or pass %s", keyID, k.RetiredAt.Format(time.RFC3339), InputUnsigned)
 	}
 	return nil
 }

@@ -2,15 +2,29 @@ package probe
 
 import (
 	"context"
+	"time"
 
 	"github.com/probectl/probectl/queries"
 )
+
+// testKnobs are what a test may change in a round, grouped in one field of Round (as River's
+// producer groups its testSignals) so that a reader sees at once what no user can set. The zero
+// value changes nothing.
+type testKnobs struct {
+	hooks        hooks            // park or delay the round between writes
+	finishBudget time.Duration    // replaces finishTimeout in the finishes (0: finishTimeout)
+	now          func() time.Time // replaces time.Now for the round's time budget (nil: time.Now)
+	// heartbeatEvery replaces queries.RoundHeartbeatEvery (0: it).
+	heartbeatEvery time.Duration
+	// claimCooldown replaces the constant claimCooldown (0: it).
+	claimCooldown time.Duration
+}
 
 // write names each database write a round makes, for the test hooks.
 type write string
 
 const (
-	writeClaim     write = "claim"      // probe_claim
+	writeClaim     write = "claim"      // probe_claim_lease
 	writeFinishTx  write = "finish-tx"  // probe_finish
 	writeAdvance   write = "advance"    // first write of an advance-first finish
 	writeFinishJob write = "finish-job" // second write: the run and the job

@@ -51,12 +51,12 @@ func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
 	s := settings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
 	var advances atomic.Int32
-	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, finishBudget: 3 * time.Second,
+	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, testKnobs: testKnobs{finishBudget: 3 * time.Second,
 		hooks: hooks{beforeWrite: func(ctx context.Context, w write) {
 			if w == writeAdvance && advances.Add(1) == 1 {
 				<-ctx.Done() // the first advance hangs until its timeout
 			}
-		}}}
+		}}}}
 	sum, err := r.Run(t.Context())
 	require.NoError(t, err, "the retry and the finish had time of their own")
 	require.Equal(t, int32(2), advances.Load(), "the advance was retried")
@@ -112,7 +112,7 @@ func TestAnAdvanceIsRetriedAfterABackoff(t *testing.T) {
 	s.ClaimLimit = 1
 	var mu sync.Mutex
 	var failedAt, retriedAt time.Time
-	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, finishBudget: 3 * time.Second,
+	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, testKnobs: testKnobs{finishBudget: 3 * time.Second,
 		hooks: hooks{beforeWrite: func(ctx context.Context, w write) {
 			if w != writeAdvance {
 				return
@@ -125,7 +125,7 @@ func TestAnAdvanceIsRetriedAfterABackoff(t *testing.T) {
 				return
 			}
 			retriedAt = time.Now()
-		}}}
+		}}}}
 	_, err := r.Run(t.Context())
 	require.NoError(t, err)
 	require.False(t, retriedAt.IsZero(), "the advance was retried")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -49,7 +50,10 @@ func DefaultSpoolDir(getenv func(string) string) (string, error) {
 }
 
 // SpoolError says the spool directory cannot be used: nothing was claimed.
-type SpoolError struct{ Msg string }
+type SpoolError struct {
+	Msg  string
+	text *input.Text // Msg with its inputs kept apart (newSpoolError); nil: none
+}
 
 func (e *SpoolError) Error() string { return e.Msg }
 
@@ -63,16 +67,16 @@ func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 // a link), not a name that could be swapped between a look and an open.
 func prepareSpoolDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v (check --spool-dir or XDG_STATE_HOME)", dir, err)}
+		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
 	}
 	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) || isSymlink(dir) {
-			return &SpoolError{Msg: fmt.Sprintf("spool directory %s is a symbolic link: whoever can change the link "+
-				"chooses what is replayed; give the directory itself (--spool-dir)", dir)}
+			return newSpoolError("spool directory %s is a symbolic link: whoever can change the link "+
+				"chooses what is replayed; give the directory itself (%s)", dir, InputSpoolDir)
 		}
 		if errors.Is(err, syscall.ENOTDIR) {
-			return &SpoolError{Msg: fmt.Sprintf("spool directory %s is not a directory (check --spool-dir)", dir)}
+			return newSpoolError("spool directory %s is not a directory (check %s)", dir, InputSpoolDir)
 		}
 		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
 	}
@@ -82,15 +86,15 @@ func prepareSpoolDir(dir string) error {
 		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
 	}
 	if !fi.IsDir() {
-		return &SpoolError{Msg: fmt.Sprintf("spool directory %s is not a directory (check --spool-dir)", dir)}
+		return newSpoolError("spool directory %s is not a directory (check %s)", dir, InputSpoolDir)
 	}
 	if msg := notOwnedByMe(fi); msg != "" {
-		return &SpoolError{Msg: fmt.Sprintf("spool directory %s %s: that user could plant results in it or remove "+
-			"this user's; run probectl as its owner, chown it to uid %d, or choose another --spool-dir", dir, msg, os.Geteuid())}
+		return newSpoolError("spool directory %s %s: that user could plant results in it or remove "+
+			"this user's; run probectl as its owner, chown it to uid %d, or choose another %s", dir, msg, os.Geteuid(), InputSpoolDir)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
-		return &SpoolError{Msg: fmt.Sprintf("spool directory %s has mode %v: others may write it; "+
-			"chmod 700 it or choose another --spool-dir", dir, fi.Mode().Perm())}
+		return newSpoolError("spool directory %s has mode %v: others may write it; "+
+			"chmod 700 it or choose another %s", dir, fi.Mode().Perm(), InputSpoolDir)
 	}
 	return nil
 }

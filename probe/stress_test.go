@@ -53,7 +53,7 @@ func stress(t *testing.T, rounds ...func(r *Round)) (violations []string) {
 	for i, configure := range rounds {
 		s := DefaultSettings()
 		s.Version, s.AllowPrivateTargets = "test", true
-		r := &Round{DB: dbtest.Pool(t, url, dbtest.MaxConns(10)), Settings: s, Checker: checker, Signer: signer, hooks: jitter}
+		r := &Round{DB: dbtest.Pool(t, url, dbtest.MaxConns(10)), Settings: s, Checker: checker, Signer: signer, testKnobs: testKnobs{hooks: jitter}}
 		configure(r)
 		wg.Go(func() { sums[i], errs[i] = r.Run(ctx) })
 	}

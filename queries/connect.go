@@ -13,58 +13,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/internal/pgutc"
 )
 
-// URLSource says where a database URL came from, for messages like "from PROBECTL_DATABASE_URL".
+// URLSource says where a database URL came from, for messages like "from PROBECTL_DATABASE_URL":
+// the command that read it names it (cmd/probectl's resolveURL).
 type URLSource string
 
-// ResolveURL picks the database URL in the documented order: the flag, PROBECTL_DATABASE_URL,
-// DATABASE_URL, and else "" (which lets pgx read the libpq PG* variables).
-func ResolveURL(flag string, getenv func(string) string) (string, URLSource) {
-	if flag != "" {
-		return flag, "--database-url"
-	}
-	for _, name := range []string{"PROBECTL_DATABASE_URL", "DATABASE_URL"} {
-		if v := getenv(name); v != "" {
-			return v, URLSource(name)
-		}
-	}
-	return libpqEnvDSN(getenv), "PG* environment variables"
-}
-
-// ResolveReadURL picks where the commands that only read connect: the flag, else
-// PROBECTL_READ_DATABASE_URL, else "" (the same database as every other command).
-func ResolveReadURL(flag string, getenv func(string) string) (string, URLSource) {
-	if flag != "" {
-		return flag, "--read-database-url"
-	}
-	if v := getenv("PROBECTL_READ_DATABASE_URL"); v != "" {
-		return v, "PROBECTL_READ_DATABASE_URL"
-	}
-	return "", ""
-}
-
-// libpqEnvDSN turns the libpq PG* variables into a keyword/value connection string. pgx would read
-// them from the process environment itself; reading them through getenv keeps the order of
-// precedence in one place and lets tests supply their own environment.
-func libpqEnvDSN(getenv func(string) string) string {
-	vars := []struct{ env, key string }{
-		{"PGHOST", "host"}, {"PGPORT", "port"}, {"PGDATABASE", "dbname"}, {"PGUSER", "user"},
-		{"PGPASSWORD", "password"}, {"PGPASSFILE", "passfile"}, {"PGSSLMODE", "sslmode"},
-		{"PGSSLCERT", "sslcert"}, {"PGSSLKEY", "sslkey"}, {"PGSSLROOTCERT", "sslrootcert"},
-		{"PGCONNECT_TIMEOUT", "connect_timeout"}, {"PGAPPNAME", "application_name"},
-		{"PGTARGETSESSIONATTRS", "target_session_attrs"},
-	}
-	var parts []string
-	for _, v := range vars {
-		if val := getenv(v.env); val != "" {
-			quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(val)
-			parts = append(parts, v.key+"='"+quoted+"'")
-		}
-	}
-	return strings.Join(parts, " ")
-}
+// InputDatabaseURL is the database URL a command was given, as UnreachableError's hints name it
+// (see internal/input): the command says it as its flag.
+const InputDatabaseURL input.Name = "database_url"
 
 // ConnectOptions tune the pool; zero values take the defaults.
 type ConnectOptions struct {
@@ -125,19 +84,23 @@ type UnreachableError struct {
 	Unconfigured bool
 }
 
-func (e *UnreachableError) Error() string {
+func (e *UnreachableError) Error() string { return e.text().Error() }
+
+// text is the message, with the input that names a database kept apart (a command says its flag).
+func (e *UnreachableError) text() *input.Text {
 	if e.Unconfigured {
-		return fmt.Sprintf("no database is configured, and none answered at the default %s (%s); "+
-			"name one with --database-url or PROBECTL_DATABASE_URL, such as postgres://probectl@db.internal:5432/probectl "+
+		return input.Errorf("no database is configured, and none answered at the default %s (%s); "+
+			"name one with %s or PROBECTL_DATABASE_URL, such as postgres://probectl@db.internal:5432/probectl "+
 			"(DATABASE_URL and the PG* variables work too)",
-			net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error())
+			net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error(), InputDatabaseURL)
 	}
-	return fmt.Sprintf("could not reach database at %s: %s; check that PostgreSQL is running and that "+
-		"--database-url, PROBECTL_DATABASE_URL, DATABASE_URL or PG* point at it",
-		net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error())
+	return input.Errorf("could not reach database at %s: %s; check that PostgreSQL is running and that "+
+		"%s, PROBECTL_DATABASE_URL, DATABASE_URL or PG* point at it",
+		net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error(), InputDatabaseURL)
 }
 
-func (e *UnreachableError) Unwrap() error { return e.Err }
+// Unwrap is the cause, and the message whose input a command says as its flag.
+func (e *UnreachableError) Unwrap() []error { return []error{e.Err, e.text()} }
 
 // Connect opens a pool on url and checks that the database answers.
 func Connect(ctx context.Context, url string, source URLSource, opts ConnectOptions) (*pgxpool.Pool, error) {

@@ -80,10 +80,6 @@ func ListSigningKeys(ctx context.Context, db DBTX) ([]SigningKey, error) {
 	return out, nil
 }
 
-// ErrFutureRetirement says a key was to be retired from a moment still to come: rounds would
-// refuse it at once while its runs went on verifying until then.
-var ErrFutureRetirement = errors.New("a key is retired from now or from a moment past, not from the future")
-
 // KeyRetirement is what RetireSigningKey did.
 type KeyRetirement struct {
 	// RetiredAt is the key's retirement time after the call.
@@ -101,11 +97,9 @@ func (r KeyRetirement) Changed() bool { return r.Before == nil || !r.Before.Equa
 // longer sign with it, and deploy verify refuses the runs it signed that finished from then on,
 // while the runs it signed before keep verifying. A retirement only ever moves earlier: a key
 // retired already is moved to an earlier at (a leak found after a rotation) and otherwise left as
-// it is. ErrNoSuchKey: no key has that id; ErrFutureRetirement: at is after this host's clock.
+// it is. ErrNoSuchKey: no key has that id. Whether at may be in the future is not judged here:
+// internal/keys' Retirement.Validate states that rule, once, by the clock the caller read at with.
 func RetireSigningKey(ctx context.Context, db DBTX, keyID string, at *time.Time) (KeyRetirement, error) {
-	if at != nil && at.After(time.Now()) {
-		return KeyRetirement{}, fmt.Errorf("retire signing key %s: %w", keyID, ErrFutureRetirement)
-	}
 	r, err := rowOf[KeyRetirement](ctx, db, "RetireSigningKey", keyID, at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("retire signing key %s: %w", keyID, ErrNoSuchKey)

@@ -52,6 +52,7 @@ func TestVerifyFailsADeadRoundNamingItsOpenJobs(t *testing.T) {
 					require.Len(t, c.Items, 1)
 					require.Contains(t, c.Items[0], "round "+strconv.FormatInt(second, 10)+" is dead")
 					require.Contains(t, c.Items[0], "(srv-1)")
+					require.Contains(t, c.Items[0], "(no heartbeat for 1m)", "the duration as tables write it")
 				}
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
@@ -143,13 +144,13 @@ func (req RecordRequest) validate() error {
 		return err
 	}
 	if req.Every != 0 && (req.Every < MinEvery || req.Every > MaxEvery) {
-		return fmt.Errorf("--every: must be between %s and %s, got %s", MinEvery, MaxEvery, req.Every)
+		return input.Errorf("%s: must be between %s and %s, got %s", InputEvery, MinEvery, MaxEvery, req.Every)
 	}
 	if req.Version == "" {
-		return errors.New("--version: must not be empty")
+		return input.Errorf("%s: must not be empty", InputVersion)
 	}
 	if req.Actor == "" {
-		return errors.New("--actor: must not be empty ($USER is not set either)")
+		return input.Errorf("%s: must not be empty ($USER is not set either)", InputActor)
 	}
 	return nil
 }

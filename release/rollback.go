@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -57,7 +58,12 @@ type NotApprovedError struct {
 	Way     Way
 }
 
-func (e *NotApprovedError) Error() string {
+func (e *NotApprovedError) Error() string { return e.text().Error() }
+
+// Unwrap is the message, whose flags a command says its way (internal/input).
+func (e *NotApprovedError) Unwrap() error { return e.text() }
+
+func (e *NotApprovedError) text() *input.Text {
 	approved := "none"
 	if len(e.Release.WaysBack) > 0 {
 		ways := make([]string, len(e.Release.WaysBack))
@@ -66,8 +72,8 @@ func (e *NotApprovedError) Error() string {
 		}
 		approved = strings.Join(ways, ", ")
 	}
-	return fmt.Sprintf("release #%d (%s) did not approve the way back %q (approved: %s); "+
-		"pass --force --reason \"...\" to roll back anyway", e.Release.ID, e.Release.Version, e.Way, approved)
+	return input.Errorf("release #%d (%s) did not approve the way back %q (approved: %s); "+
+		"pass %s %s \"...\" to roll back anyway", e.Release.ID, e.Release.Version, e.Way, approved, InputForce, InputReason)
 }
 
 // ExitCode: an unapproved way back is refused as bad input; nothing changed.
@@ -156,11 +162,11 @@ func ValidateRollback(req RollbackRequest) error {
 func (req RollbackRequest) validate() error {
 	switch {
 	case req.Way != WayPrevious && req.Way != WayFanoutOff:
-		return errors.New("pass --to-previous or --fanout-off")
+		return input.Errorf("pass %s or %s", InputToPrevious, InputFanoutOff)
 	case req.Actor == "":
-		return errors.New("--actor: must not be empty ($USER is not set either)")
+		return input.Errorf("%s: must not be empty ($USER is not set either)", InputActor)
 	case req.Force && req.Reason == "":
-		return errors.New("--force needs --reason: say why the plan is being overridden")
+		return input.Errorf("%s needs %s: say why the plan is being overridden", InputForce, InputReason)
 	}
 	return nil
 }

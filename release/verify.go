@@ -10,6 +10,7 @@ import (
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -167,15 +168,15 @@ func ValidateVerify(req VerifyRequest) error {
 func (req VerifyRequest) validate() error {
 	switch {
 	case req.Rounds < 1:
-		return fmt.Errorf("--rounds %d: must be at least 1", req.Rounds)
+		return input.Errorf("%s %d: must be at least 1", InputRounds, req.Rounds)
 	case req.Wait.Timeout < 0:
-		return fmt.Errorf("--wait %s: must not be negative", req.Wait.Timeout)
+		return input.Errorf("%s %s: must not be negative", InputWait, req.Wait.Timeout)
 	case req.Wait.Timeout > MaxVerifyWait:
-		return fmt.Errorf("--wait %s: out of bounds: must be at most 24h", req.Wait.Timeout)
+		return input.Errorf("%s %s: out of bounds: must be at most 24h", InputWait, req.Wait.Timeout)
 	case req.Window < 0:
-		return fmt.Errorf("--window %s: must be positive", req.Window)
+		return input.Errorf("%s %s: must be positive", InputWindow, req.Window)
 	case !(*req.MaxOkDrop >= 0 && *req.MaxOkDrop <= MaxMaxOkDrop): // NaN too
-		return fmt.Errorf("--max-ok-drop %v: out of bounds: must be 0 to 100 (points of the ok share)", *req.MaxOkDrop)
+		return input.Errorf("%s %v: out of bounds: must be 0 to 100 (points of the ok share)", InputMaxOkDrop, *req.MaxOkDrop)
 	}
 	return nil
 }
@@ -196,12 +197,12 @@ func resolveTarget(ctx context.Context, db queries.DBTX, releaseID int64) (targe
 	if releaseID == 0 {
 		r, err = queries.ActiveRelease(ctx, db)
 		if errors.Is(err, queries.ErrNoRelease) {
-			return target{}, exit.UsageError(errors.New("no release is active: record one with `probectl deploy record`, or pass --release ID"))
+			return target{}, exit.UsageError(input.Errorf("no release is active: record one with `probectl deploy record`, or pass %s ID", InputRelease))
 		}
 	} else {
 		r, err = queries.GetRelease(ctx, db, releaseID)
 		if errors.Is(err, queries.ErrNoRelease) {
-			return target{}, exit.UsageError(fmt.Errorf("--release %d: no such release (see `probectl deploy list`)", releaseID))
+			return target{}, exit.UsageError(input.Errorf("%s %d: no such release (see `probectl deploy list`)", InputRelease, releaseID))
 		}
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/keys"
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
@@ -73,7 +73,7 @@ func checkRoundsFound(rep *Report) Check {
 	for _, r := range rep.Rounds {
 		if r.State == queries.RoundDead {
 			dead = append(dead, fmt.Sprintf("round %d is dead (no heartbeat for %s), open jobs: %s", r.ID,
-				queries.RoundDeadAfter, strings.Join(r.deadOpenJobs, ", ")))
+				render.Duration(queries.RoundDeadAfter), strings.Join(r.deadOpenJobs, ", ")))
 		}
 	}
 	recovered := ""
@@ -176,7 +176,7 @@ func checkEnvelopesPresent(rep *Report) Check {
 // checkEnvelopesValid verifies every envelope of the rounds against the registered keys, and that
 // it is the statement of its own job and server.
 func checkEnvelopesValid(ctx context.Context, tx pgx.Tx, rep *Report, roundIDs []int64) (Check, error) {
-	keys, err := queries.VerificationKeys(ctx, tx)
+	registered, err := keys.Verification(ctx, tx)
 	if err != nil {
 		return Check{}, err
 	}
@@ -188,7 +188,8 @@ func checkEnvelopesValid(ctx context.Context, tx pgx.Tx, rep *Report, roundIDs [
 	checked := 0
 	err = queries.VerifyEnvelopes(ctx, tx, roundIDs, func(run queries.SignedRun) error {
 		checked++
-		if err := verifyEnvelope(run, keys); err != nil {
+		stored := attest.StoredRun{Envelope: run.Envelope, FinishedAt: run.FinishedAt, Slug: run.Slug, URL: run.URL, JobID: run.JobID}
+		if err := attest.VerifyRun(stored, registered); err != nil {
 			byRound[run.RoundID].EnvelopesInvalid++
 			bad = append(bad, fmt.Sprintf("job %d (%s): %v", run.JobID, run.Slug, err))
 		}
@@ -199,38 +200,9 @@ func checkEnvelopesValid(ctx context.Context, tx pgx.Tx, rep *Report, roundIDs [
 	}
 	if len(bad) > 0 {
 		return fail(CheckEnvelopesValid, fmt.Sprintf("%d of %d envelope(s) fail verification against the %d registered key(s)",
-			len(bad), checked, len(keys)), bad), nil
+			len(bad), checked, len(registered)), bad), nil
 	}
-	return pass(CheckEnvelopesValid, fmt.Sprintf("%d envelope(s) verify against the %d registered key(s)", checked, len(keys))), nil
-}
-
-// verifyEnvelope checks a run's envelope against the keys that were not yet retired when its job
-// finished (queries.SignedRun.FinishedAt, the database's clock, as retired_at is), and that it is
-// the statement of its own job and server. Retiring a key (rotating it) ends what it may sign from
-// then on; the runs it signed before keep verifying.
-func verifyEnvelope(run queries.SignedRun, keys map[string]queries.VerificationKey) error {
-	valid := make(map[string]ed25519.PublicKey, len(keys))
-	all := make(map[string]ed25519.PublicKey, len(keys))
-	for id, k := range keys {
-		all[id] = k.Public
-		if k.RetiredAt == nil || run.FinishedAt.Before(*k.RetiredAt) {
-			valid[id] = k.Public
-		}
-	}
-	st, err := attest.Verify(run.Envelope, valid)
-	if errors.Is(err, attest.ErrUnknownKey) && len(valid) < len(all) {
-		if _, errAll := attest.Verify(run.Envelope, all); errAll == nil {
-			return fmt.Errorf("signed only by a key retired before its job finished at %s",
-				run.FinishedAt.Format(time.RFC3339Nano))
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if err := st.CheckSubject(run.Slug, run.URL); err != nil {
-		return err
-	}
-	return st.CheckJob(run.JobID)
+	return pass(CheckEnvelopesValid, fmt.Sprintf("%d envelope(s) verify against the %d registered key(s)", checked, len(registered))), nil
 }
 
 // checkDuplicates is the check that caught the incident: per server, no two jobs within the

@@ -78,7 +78,7 @@ func runAlertsList(ctx context.Context, opts *alertsListOptions) error {
 	}
 	lo := alerts.ListOptions{Open: opts.Open, Limit: opts.Limit}
 	if opts.Since != "" {
-		t, err := parseTimeFlag("since", opts.Since, f.Now())
+		t, err := parseTimeFlag("since", opts.Since, f.now())
 		if err != nil {
 			return err
 		}

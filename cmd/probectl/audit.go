@@ -68,11 +68,12 @@ func (r *auditRange) parse(now time.Time) (since, until time.Time, err error) {
 	return since, until, nil
 }
 
-// auditError names the flag behind a domain ParamError, so bad input reads like a bad flag.
+// auditError is a domain ParamError as bad input (exit 2), without the context it was wrapped in:
+// Execute says its parameters as flags ("--since: ..."), so it reads like a bad flag.
 func auditError(err error) error {
 	var pe *audit.ParamError
 	if errors.As(err, &pe) {
-		return exit.UsageError(fmt.Errorf("--%s", pe.Error()))
+		return exit.UsageError(pe)
 	}
 	return prunedWindowError(err)
 }

@@ -73,7 +73,7 @@ func runAuditDuplicates(ctx context.Context, opts *auditDuplicatesOptions) error
 	if err != nil {
 		return err
 	}
-	p, err := opts.params(f.Now())
+	p, err := opts.params(f.now())
 	if err != nil {
 		return err
 	}

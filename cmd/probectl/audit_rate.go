@@ -51,7 +51,7 @@ func runAuditRate(ctx context.Context, opts *auditRateOptions) error {
 	if err != nil {
 		return err
 	}
-	since, until, err := opts.parse(f.Now())
+	since, until, err := opts.parse(f.now())
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func runAuditTools(ctx context.Context, opts *auditToolsOptions) error {
 	if err != nil {
 		return err
 	}
-	since, until, err := opts.parse(f.Now())
+	since, until, err := opts.parse(f.now())
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func (f *factory) completeArg(find func(context.Context, queries.DBTX, string) (
 		if len(args) > 0 && !every {
 			return nil, none
 		}
-		if url, _ := queries.ResolveURL(f.DatabaseURL, f.Getenv); url == "" {
+		if url, _ := resolveURL(f.DatabaseURL, f.Getenv); url == "" {
 			return nil, none
 		}
 		ctx := cmd.Context()

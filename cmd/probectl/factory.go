@@ -27,11 +27,10 @@ type buildInfo struct {
 type factory struct {
 	IO     *render.Streams
 	Getenv func(string) string
-	// Now is this host's clock, for reading relative flags ("24h" back from now) before any
-	// connection is made.
-	Now func() time.Time
-	// Clock, when set (tests), is the moment reports are read as of; nil means the database's
-	// clock, the one claims, staleness and retirements are judged by.
+	// Clock, when set (tests), fixes the time: relative flags ("24h" back from now) are read from
+	// it and reports are read as of it. nil is the real time: this host's clock for the flags,
+	// read before any connection is made, and the database's for the reports, the one claims,
+	// staleness and retirements are judged by.
 	Clock func() time.Time
 	Build buildInfo
 
@@ -51,7 +50,7 @@ type factory struct {
 }
 
 func newFactory(io *render.Streams, getenv func(string) string, build buildInfo) *factory {
-	return &factory{IO: io, Getenv: getenv, Now: time.Now, Build: build}
+	return &factory{IO: io, Getenv: getenv, Build: build}
 }
 
 // Pool connects and checks that the schema is current: every command but `migrate` uses it.
@@ -73,7 +72,7 @@ func (f *factory) RawPool(ctx context.Context) (*pgxpool.Pool, error) {
 	if len(f.pools) > 0 {
 		return f.pools[0], nil
 	}
-	url, source := queries.ResolveURL(f.DatabaseURL, f.Getenv)
+	url, source := resolveURL(f.DatabaseURL, f.Getenv)
 	// A round's 20 invocations claim and finish concurrently; pgxpool's default (4 on this size of
 	// machine) would queue them behind each other. 25 stays far below max_connections.
 	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{MaxConns: 25})
@@ -89,7 +88,7 @@ func (f *factory) RawPool(ctx context.Context) (*pgxpool.Pool, error) {
 // hot standby, when one is named; else the same pool as Pool. What runs on it never writes, takes
 // no advisory lock and reads no UNLOGGED table, so a standby serves it.
 func (f *factory) ReadPool(ctx context.Context) (*pgxpool.Pool, error) {
-	url, source := queries.ResolveReadURL(f.ReadDatabaseURL, f.Getenv)
+	url, source := resolveReadURL(f.ReadDatabaseURL, f.Getenv)
 	if url == "" {
 		return f.Pool(ctx)
 	}
@@ -135,6 +134,14 @@ func (f *factory) OutputFormat(allowed ...string) (string, error) {
 		return "", exit.UsageError(fmt.Errorf("--output %q: this command supports %s", format, strings.Join(allowed, ", ")))
 	}
 	return format, nil
+}
+
+// now is the time relative flags are read from: Clock's, else this host's.
+func (f *factory) now() time.Time {
+	if f.Clock != nil {
+		return f.Clock()
+	}
+	return time.Now()
 }
 
 // readAt is the moment a report is read as of: nil (the database's clock) unless a test set Clock.

@@ -76,7 +76,7 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	if err != nil {
 		return err
 	}
-	req := keys.Retirement{KeyID: keyID, Now: f.Now()}
+	req := keys.Retirement{KeyID: keyID, Now: f.now()}
 	if opts.At != "" {
 		t, err := parseTimeFlag("at", opts.At, req.Now)
 		if err != nil {

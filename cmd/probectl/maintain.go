@@ -73,7 +73,7 @@ func runMaintain(ctx context.Context, opts *maintainOptions) error {
 	if err != nil {
 		return err
 	}
-	made, err := schema.Maintain(ctx, pool, f.Now(), from, opts.DryRun)
+	made, err := schema.Maintain(ctx, pool, f.now(), from, opts.DryRun)
 	if err != nil {
 		return err
 	}

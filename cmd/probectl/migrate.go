@@ -65,7 +65,7 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 		return err
 	}
 	// The partitions a week ahead, as `probectl maintain` makes them (docs/retention.md).
-	made, err := schema.Maintain(ctx, pool, f.Now(), time.Time{}, false)
+	made, err := schema.Maintain(ctx, pool, f.now(), time.Time{}, false)
 	if err != nil {
 		return err
 	}

@@ -206,14 +206,11 @@ func TestRunRoundRefusesAKeyThatIsNotRegistered(t *testing.T) {
 	assert.Zero(t, counts.Jobs)
 }
 
-// runAt runs probectl with the time fixed at now, both this host's and the one reports are read
-// as of (the dry run prints times).
+// runAt runs probectl with the time fixed at now, both the one flags are read from and the one
+// reports are read as of (the dry run prints times).
 func runAt(t *testing.T, now time.Time, args ...string) cliResult {
 	t.Helper()
-	return runWith(t, func(f *factory) {
-		f.Now = func() time.Time { return now }
-		f.Clock = f.Now
-	}, args...)
+	return runWith(t, func(f *factory) { f.Clock = func() time.Time { return now } }, args...)
 }
 
 // runWith runs probectl with a factory that setup changed first. Errors map to exit codes as
@@ -230,7 +227,7 @@ func runWith(t *testing.T, setup func(*factory), args ...string) cliResult {
 	root.SetErr(errOut)
 	err := root.ExecuteContext(context.Background())
 	if err != nil {
-		err = classifyCobraError(err)
+		err = sayInputs(classifyCobraError(err))
 		var silent *silentError
 		if !errors.As(err, &silent) {
 			fmt.Fprintf(errOut, "probectl: %s\n", err)
@@ -269,15 +266,16 @@ func TestRunRoundDryRunExplainsEachDueServerAndClaimsNothing(t *testing.T) {
 	assert.Zero(t, counts.Jobs, "a dry run claims nothing")
 }
 
-func TestRunRoundDryRunReadsAsOfTheDatabasesClockNotThisHosts(t *testing.T) {
+func TestRunRoundDryRunReadsAsOfTheDatabasesClockUnlessATestFixesOne(t *testing.T) {
 	t.Parallel()
+	// With no clock fixed, reports are read as of the database's clock: the factory passes none.
+	f := newFactory(nil, testEnv(t), buildInfo{})
+	assert.Nil(t, f.readAt(), "no clock fixed: the database's clock decides")
+
 	url, pool := migratedDB(t)
 	testfactory.Server(t.Context(), t, pool, &testfactory.ServerOpts{NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
-	// This host's clock is years behind: judged by it, nothing would be due.
-	behind := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	before := time.Now()
-	res := runWith(t, func(f *factory) { f.Now = func() time.Time { return behind } },
-		"--database-url", url, "run", "round", "--dry-run", "-o", "json")
+	res := runCLI(t, "--database-url", url, "run", "round", "--dry-run", "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	var plan struct {
 		Now        time.Time `json:"now"`
@@ -286,6 +284,14 @@ func TestRunRoundDryRunReadsAsOfTheDatabasesClockNotThisHosts(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &plan), res.Stdout)
 	assert.Equal(t, 1, plan.WouldClaim, "the server due an hour ago by the database's clock")
 	assert.WithinDuration(t, before, plan.Now, time.Minute, "the plan is dated by the database's clock")
+
+	// A fixed clock dates both: years back, nothing is due yet.
+	behind := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	res = runAt(t, behind, "--database-url", url, "run", "round", "--dry-run", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &plan), res.Stdout)
+	assert.Zero(t, plan.WouldClaim)
+	assert.Equal(t, behind, plan.Now.UTC())
 }
 
 func TestRunRoundShowsProgressOnlyWhenStderrIsATerminal(t *testing.T) {

@@ -94,7 +94,7 @@ func runRunsList(ctx context.Context, opts *runsListOptions) error {
 	if err != nil {
 		return err
 	}
-	rf, err := parseRunFilter(opts, f.Now())
+	rf, err := parseRunFilter(opts, f.now())
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func runRunsPrune(ctx context.Context, opts *runsPruneOptions) error {
 	if err != nil {
 		return err
 	}
-	pruned, err := retention.Prune(ctx, pool, retention.Request{Before: before, Now: f.Now(), DryRun: opts.DryRun,
+	pruned, err := retention.Prune(ctx, pool, retention.Request{Before: before, Now: f.now(), DryRun: opts.DryRun,
 		WithoutExport: opts.WithoutExport})
 	var refused *retention.RefusedError
 	if errors.As(err, &refused) {

@@ -128,12 +128,7 @@ func runServersShow(ctx context.Context, opts *serversShowOptions) error {
 	if err != nil {
 		return err
 	}
-	var now *time.Time
-	if f.Clock != nil {
-		t := f.Clock()
-		now = &t
-	}
-	v, err := history.ShowServer(ctx, pool, opts.Slug, now)
+	v, err := history.ShowServer(ctx, pool, opts.Slug, f.readAt())
 	if errors.Is(err, queries.ErrNoServer) {
 		return exit.UsageError(fmt.Errorf("server %q: %w; 'probectl servers list' shows them", opts.Slug, directory.ErrUnknownServer))
 	}

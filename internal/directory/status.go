@@ -23,7 +23,7 @@ type StatusChange struct {
 }
 
 // SetStatus pauses, delists or resumes (status active) a server and records who did it and why.
-// A paused or delisted server is never claimed (probe_claim takes active servers only); a resumed
+// A paused or delisted server is never claimed (probe_claim_lease takes active servers only); a resumed
 // one is due at once. The reason is required: a status change nobody can explain later is the
 // kind of change this record exists to prevent.
 func SetStatus(ctx context.Context, db queries.DBTX, slug, status, reason, actor string, now *time.Time) (StatusChange, error) {

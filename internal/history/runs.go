@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/probectl/probectl/internal/keys"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
-	"github.com/probectl/probectl/release"
 )
 
 // Outcomes a run can have, the values `runs list --outcome` takes.
@@ -128,7 +128,7 @@ func showRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
 	if len(d.Envelope) == 0 {
 		return v, nil
 	}
-	keys, err := queries.VerificationKeys(ctx, db)
+	registered, err := keys.Verification(ctx, db)
 	if err != nil {
 		return RunView{}, err
 	}
@@ -136,8 +136,8 @@ func showRun(ctx context.Context, db queries.DBTX, id int64) (RunView, error) {
 	if d.JobFinishedAt != nil {
 		finished = *d.JobFinishedAt
 	}
-	err = release.VerifyRun(queries.SignedRun{JobID: d.SignedJobID, RunID: d.ID, ServerID: d.ServerID, Slug: d.Server,
-		URL: d.EndpointURL, FinishedAt: finished, Envelope: d.Envelope}, keys)
+	err = attest.VerifyRun(attest.StoredRun{JobID: d.SignedJobID, Slug: d.Server, URL: d.EndpointURL, FinishedAt: finished,
+		Envelope: d.Envelope}, registered)
 	ok := err == nil
 	v.Verified = &ok
 	if err != nil {

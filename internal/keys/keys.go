@@ -85,3 +85,17 @@ func Retire(ctx context.Context, pool *pgxpool.Pool, r Retirement) (queries.KeyR
 	}
 	return queries.RetireSigningKey(ctx, pool, r.KeyID, r.At)
 }
+
+// Verification returns every registered key, retired ones included, by key id, as attest.VerifyRun
+// judges stored runs against them.
+func Verification(ctx context.Context, db queries.DBTX) (map[string]attest.RegisteredKey, error) {
+	rows, err := queries.VerificationKeys(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]attest.RegisteredKey, len(rows))
+	for id, k := range rows {
+		out[id] = attest.RegisteredKey{Public: k.Public, RetiredAt: k.RetiredAt}
+	}
+	return out, nil
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/archive"
+	"github.com/probectl/probectl/internal/input"
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -17,9 +19,31 @@ import (
 const MinKeep = 72 * time.Hour
 
 // SettingError says a retention setting is out of its bounds (bad input: exit 2).
-type SettingError struct{ Reason string }
+type SettingError struct {
+	Reason string
+	text   *input.Text // Reason with its inputs kept apart; nil: none
+}
+
+// The inputs SettingError names (see internal/input), as the commands' flags give them.
+const (
+	InputKeep input.Name = "keep"
+	InputUnit input.Name = "unit"
+)
+
+func settingError(format string, args ...any) *SettingError {
+	t := input.Errorf(format, args...)
+	return &SettingError{Reason: t.Error(), text: t}
+}
 
 func (e *SettingError) Error() string { return e.Reason }
+
+// Unwrap is the reason, whose inputs a command says as its flags (nil when none was kept).
+func (e *SettingError) Unwrap() error {
+	if e.text == nil {
+		return nil
+	}
+	return e.text
+}
 
 // Set sets how long runs are kept (nil: for ever) and, unless unit is "", the span of the
 // partitions made from then on ("day" or "week").
@@ -34,10 +58,11 @@ func Set(ctx context.Context, db queries.DBTX, keep *time.Duration, unit, who st
 // before it connects, so that bad input exits 2 whether or not the database answers.
 func CheckSetting(keep *time.Duration, unit string) error {
 	if keep != nil && *keep < MinKeep {
-		return &SettingError{Reason: fmt.Sprintf("--keep %s: at least %s (prune never reaches the last 2 days)", keep, MinKeep)}
+		return settingError("%s %s: at least %s (prune never reaches the last 2 days)", InputKeep,
+			render.Duration(*keep), render.Duration(MinKeep))
 	}
 	if unit != "" && unit != "day" && unit != "week" {
-		return &SettingError{Reason: fmt.Sprintf("--unit %q: day or week", unit)}
+		return settingError("%s %q: day or week", InputUnit, unit)
 	}
 	return nil
 }

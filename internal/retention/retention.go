@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -44,7 +45,7 @@ func (e *LockError) Error() string {
 	return fmt.Sprintf("could not get the lock on %s after %d tries over %s (each waiting %s): "+
 		"a long transaction or a vacuum holds it; check pg_stat_activity and pg_locks for sessions on %s, "+
 		"then prune again (what was dropped stays dropped): %v",
-		e.Table, e.Tries, e.Waited.Round(time.Millisecond), LockTimeout, e.Table, e.Err)
+		e.Table, e.Tries, render.Duration(e.Waited), render.Duration(LockTimeout), e.Table, e.Err)
 }
 
 func (e *LockError) Unwrap() error { return e.Err }

@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+
+	"github.com/probectl/probectl/internal/input"
 )
 
 // pemType is the PEM block type of a PKCS#8 private key, as openssl writes it.
@@ -35,6 +37,10 @@ func GenerateKey() (ed25519.PublicKey, ed25519.PrivateKey, error) {
 	}
 	return pub, priv, nil
 }
+
+// InputKeyPath is the private key file a key is written to (CreateKey's path), as a command's
+// flag gives it (see internal/input).
+const InputKeyPath input.Name = "key_path"
 
 // KeyFileError says a private key file could not be used. It names the file and never its content.
 type KeyFileError struct {
@@ -63,7 +69,7 @@ func WritePrivateKey(path string, priv ed25519.PrivateKey) error {
 	block := pem.EncodeToMemory(&pem.Block{Type: pemType, Bytes: der})
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
-		return &KeyFileError{Path: path, Err: fmt.Errorf("%w; refusing to overwrite a key, choose another --out", ErrKeyExists)}
+		return &KeyFileError{Path: path, Err: input.Errorf("%w; refusing to overwrite a key, choose another %s", ErrKeyExists, InputKeyPath)}
 	}
 	if err != nil {
 		return &KeyFileError{Path: path, Err: err}

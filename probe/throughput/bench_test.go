@@ -30,7 +30,7 @@ import (
 //
 //   - probectl: a round of 1 + fan-out invocations claiming, checking (a real check: one GET on a
 //     fresh connection, SSRF guard allowed to loopback) and finishing every due server, in
-//     servers/s, with the mean cost of a probe_claim and a probe_finish statement;
+//     servers/s, with the mean cost of a claim (probe_claim_lease) and a probe_finish statement;
 //   - River v0.51.2: as many jobs, worked by as many workers as the round has check slots, each
 //     one GET of the same fleet on a fresh connection, in jobs/s (fetch + GET + complete);
 //   - the same two with a check and a job that do nothing.
@@ -218,8 +218,9 @@ func reset(b *testing.B, pool *pgxpool.Pool, servers int, fleetURL string) {
 	}
 }
 
-// costTracer sums the time of the statements that call probe_claim and probe_finish, from the
-// client's side (a claim's wait for the lock included).
+// costTracer sums the time of the statements that claim (probe_claim_lease, or the previous
+// binary's probe_claim) and that call probe_finish, from the client's side (a claim's wait for
+// the lock included).
 type costTracer struct {
 	claim, finish cost
 	batches       atomic.Int64 // batches of finishes
