@@ -64,7 +64,13 @@ func TestRunsListJSONHasTheDocumentedShapeAndFilters(t *testing.T) {
 	}
 	assert.Len(t, runs[0], 15, "a new key is a change of the documented shape")
 	for i := 1; i < len(runs); i++ {
-		assert.GreaterOrEqual(t, runs[i-1]["started_at"], runs[i]["started_at"], "newest first")
+		// As times, not strings: RFC 3339 drops trailing zeros, so "…00.1383Z" sorts after
+		// "…00.138347Z" as text though it is earlier.
+		newer, err := time.Parse(time.RFC3339Nano, runs[i-1]["started_at"].(string))
+		require.NoError(t, err)
+		older, err := time.Parse(time.RFC3339Nano, runs[i]["started_at"].(string))
+		require.NoError(t, err)
+		assert.False(t, newer.Before(older), "newest first")
 	}
 	assert.NotNil(t, runs[0]["key_id"])
 
