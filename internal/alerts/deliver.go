@@ -147,11 +147,12 @@ type DrainSummary struct {
 // maxDrainBatch bounds the deliveries read at once.
 const maxDrainBatch = 500
 
-// Drain attempts every delivery due now, once each (of round roundID only, when set), and says
-// how many are still pending after it.
-func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, error) {
+// Drain attempts every delivery due now, once each (of the rounds roundIDs only, when it is not
+// nil), and says how many are still pending after it. Draining the whole outbox (roundIDs nil,
+// 'alerts deliver') first judges the rounds found dead or recovered since (EmitDeadRounds).
+func (d *Deliverer) Drain(ctx context.Context, roundIDs []int64) (DrainSummary, error) {
 	var s DrainSummary
-	if roundID == nil {
+	if roundIDs == nil {
 		// Without a worker, this is where rounds found dead get their round.dead alert.
 		if _, err := EmitDeadRounds(ctx, d.DB); err != nil {
 			return s, err
@@ -159,7 +160,7 @@ func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, er
 	}
 	seen := map[queries.DeliveryKey]bool{}
 	for {
-		keys, err := queries.PendingDeliveries(ctx, d.DB, roundID, nil, maxDrainBatch)
+		keys, err := queries.PendingDeliveries(ctx, d.DB, roundIDs, nil, maxDrainBatch)
 		if err != nil {
 			return s, err
 		}
@@ -192,7 +193,7 @@ func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, er
 			break
 		}
 	}
-	n, err := queries.CountPendingDeliveries(ctx, d.DB, roundID)
+	n, err := queries.CountPendingDeliveries(ctx, d.DB, roundIDs)
 	s.Pending = n
 	return s, err
 }
@@ -228,15 +229,23 @@ func (d *Deliverer) DrainExpired(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// DrainRound delivers round roundID's events until none is pending or the bound passes, waiting
-// out their retries (run round, when no worker runs the deliveries). What is left stays pending
-// for a worker or `alerts deliver`.
+// DrainRound is run round's delivery, when no worker runs them: it judges the earlier rounds
+// found dead or recovered since (EmitDeadRounds: a cron user with no worker must hear of a dead
+// round too), then delivers round roundID's events and those it just emitted until none is
+// pending or the bound passes, waiting out their retries. What is left stays pending for a worker
+// or 'alerts deliver'.
 func (d *Deliverer) DrainRound(ctx context.Context, roundID int64, bound time.Duration) (DrainSummary, error) {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	rounds := []int64{roundID}
+	judged, err := queries.JudgeDeadRounds(ctx, d.DB, MaxDeadRoundsAtOnce)
+	if err != nil { // the round's own events still go out
+		d.Log.Warn("judging the rounds found dead", "err", err)
+	}
+	rounds = append(rounds, judged...)
 	var total DrainSummary
 	for {
-		s, err := d.Drain(ctx, &roundID)
+		s, err := d.Drain(ctx, rounds)
 		total.Attempts += s.Attempts
 		total.Delivered += s.Delivered
 		total.Failed += s.Failed
