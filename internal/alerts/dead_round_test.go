@@ -144,3 +144,64 @@ func TestThePreviousBinarysJudgementLeavesARecoveredRoundUnalerted(t *testing.T)
 	require.True(t, recovered, "judged once, as recovered")
 	require.Empty(t, events(ctx, t, pool))
 }
+
+// A dead round is over: the failures it held (a round's failures count once the round is judged
+// on all its checks) are settled when it is judged dead, so a server that went down in it is
+// alerted then, not at its next check of another round, a whole check interval later.
+func TestAServerThatWentDownInARoundThatDiedIsAlertedWhenTheRoundIsJudged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "ok", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	hb := time.Now().Add(-2 * time.Minute)
+	round := testfactory.Round(ctx, t, pool, &testfactory.RoundOpts{HeartbeatAt: &hb})
+	finish(ctx, t, pool, round, srv, "failed", nil) // its second failure, held by its round
+	testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round}) // left open by the death
+	require.Equal(t, "up", state(ctx, t, pool, "weather").State)
+
+	n, err := alerts.EmitDeadRounds(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, "down", state(ctx, t, pool, "weather").State)
+	var got []string
+	for _, e := range events(ctx, t, pool) {
+		got = append(got, e.Type)
+	}
+	require.Equal(t, []string{alerts.TypeServerDown, alerts.TypeRoundDead}, got)
+}
+
+// A failure that runs recover stores for a round alerted dead is held again (the round never
+// finished); the round found recovered settles it, so the server goes down then.
+func TestAFailureRunsRecoverStoresForADeadRoundCountsWhenTheRoundIsFoundRecovered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	finish(ctx, t, pool, 0, srv, "ok", nil)
+	finish(ctx, t, pool, 0, srv, "failed", nil)
+	hb := time.Now().Add(-2 * time.Minute)
+	round := testfactory.Round(ctx, t, pool, &testfactory.RoundOpts{HeartbeatAt: &hb})
+	job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
+	n, err := alerts.EmitDeadRounds(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	now := time.Now().UTC()
+	_, err = queries.FinishTx(ctx, pool, queries.FinishParams{JobID: job, ServerID: srv, ClaimedNextCheckAt: now,
+		Outcome: "failed", StartedAt: now, CheckFinishedAt: now, Requests: 1, Result: []byte(`{"outcome":"failed"}`), Kind: "http"})
+	require.NoError(t, err)
+	require.Equal(t, "up", state(ctx, t, pool, "weather").State, "held: its round never finished")
+	_, err = pool.Exec(ctx, `UPDATE alert_dead_rounds SET checked_at = now() - interval '1 hour'`)
+	require.NoError(t, err)
+	n, err = alerts.EmitDeadRounds(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, "down", state(ctx, t, pool, "weather").State)
+	var got []string
+	for _, e := range events(ctx, t, pool) {
+		got = append(got, e.Type)
+	}
+	require.Equal(t, []string{alerts.TypeRoundDead, alerts.TypeServerDown, alerts.TypeRoundRecovered}, got)
+}

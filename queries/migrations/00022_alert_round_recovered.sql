@@ -53,7 +53,12 @@ $probe$;
 -- - each round alerted dead within p_recover_within, not recovered, and not looked at for
 --   p_recheck: recovered now, it emits one round.recovered event, to the receivers (not removed)
 --   that had its round.dead, and resolves the round.dead event.
--- It returns the rounds whose events it emitted. Idempotent: the marker's primary key, and its
+-- A round newly judged, dead or recovered, is over: its held failures are settled as at a round's
+-- end (alert_rounds_end), on the tally it has: counted toward down unless it was degraded. Held,
+-- they waited for the server's next run of another round, a whole check interval (12 h for most
+-- servers) in which a server that went down in the dead round was not alerted.
+-- It returns the rounds whose events it emitted (a round whose held failures it settled among
+-- them: they may have emitted server.down). Idempotent: the marker's primary key, and its
 -- row locked while a round is looked at, make a second caller emit nothing for the same round.
 -- +goose StatementBegin
 CREATE FUNCTION alert_judge_dead_rounds(p_dead_after interval, p_without_heartbeat interval, p_limit integer,
@@ -62,9 +67,16 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 AS $probe$
 DECLARE
-    r    record;
-    v_id uuid;
+    r        record;
+    p        record;
+    v_id     uuid;
+    v_server bigint;
+    v_held   boolean;
 BEGIN
+    SELECT coalesce(x.storm_share, 50) AS storm_share, coalesce(x.storm_min, 10) AS storm_min,
+           coalesce(x.down_after, 2) AS down_after
+      INTO p
+      FROM (SELECT 1) AS one LEFT JOIN alert_policy AS x ON true;
     FOR r IN
         SELECT pr.id, pr.trigger, pr.version, pr.started_at, pr.heartbeat_at,
                (SELECT count(*) FROM probe_jobs AS j WHERE j.round_id = pr.id AND j.finished_at IS NULL) AS open_jobs
@@ -77,8 +89,18 @@ BEGIN
     LOOP
         INSERT INTO alert_dead_rounds (round_id, checked_at) VALUES (r.id, now()) ON CONFLICT (round_id) DO NOTHING;
         CONTINUE WHEN NOT FOUND;
+        v_held := false;
+        FOR v_server IN
+            SELECT a.server_id FROM alert_states AS a WHERE a.held_round_id = r.id ORDER BY a.server_id FOR UPDATE
+        LOOP
+            PERFORM alert_settle_held(v_server, p.storm_share, p.storm_min, p.down_after);
+            v_held := true;
+        END LOOP;
         IF r.open_jobs = 0 AND alert_round_recovered(r.id) THEN
             UPDATE alert_dead_rounds SET recovered_at = now() WHERE round_id = r.id;
+            IF v_held THEN
+                RETURN NEXT r.id; -- its settled failures may have emitted server.down events
+            END IF;
             CONTINUE;
         END IF;
         v_id := alert_emit('round.dead', NULL, 'dead', 'running', '{}', r.id,
@@ -102,6 +124,12 @@ BEGIN
             UPDATE alert_dead_rounds SET checked_at = now() WHERE round_id = r.round_id;
             CONTINUE;
         END IF;
+        -- Failures the recovery stored were held again (the round never finished): settled now.
+        FOR v_server IN
+            SELECT a.server_id FROM alert_states AS a WHERE a.held_round_id = r.round_id ORDER BY a.server_id FOR UPDATE
+        LOOP
+            PERFORM alert_settle_held(v_server, p.storm_share, p.storm_min, p.down_after);
+        END LOOP;
         INSERT INTO alert_events (type, server_id, state, previous_state, runs, round_id, data)
         VALUES ('round.recovered', NULL, 'recovered', 'dead', '{}', r.round_id,
                 jsonb_build_object('dead_event_id', r.event_id, 'found_dead_at', r.judged_at,
