@@ -205,3 +205,29 @@ func TestAFailureRunsRecoverStoresForADeadRoundCountsWhenTheRoundIsFoundRecovere
 	}
 	require.Equal(t, []string{alerts.TypeRoundDead, alerts.TypeServerDown, alerts.TypeRoundRecovered}, got)
 }
+
+// A job closed as abandoned whose result was stored late after all (runs recover replayed it) is
+// not lost: a dead round whose every job has its run, late or not, is recovered.
+func TestADeadRoundWhoseAbandonedJobGotItsLateRunIsRecovered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	srv := testfactory.Server(ctx, t, pool, nil)
+	hb := time.Now().Add(-2 * time.Minute)
+	round := testfactory.Round(ctx, t, pool, &testfactory.RoundOpts{HeartbeatAt: &hb})
+	closed := time.Now().Add(-time.Minute)
+	job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round, FinishedAt: &closed,
+		Outcome: "abandoned"})
+	now := time.Now().UTC()
+	_, err := queries.FinishTx(ctx, pool, queries.FinishParams{JobID: job, ServerID: srv, ClaimedNextCheckAt: now,
+		Outcome: "ok", StartedAt: now, CheckFinishedAt: now, Requests: 1, Result: []byte(`{"outcome":"ok"}`), Kind: "http"})
+	require.NoError(t, err)
+	var runs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM probe_runs WHERE job_id = $1`, job).Scan(&runs))
+	require.Equal(t, 1, runs, "stored late")
+
+	n, err := alerts.EmitDeadRounds(ctx, pool)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Empty(t, events(ctx, t, pool))
+}

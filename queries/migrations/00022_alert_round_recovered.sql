@@ -30,9 +30,12 @@ ALTER TABLE alert_events
         'verify.failed'));
 
 -- alert_round_recovered: round p_round claimed jobs and every one of them has its run, so nothing
--- it claimed is lost. A job still open, or closed as abandoned with no run, says otherwise. A run
--- is looked up by its job id alone: one stored by a previous binary's advance-first finish lies
--- in the default partition without its job's key.
+-- it claimed is lost. A job still open, or closed as abandoned with no run, says otherwise. A job
+-- is closed either with its run (every finish stores both at once) or as abandoned (by the claim,
+-- past the in-flight window), so only the abandoned ones are looked up for a run (a late one):
+-- the look at a round that lost checks stops at its first such job. A run is looked up by its job
+-- id alone: one stored by a previous binary's advance-first finish lies in the default partition
+-- without its job's key.
 -- +goose StatementBegin
 CREATE FUNCTION alert_round_recovered(p_round bigint) RETURNS boolean
 LANGUAGE sql STABLE
@@ -42,7 +45,8 @@ AS $probe$
                          FROM probe_jobs AS j
                         WHERE j.round_id = p_round
                           AND (j.finished_at IS NULL
-                               OR NOT EXISTS (SELECT 1 FROM probe_runs AS r WHERE r.job_id = j.id)))
+                               OR (j.outcome = 'abandoned'
+                                   AND NOT EXISTS (SELECT 1 FROM probe_runs AS r WHERE r.job_id = j.id))))
 $probe$;
 -- +goose StatementEnd
 
