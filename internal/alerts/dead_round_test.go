@@ -157,7 +157,7 @@ func TestAServerThatWentDownInARoundThatDiedIsAlertedWhenTheRoundIsJudged(t *tes
 	finish(ctx, t, pool, 0, srv, "failed", nil)
 	hb := time.Now().Add(-2 * time.Minute)
 	round := testfactory.Round(ctx, t, pool, &testfactory.RoundOpts{HeartbeatAt: &hb})
-	finish(ctx, t, pool, round, srv, "failed", nil) // its second failure, held by its round
+	finish(ctx, t, pool, round, srv, "failed", nil)                                     // its second failure, held by its round
 	testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round}) // left open by the death
 	require.Equal(t, "up", state(ctx, t, pool, "weather").State)
 
