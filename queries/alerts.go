@@ -299,10 +299,10 @@ func DegradedRounds(ctx context.Context, db DBTX, roundIDs []int64) (map[int64]D
 // A round alerted dead is looked at for a recovery (every job it claimed stored after all) at
 // most every RoundRecoverRecheck, for RoundRecoverWithin after it was found dead; a recovery after
 // that gets no round.recovered (its round.dead is final). The recheck keeps the look, which reads
-// every job of the round, off the worker's every-second tick.
+// every job of the round, and the tick job the idle leader inserts for it, off the every-second tick.
 const (
 	RoundRecoverWithin  = 24 * time.Hour
-	RoundRecoverRecheck = 10 * time.Second
+	RoundRecoverRecheck = time.Minute
 )
 
 type judgedRound struct {

@@ -168,7 +168,7 @@ RETURNS integer
 LANGUAGE sql VOLATILE
 AS $probe$
     SELECT count(*)::integer
-      FROM alert_judge_dead_rounds(p_dead_after, p_without_heartbeat, p_limit, interval '24 hours', interval '10 seconds')
+      FROM alert_judge_dead_rounds(p_dead_after, p_without_heartbeat, p_limit, interval '24 hours', interval '1 minute')
 $probe$;
 -- +goose StatementEnd
 
