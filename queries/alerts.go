@@ -127,15 +127,16 @@ type DeliveryKey struct {
 	ReceiverID int64  `db:"receiver_id" json:"receiver_id"`
 }
 
-// PendingDeliveries lists up to limit deliveries due at now (nil: the database's clock), of round
-// roundID only when it is set.
-func PendingDeliveries(ctx context.Context, db DBTX, roundID *int64, now *time.Time, limit int) ([]DeliveryKey, error) {
-	return collect[DeliveryKey](ctx, db, "PendingDeliveries", pgx.NamedArgs{"round_id": roundID, "now": now, "limit": limit})
+// PendingDeliveries lists up to limit deliveries due at now (nil: the database's clock), of the
+// rounds roundIDs only when it is not nil.
+func PendingDeliveries(ctx context.Context, db DBTX, roundIDs []int64, now *time.Time, limit int) ([]DeliveryKey, error) {
+	return collect[DeliveryKey](ctx, db, "PendingDeliveries", pgx.NamedArgs{"round_ids": roundIDs, "now": now, "limit": limit})
 }
 
-// CountPendingDeliveries counts the deliveries not yet done, of round roundID only when set.
-func CountPendingDeliveries(ctx context.Context, db DBTX, roundID *int64) (int64, error) {
-	n, err := valueOf[int64](ctx, db, "CountPendingDeliveries", pgx.NamedArgs{"round_id": roundID})
+// CountPendingDeliveries counts the deliveries not yet done, of the rounds roundIDs only when it is
+// not nil.
+func CountPendingDeliveries(ctx context.Context, db DBTX, roundIDs []int64) (int64, error) {
+	n, err := valueOf[int64](ctx, db, "CountPendingDeliveries", pgx.NamedArgs{"round_ids": roundIDs})
 	if err != nil {
 		return 0, fmt.Errorf("count pending deliveries: %w", err)
 	}
@@ -295,20 +296,43 @@ func DegradedRounds(ctx context.Context, db DBTX, roundIDs []int64) (map[int64]D
 	return out, nil
 }
 
-// EmitDeadRounds emits one round.dead event for each round found dead (RoundDeadAfter) that no
-// caller judged yet, at most limit of them, and returns how many it emitted. Idempotent: a round
-// is judged once, whoever calls, however often.
-func EmitDeadRounds(ctx context.Context, db DBTX, limit int) (int, error) {
-	n, err := valueOf[int](ctx, db, "EmitDeadRounds", RoundDeadAfter, RoundDeadWithoutHeartbeat, limit)
-	if err != nil {
-		return 0, fmt.Errorf("emit round.dead events: %w", err)
-	}
-	return n, nil
+// A round alerted dead is looked at for a recovery (every job it claimed stored after all) at
+// most every RoundRecoverRecheck, for RoundRecoverWithin after it was found dead; a recovery after
+// that gets no round.recovered (its round.dead is final). The recheck keeps the look, which reads
+// every job of the round, and the tick job the idle leader inserts for it, off the every-second tick.
+const (
+	RoundRecoverWithin  = 24 * time.Hour
+	RoundRecoverRecheck = time.Minute
+)
+
+type judgedRound struct {
+	RoundID int64 `db:"round_id"`
 }
 
-// DeadRoundsUnjudged says whether a round is dead and not yet judged by EmitDeadRounds.
+// JudgeDeadRounds emits one round.dead event for each round found dead (RoundDeadAfter) that no
+// caller judged yet and that is not recovered already, and one round.recovered event for each
+// round alerted dead that is recovered since, at most limit of each, and returns the ids of the
+// rounds whose events it emitted. Idempotent: a round is judged once, and found recovered once,
+// whoever calls, however often.
+func JudgeDeadRounds(ctx context.Context, db DBTX, limit int) ([]int64, error) {
+	rows, err := collect[judgedRound](ctx, db, "JudgeDeadRounds", pgx.StrictNamedArgs{"dead_after": RoundDeadAfter,
+		"without_heartbeat": RoundDeadWithoutHeartbeat, "limit": limit, "recover_within": RoundRecoverWithin,
+		"recheck": RoundRecoverRecheck})
+	if err != nil {
+		return nil, fmt.Errorf("judge dead rounds: %w", err)
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.RoundID
+	}
+	return ids, nil
+}
+
+// DeadRoundsUnjudged says whether JudgeDeadRounds has a round to look at.
 func DeadRoundsUnjudged(ctx context.Context, db DBTX) (bool, error) {
-	b, err := valueOf[bool](ctx, db, "DeadRoundsUnjudged", RoundDeadAfter, RoundDeadWithoutHeartbeat)
+	b, err := valueOf[bool](ctx, db, "DeadRoundsUnjudged", pgx.StrictNamedArgs{"dead_after": RoundDeadAfter,
+		"without_heartbeat": RoundDeadWithoutHeartbeat, "recover_within": RoundRecoverWithin,
+		"recheck": RoundRecoverRecheck})
 	if err != nil {
 		return false, fmt.Errorf("look for dead rounds: %w", err)
 	}

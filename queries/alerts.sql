@@ -45,13 +45,13 @@ SELECT id, name, url, format, coalesce(secret, '') AS secret, events
  WHERE name = @name AND removed_at IS NULL;
 
 -- name: PendingDeliveries
--- Deliveries due now, oldest event first; @round_id (NULL: any) keeps one round's events.
+-- Deliveries due now, oldest event first; @round_ids (NULL: any) keeps those rounds' events.
 SELECT d.event_id::text AS event_id, d.receiver_id
   FROM alert_deliveries AS d
   JOIN alert_events AS e ON e.id = d.event_id
  WHERE d.state = 'pending'
    AND d.next_attempt_at <= coalesce(@now::timestamptz, now())
-   AND (@round_id::bigint IS NULL OR e.round_id = @round_id)
+   AND (@round_ids::bigint[] IS NULL OR e.round_id = ANY (@round_ids))
  ORDER BY e.seq, d.receiver_id
  LIMIT @limit;
 
@@ -60,7 +60,7 @@ SELECT count(*) AS pending
   FROM alert_deliveries AS d
   JOIN alert_events AS e ON e.id = d.event_id
  WHERE d.state = 'pending'
-   AND (@round_id::bigint IS NULL OR e.round_id = @round_id);
+   AND (@round_ids::bigint[] IS NULL OR e.round_id = ANY (@round_ids));
 
 -- name: ClaimDelivery
 -- One pending delivery whose lease is free, leased for an attempt until now() + @lease_seconds,
@@ -89,7 +89,7 @@ SELECT l.event_id::text AS event_id, l.receiver_id, l.state, l.attempts, l.lease
   JOIN alert_events AS e ON e.id = l.event_id
   JOIN alert_receivers AS r ON r.id = l.receiver_id
   LEFT JOIN servers AS s ON s.id = e.server_id
-  LEFT JOIN alert_events AS down ON down.id = (e.data->>'down_event_id')::uuid;
+  LEFT JOIN alert_events AS down ON down.id = coalesce(e.data->>'down_event_id', e.data->>'dead_event_id')::uuid;
 
 -- name: DeliveryState
 SELECT state FROM alert_deliveries WHERE event_id = @event_id::uuid AND receiver_id = @receiver_id;
@@ -149,19 +149,31 @@ SELECT round_id, checked, failed, degraded_at
  WHERE round_id = ANY (@round_ids::bigint[])
  ORDER BY round_id;
 
--- name: EmitDeadRounds
--- One round.dead event per round found dead and not yet judged (alert_emit_dead_rounds): $1 and
--- $2 are RoundDeadAfter and RoundDeadWithoutHeartbeat, $3 the most judged at once.
-SELECT alert_emit_dead_rounds($1::interval, $2::interval, $3::integer) AS emitted;
+-- name: JudgeDeadRounds
+-- The rounds found dead and not yet judged, and those alerted dead that are recovered since
+-- (alert_judge_dead_rounds): the ids of the rounds whose round.dead or round.recovered it emitted.
+-- @dead_after and @without_heartbeat are RoundDeadAfter and RoundDeadWithoutHeartbeat,
+-- @recover_within and @recheck RoundRecoverWithin and RoundRecoverRecheck.
+SELECT round_id
+  FROM alert_judge_dead_rounds(@dead_after::interval, @without_heartbeat::interval, @limit::integer,
+                               @recover_within::interval, @recheck::interval) AS round_id;
 
 -- name: DeadRoundsUnjudged
--- Whether a round is dead and not yet judged: the idle tick's cheap question.
+-- Whether JudgeDeadRounds has anything to look at: a round dead and not yet judged, or one
+-- alerted dead, not recovered and due a look (the arguments as JudgeDeadRounds'). The idle tick's
+-- cheap question.
 SELECT EXISTS (
     SELECT 1
       FROM probe_rounds AS pr
      WHERE pr.finished_at IS NULL
-       AND coalesce(pr.heartbeat_at + $1::interval, pr.started_at + $2::interval) < now()
+       AND coalesce(pr.heartbeat_at + @dead_after::interval, pr.started_at + @without_heartbeat::interval) < now()
        AND NOT EXISTS (SELECT 1 FROM alert_dead_rounds AS d WHERE d.round_id = pr.id)
+) OR EXISTS (
+    SELECT 1
+      FROM alert_dead_rounds AS d
+     WHERE d.event_id IS NOT NULL AND d.recovered_at IS NULL
+       AND d.judged_at > now() - @recover_within::interval
+       AND coalesce(d.checked_at, d.judged_at) <= now() - @recheck::interval
 ) AS unjudged;
 
 -- name: CountOpenAlerts

@@ -22,7 +22,8 @@ func newAlertsDeliverCmd(f *factory) *cobra.Command {
 		Use:   "deliver",
 		Short: "Deliver the pending alert events once, and re-send open alerts to Alertmanager",
 		Long: `Emit one round.dead alert for each round found dead since (its heartbeat stopped; once per
-round, as the worker leader's tick does), then attempt every delivery that is due now, once each,
+round, as the worker leader's tick and run round do; none for a round whose every job runs recover
+stored already), and one round.recovered for a round alerted dead that is recovered since, then attempt every delivery that is due now, once each,
 the way 'probectl worker' does (a delivery another process is attempting at that moment is left to
 it), then send the open server.down alerts
 to each Alertmanager receiver again so they stay firing. For a directory run from cron without a

@@ -27,7 +27,8 @@ func newAlertsListCmd(f *factory) *cobra.Command {
 		Use:   "list",
 		Short: "List alert events and their deliveries",
 		Long: `List the events of the outbox, newest first: id (what a receiver sees as webhook-id), type,
-server, state, when it was opened and, for a server.down alert, when it was resolved; and per
+server, state, when it was opened and, for a server.down alert (or a round.dead), when it was
+resolved (the server, or the round, recovered); and per
 receiver, the delivery's state (pending, delivered, failed), its attempts and its last error.
 --open keeps the server.down alerts not resolved yet.`,
 		Example: `  probectl alerts list

@@ -58,7 +58,8 @@ func newReceiversAddCmd(f *factory) *cobra.Command {
 		Short: "Add a receiver of alert events",
 		Long: `Add a receiver. NAME is 1 to 63 of a-z, 0-9, '.', '_' and '-'. --events is a comma-separated
 list among server.down, server.recovered, server.tools_changed, server.auth_changed,
-prober.degraded, round.dead and verify.failed (default: all). A standard-webhooks receiver needs
+prober.degraded, round.dead and verify.failed (default: all); a receiver of round.dead also gets
+its round.recovered, when runs recover completes the round. A standard-webhooks receiver needs
 --secret-file: a file holding whsec_ and the base64 of 24 to 64 random bytes, e.g.
   echo "whsec_$(head -c 32 /dev/urandom | base64)" > oncall.secret
 The receiver gets the events stored from then on.`,

@@ -80,6 +80,17 @@ const recordTimeout = 5 * time.Second
 // same webhook-id again is a crash (or a lost database) between its answer and the record: the
 // attempt is then not recorded, and once its lease runs out it is made again.
 func (d *Deliverer) Attempt(ctx context.Context, k queries.DeliveryKey) (Result, error) {
+	return d.attempt(ctx, k, nil)
+}
+
+// scheduleRetry makes the next attempt at a delivery at next, in tx, the transaction that records
+// the failed attempt before it.
+type scheduleRetry func(ctx context.Context, tx pgx.Tx, k queries.DeliveryKey, next time.Time) error
+
+// attempt is Attempt; an attempt that fails and leaves the delivery pending calls retry (when it
+// is not nil) in the transaction that records it, so that the record and the next attempt's
+// schedule commit together.
+func (d *Deliverer) attempt(ctx context.Context, k queries.DeliveryKey, retry scheduleRetry) (Result, error) {
 	del, err := queries.ClaimDelivery(ctx, d.DB, k, Lease)
 	if err != nil {
 		return Result{}, err
@@ -120,7 +131,18 @@ func (d *Deliverer) Attempt(ctx context.Context, k queries.DeliveryKey) (Result,
 	a.State = res.State
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	held, err := queries.RecordAttempt(rctx, d.DB, k, a, *del.LeaseUntil)
+	var held bool
+	if retry != nil && res.State == "pending" {
+		err = queries.InTx(rctx, d.DB, func(tx pgx.Tx) error {
+			var err error
+			if held, err = queries.RecordAttempt(rctx, tx, k, a, *del.LeaseUntil); err != nil || !held {
+				return err
+			}
+			return retry(rctx, tx, k, res.Next)
+		})
+	} else {
+		held, err = queries.RecordAttempt(rctx, d.DB, k, a, *del.LeaseUntil)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -147,11 +169,12 @@ type DrainSummary struct {
 // maxDrainBatch bounds the deliveries read at once.
 const maxDrainBatch = 500
 
-// Drain attempts every delivery due now, once each (of round roundID only, when set), and says
-// how many are still pending after it.
-func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, error) {
+// Drain attempts every delivery due now, once each (of the rounds roundIDs only, when it is not
+// nil), and says how many are still pending after it. Draining the whole outbox (roundIDs nil,
+// 'alerts deliver') first judges the rounds found dead or recovered since (EmitDeadRounds).
+func (d *Deliverer) Drain(ctx context.Context, roundIDs []int64) (DrainSummary, error) {
 	var s DrainSummary
-	if roundID == nil {
+	if roundIDs == nil {
 		// Without a worker, this is where rounds found dead get their round.dead alert.
 		if _, err := EmitDeadRounds(ctx, d.DB); err != nil {
 			return s, err
@@ -159,7 +182,7 @@ func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, er
 	}
 	seen := map[queries.DeliveryKey]bool{}
 	for {
-		keys, err := queries.PendingDeliveries(ctx, d.DB, roundID, nil, maxDrainBatch)
+		keys, err := queries.PendingDeliveries(ctx, d.DB, roundIDs, nil, maxDrainBatch)
 		if err != nil {
 			return s, err
 		}
@@ -192,7 +215,7 @@ func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, er
 			break
 		}
 	}
-	n, err := queries.CountPendingDeliveries(ctx, d.DB, roundID)
+	n, err := queries.CountPendingDeliveries(ctx, d.DB, roundIDs)
 	s.Pending = n
 	return s, err
 }
@@ -201,10 +224,12 @@ func (d *Deliverer) Drain(ctx context.Context, roundID *int64) (DrainSummary, er
 // the rest wait for the next period.
 const maxExpiredPerResend = 20
 
-// DrainExpired attempts, once each, the deliveries whose attempt began and was never recorded
+// drainExpired attempts, once each, the deliveries whose attempt began and was never recorded
 // (their deliverer crashed: the lease ran out), so that they do not wait for River to rescue the
-// crashed worker's job. It stops starting attempts when ctx ends and returns how many it made.
-func (d *Deliverer) DrainExpired(ctx context.Context) (int, error) {
+// crashed worker's job. An attempt that fails schedules its retry through retry, in the
+// transaction that records it: the crashed worker's job, still running in River's eyes, would
+// make it only once rescued. It stops starting attempts when ctx ends and returns how many it made.
+func (d *Deliverer) drainExpired(ctx context.Context, retry scheduleRetry) (int, error) {
 	keys, err := queries.ExpiredLeases(ctx, d.DB, maxExpiredPerResend)
 	if err != nil {
 		return 0, err
@@ -214,7 +239,7 @@ func (d *Deliverer) DrainExpired(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := d.Attempt(ctx, k)
+		res, err := d.attempt(ctx, k, retry)
 		if errors.Is(err, ErrBusy) || errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -228,15 +253,23 @@ func (d *Deliverer) DrainExpired(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// DrainRound delivers round roundID's events until none is pending or the bound passes, waiting
-// out their retries (run round, when no worker runs the deliveries). What is left stays pending
-// for a worker or `alerts deliver`.
+// DrainRound is run round's delivery, when no worker runs them: it judges the earlier rounds
+// found dead or recovered since (EmitDeadRounds: a cron user with no worker must hear of a dead
+// round too), then delivers round roundID's events and those it just emitted until none is
+// pending or the bound passes, waiting out their retries. What is left stays pending for a worker
+// or 'alerts deliver'.
 func (d *Deliverer) DrainRound(ctx context.Context, roundID int64, bound time.Duration) (DrainSummary, error) {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	rounds := []int64{roundID}
+	judged, err := queries.JudgeDeadRounds(ctx, d.DB, MaxDeadRoundsAtOnce)
+	if err != nil { // the round's own events still go out
+		d.Log.Warn("judging the rounds found dead", "err", err)
+	}
+	rounds = append(rounds, judged...)
 	var total DrainSummary
 	for {
-		s, err := d.Drain(ctx, &roundID)
+		s, err := d.Drain(ctx, rounds)
 		total.Attempts += s.Attempts
 		total.Delivered += s.Delivered
 		total.Failed += s.Failed

@@ -70,18 +70,21 @@ func RoundDegraded(ctx context.Context, db queries.DBTX, roundID int64) (*querie
 	return nil, nil
 }
 
-// MaxDeadRoundsAtOnce bounds the rounds one call of EmitDeadRounds judges; the next call takes
-// the rest.
+// MaxDeadRoundsAtOnce bounds the rounds one call of EmitDeadRounds judges (dead, and recovered
+// since); the next call takes the rest.
 const MaxDeadRoundsAtOnce = 100
 
 // EmitDeadRounds emits one round.dead event per round found dead (its heartbeat older than
-// queries.RoundDeadAfter) and not judged before, and returns how many. The worker leader's tick
-// and 'alerts deliver' call it; a round is judged once whoever calls (alert_dead_rounds).
+// queries.RoundDeadAfter), not judged before and not recovered already (every job it claimed
+// stored, by runs recover), and one round.recovered event per round alerted dead that is
+// recovered since; it returns how many events. The worker leader's tick, 'alerts deliver' and
+// 'run round' call it; a round is judged once whoever calls (alert_dead_rounds).
 func EmitDeadRounds(ctx context.Context, db queries.DBTX) (int, error) {
-	return queries.EmitDeadRounds(ctx, db, MaxDeadRoundsAtOnce)
+	ids, err := queries.JudgeDeadRounds(ctx, db, MaxDeadRoundsAtOnce)
+	return len(ids), err
 }
 
-// DeadRoundsUnjudged says whether EmitDeadRounds has a round to judge.
+// DeadRoundsUnjudged says whether EmitDeadRounds has a round to look at.
 func DeadRoundsUnjudged(ctx context.Context, db queries.DBTX) (bool, error) {
 	return queries.DeadRoundsUnjudged(ctx, db)
 }

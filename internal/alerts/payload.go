@@ -43,8 +43,9 @@ type EventData struct {
 	PreviousState string       `json:"previous_state,omitempty"`
 	Runs          []int64      `json:"runs"`
 	RoundID       *int64       `json:"round_id"`
-	// ResolvedAt is when a server.down alert was resolved (the server recovered), when it was
-	// by the time this attempt was made: an attempt retried after the recovery says so.
+	// ResolvedAt is when a server.down alert was resolved (the server recovered), or a round.dead
+	// one (the round recovered), when it was by the time this attempt was made: an attempt
+	// retried after the recovery says so.
 	ResolvedAt *time.Time      `json:"resolved_at,omitempty"`
 	Details    json.RawMessage `json:"details,omitempty"`
 }
@@ -60,7 +61,7 @@ type EventServer struct {
 func eventOf(d queries.Delivery) Event {
 	ev := Event{Type: d.Type, Timestamp: d.CreatedAt, Data: EventData{EventID: d.EventID, Runs: d.Runs,
 		RoundID: d.RoundID, State: deref(d.EventState), PreviousState: deref(d.PreviousState)}}
-	if d.Type == TypeServerDown && d.ResolvedAt != nil {
+	if (d.Type == TypeServerDown || d.Type == TypeRoundDead) && d.ResolvedAt != nil {
 		at := d.ResolvedAt.UTC()
 		ev.Data.ResolvedAt = &at
 	}
@@ -156,6 +157,8 @@ func headline(ev Event) string {
 		return fmt.Sprintf("round %s was degraded: most of its checks failed at once, which says more about the prober than the servers", roundOf(ev))
 	case TypeRoundDead:
 		return fmt.Sprintf("round %s is dead: its heartbeat stopped", roundOf(ev))
+	case TypeRoundRecovered:
+		return fmt.Sprintf("round %s recovered: every job it claimed was stored after all", roundOf(ev))
 	case TypeVerifyFailed:
 		var f VerifyFailure
 		if json.Unmarshal(ev.Data.Details, &f) == nil && f.ReleaseID != 0 {
@@ -211,8 +214,8 @@ type amAlert struct {
 	EndsAt      *time.Time        `json:"endsAt,omitempty"`
 }
 
-// alertnames maps event types to Alertmanager alert names. A recovery resolves the down alert,
-// so it carries the down alert's name and labels.
+// alertnames maps event types to Alertmanager alert names. A recovery resolves the down (or
+// dead) alert, so it carries that alert's name and labels.
 var alertnames = map[string]string{
 	TypeServerDown:         "ProbectlServerDown",
 	TypeServerRecovered:    "ProbectlServerDown",
@@ -220,14 +223,16 @@ var alertnames = map[string]string{
 	TypeServerAuthChanged:  "ProbectlServerAuthChanged",
 	TypeProberDegraded:     "ProbectlProberDegraded",
 	TypeRoundDead:          "ProbectlRoundDead",
+	TypeRoundRecovered:     "ProbectlRoundDead",
 	TypeVerifyFailed:       "ProbectlVerifyFailed",
 	TypeTest:               "ProbectlTest",
 }
 
 // amAlertOf: a down alert fires from its event's time with no endsAt (kept firing by re-sends),
 // or, when it was resolved before this attempt (a down retried after its recovery), ends at its
-// resolution, so that a late down never fires an alert again; a recovery ends it (startsAt the down event's time, downAt); other events end by themselves
-// oneShotFor after they happened.
+// resolution, so that a late down never fires an alert again; a recovery (of a server, or of a
+// round) ends its alert (startsAt the down or dead event's time, downAt); other events end by
+// themselves oneShotFor after they happened, a dead round sooner if it recovered sooner.
 func amAlertOf(ev Event, downAt *time.Time) amAlert {
 	a := amAlert{Labels: map[string]string{"alertname": alertnames[ev.Type]},
 		Annotations: map[string]string{"summary": headline(ev), "event_id": ev.Data.EventID},
@@ -247,12 +252,18 @@ func amAlertOf(ev Event, downAt *time.Time) amAlert {
 	switch ev.Type {
 	case TypeServerDown:
 		a.EndsAt = ev.Data.ResolvedAt
-	case TypeServerRecovered:
+	case TypeServerRecovered, TypeRoundRecovered:
 		end := ev.Timestamp
 		a.EndsAt = &end
 		if downAt != nil {
 			a.StartsAt = *downAt
 		}
+	case TypeRoundDead:
+		end := ev.Timestamp.Add(oneShotFor)
+		if r := ev.Data.ResolvedAt; r != nil && r.Before(end) {
+			end = *r
+		}
+		a.EndsAt = &end
 	default:
 		end := ev.Timestamp.Add(oneShotFor)
 		a.EndsAt = &end

@@ -29,8 +29,11 @@ const (
 	TypeServerAuthChanged  = "server.auth_changed"
 	TypeProberDegraded     = "prober.degraded"
 	TypeRoundDead          = "round.dead"
-	TypeVerifyFailed       = "verify.failed"
-	TypeTest               = "test"
+	// TypeRoundRecovered resolves a round.dead: every job the round claimed was stored after all
+	// (runs recover). It goes to the receivers that had the round.dead, never asked for itself.
+	TypeRoundRecovered = "round.recovered"
+	TypeVerifyFailed   = "verify.failed"
+	TypeTest           = "test"
 )
 
 // EventTypes lists the event types a receiver may ask for (every one by default).

@@ -101,7 +101,8 @@ const expiredBound = time.Minute
 
 // Work re-sends the open alerts to Alertmanager, then attempts the deliveries whose lease ran out
 // without a record (their worker crashed mid-attempt): River would rescue that worker's job only
-// after RescueStuckJobsAfter.
+// after RescueStuckJobsAfter. Such an attempt that fails inserts the delivery's next attempt, a
+// River job scheduled at its backoff, in the transaction that records it.
 func (w *resendWorker) Work(ctx context.Context, _ *river.Job[resendArgs]) error {
 	_, err := w.d.Resend(ctx)
 	if err != nil {
@@ -109,10 +110,22 @@ func (w *resendWorker) Work(ctx context.Context, _ *river.Job[resendArgs]) error
 	}
 	ectx, cancel := context.WithTimeout(ctx, expiredBound)
 	defer cancel()
-	if _, err := w.d.DrainExpired(ectx); err != nil && ectx.Err() == nil {
+	if _, err := w.d.drainExpired(ectx, retryJob(river.ClientFromContext[pgx.Tx](ctx))); err != nil && ectx.Err() == nil {
 		w.d.Log.Warn("attempting deliveries left by a crashed deliverer", "err", SafeError(err))
 	}
 	return nil // the next period sends again
+}
+
+// retryJob schedules a delivery's next attempt as a River delivery job at next, in tx.
+func retryJob(c *river.Client[pgx.Tx]) scheduleRetry {
+	return func(ctx context.Context, tx pgx.Tx, k queries.DeliveryKey, next time.Time) error {
+		_, err := c.InsertTx(ctx, tx, DeliveryArgs{EventID: k.EventID, ReceiverID: k.ReceiverID},
+			&river.InsertOpts{ScheduledAt: next})
+		if err != nil {
+			return fmt.Errorf("schedule the next attempt of event %s to receiver %d: %w", k.EventID, k.ReceiverID, err)
+		}
+		return nil
+	}
 }
 
 // resendSchedule runs the re-send every resend_every of the policy, read when River asks for the
