@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -17,7 +18,7 @@ import (
 // returns its id and start. Run calls it; a queued round (probe/worker) calls it in the
 // transaction that queues the round's invocations, so the round and its work appear together.
 func StartRound(ctx context.Context, db queries.DBTX, s Settings, keyID string) (int64, time.Time, error) {
-	settings, err := json.Marshal(s.record(keyID))
+	settings, err := json.Marshal(settings.RecordOf(s, keyID))
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("encode round settings: %w", err)
 	}

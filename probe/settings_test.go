@@ -13,6 +13,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -32,8 +33,8 @@ func TestTheLeaseCheckCountsTheFinishInAJobsWorstCase(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := DefaultSettings()
-			s.RequestTimeout, s.MaxDuration = tc.requestTimeout, tc.maxDuration
+			s := settings.Default()
+			s.RequestTimeout, s.MaxDuration = settings.Duration(tc.requestTimeout), settings.Duration(tc.maxDuration)
 			err := s.Validate()
 			if tc.want == "" {
 				require.NoError(t, err)
@@ -48,7 +49,7 @@ func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 1)
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
 	var advances atomic.Int32
 	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, finishBudget: 3 * time.Second,
@@ -67,16 +68,16 @@ func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
 
 func TestTheCheckerIsConfiguredAsTheRoundRecords(t *testing.T) {
 	t.Parallel()
-	s := DefaultSettings()
-	s.RequestTimeout, s.MaxBodyBytes, s.AllowPrivateTargets = 7*time.Second, 4096, true
+	s := settings.Default()
+	s.RequestTimeout, s.MaxBodyBytes, s.AllowPrivateTargets = settings.Duration(7*time.Second), 4096, true
 	s.Version, s.Contact = "v1.2.0", "https://probe.example/about"
 	require.Equal(t, check.Config{RequestTimeout: 7 * time.Second, MaxBodyBytes: 4096, AllowPrivate: true,
-		UserAgent: "probectl/v1.2.0 (+https://probe.example/about)"}, s.CheckConfig())
+		UserAgent: "probectl/v1.2.0 (+https://probe.example/about)"}, CheckConfig(s))
 }
 
 func TestTheLeaseCheckRefusesATimeoutThatWouldWrapAround(t *testing.T) {
 	t.Parallel()
-	s := DefaultSettings()
+	s := settings.Default()
 	// 8 × 2^61 ns is 2^64 ns: wrapped, the worst case would look like the round's budget alone.
 	s.RequestTimeout = 2305843009213693952
 	require.ErrorContains(t, s.Validate(), "does not fit the 15m0s in-flight window")
@@ -85,19 +86,19 @@ func TestTheLeaseCheckRefusesATimeoutThatWouldWrapAround(t *testing.T) {
 
 func TestASettingsErrorNamesTheSettingAndLetsTheCallerSayItsFlag(t *testing.T) {
 	t.Parallel()
-	s := DefaultSettings()
-	s.ClaimLimit, s.RequestTimeout, s.MaxDuration = 0, time.Minute, 10*time.Minute
+	s := settings.Default()
+	s.ClaimLimit, s.RequestTimeout, s.MaxDuration = 0, settings.Duration(time.Minute), settings.Duration(10*time.Minute)
 	err := s.Validate()
 	require.EqualError(t, err, "claim_limit: must be at least 1, got 0\n"+
 		"lease: 8 requests × request_timeout 1m0s + max_duration 10m0s + finish 30s = 18m30s does not fit the 15m0s "+
 		"in-flight window; lower request_timeout or max_duration")
-	var bad *SettingsError
+	var bad *settings.Error
 	require.ErrorAs(t, err, &bad)
-	require.Equal(t, SettingClaimLimit, bad.Setting)
+	require.Equal(t, settings.ClaimLimit, bad.Setting)
 	require.Equal(t, exit.Usage, exit.Code(err))
-	flag := func(s Setting) string { return "--" + strings.ReplaceAll(string(s), "_", "-") }
+	flag := func(s settings.Setting) string { return "--" + strings.ReplaceAll(string(s), "_", "-") }
 	require.Equal(t, "--claim-limit: must be at least 1, got 0", bad.Say(flag))
-	lease := err.(interface{ Unwrap() []error }).Unwrap()[1].(*SettingsError)
+	lease := err.(interface{ Unwrap() []error }).Unwrap()[1].(*settings.Error)
 	require.Equal(t, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit "+
 		"the 15m0s in-flight window; lower --request-timeout or --max-duration", lease.Say(flag))
 }
@@ -108,7 +109,7 @@ func TestAnAdvanceIsRetriedAfterABackoff(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 1)
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
 	var mu sync.Mutex
 	var failedAt, retriedAt time.Time

@@ -9,13 +9,15 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
 type deployRecordOptions struct {
-	f        *factory
-	Version  string
-	Settings release.Settings
+	f       *factory
+	Version string
+	// Settings hold the flags of the field table's carried rows (settings.Fields).
+	Settings settings.Settings
 	WaysBack string
 	Every    time.Duration
 	Note     string
@@ -26,7 +28,7 @@ type deployRecordOptions struct {
 }
 
 func newDeployRecordCmd(f *factory) *cobra.Command {
-	opts := &deployRecordOptions{f: f, Settings: release.DefaultSettings()}
+	opts := &deployRecordOptions{f: f, Settings: settings.Default()}
 	cmd := &cobra.Command{
 		Use:   "record [--version V] [settings] --ways-back previous,fanout-off",
 		Short: "Record a release and make it the active one",
@@ -63,13 +65,7 @@ Who deployed it is $USER unless --actor says otherwise.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Version, "version", "", "version the release ships (default: this binary's version)")
-	fl.IntVar(&opts.Settings.Fanout, "fanout", opts.Settings.Fanout, "fan-out messages per round (extra invocations)")
-	fl.IntVar(&opts.Settings.ClaimLimit, "claim-limit", opts.Settings.ClaimLimit, "servers one invocation claims over its life")
-	fl.IntVar(&opts.Settings.Concurrency, "concurrency", opts.Settings.Concurrency, "checks one invocation runs at a time")
-	durationVar(fl, &opts.Settings.MinSpacing, "min-spacing", opts.Settings.MinSpacing, "no claim of a server within this of its last job")
-	durationVar(fl, &opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request of a check")
-	durationVar(fl, &opts.Settings.MaxDuration, "max-duration", opts.Settings.MaxDuration, "a round's time budget")
-	fl.StringVar(&opts.Settings.Finish, "finish", opts.Settings.Finish, "finish mode: tx or advance-first")
+	addSettingFlags(fl, &opts.Settings, func(f settings.Field) bool { return f.Carried })
 	durationVar(fl, &opts.Every, "every", 0, "start a round this often under 'probectl worker' (5s to 24h; default: no schedule)")
 	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, both (comma-separated) or none (default: previous when there is a previous release)")
 	fl.StringVar(&opts.Note, "note", "", "what this release changes, for the history")
@@ -88,7 +84,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	if err != nil {
 		return exit.UsageError(fmt.Errorf("--ways-back: %w", err))
 	}
-	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
+	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings.Carried, WaysBack: ways,
 		DefaultWaysBack: !opts.waysBackGiven, Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
 	if err := release.ValidateRecord(req); err != nil {
 		return inFlagWords(err)
