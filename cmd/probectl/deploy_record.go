@@ -50,10 +50,13 @@ checked as 'run round' checks them, including the lease check: every request of 
 15-minute in-flight window. And every setting has a bound (exit 2 naming the flag and the bound):
 --request-timeout at most 1m, --max-duration at most 14m, --min-spacing 10m to 7d, --fanout at
 most 1000, --claim-limit and --concurrency at most 10000.
+--contact is the page or address every request's User-Agent names (run round and the workers'
+rounds alike), so that the operators of the probed servers can reach you.
 Who deployed it is $USER unless --actor says otherwise.`,
 		Example: `  probectl deploy record --ways-back previous,fanout-off --note "fan-out 19, 3 at a time"
   probectl deploy record --version v1.4.0 --fanout 0 --concurrency 1 --ways-back previous
-  probectl deploy record --actor release-bot -o json`,
+  probectl deploy record --actor release-bot -o json
+  probectl deploy record --contact https://probe.example/about --ways-back previous`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("version") {

@@ -60,7 +60,8 @@ job: in one transaction (--finish tx), or in two writes, advance first (--finish
 
 Every request names probectl, its version and --contact in its User-Agent
 ("probectl/v1.2.0 (+https://probe.example/about)"): set it to a page or address where the
-operators of the probed servers can reach you. A server that answers 429 or 503 with Retry-After
+operators of the probed servers can reach you (better: record it on the release, 'deploy record
+--contact', so that rounds the workers start name it too). A server that answers 429 or 503 with Retry-After
 is recorded as failed, rate_limited, and is next checked a full interval later.
 
 Runs are signed (DSSE, ed25519) with --signing-key or PROBECTL_SIGNING_KEY; without a key the
@@ -78,7 +79,7 @@ Each job is a lease: the prober's own copy ends 30 s before the in-flight window
 and no request is sent after it; such a check is stored as fenced, "fault": "probectl".
 
 The active release ('probectl deploy record') supplies the defaults of --fanout, --claim-limit,
---concurrency, --min-spacing, --request-timeout, --max-duration and --finish; a flag given on the
+--concurrency, --min-spacing, --request-timeout, --max-duration, --finish and --contact; a flag given on the
 command line overrides it and the summary says so. If the active release is another version
 than this binary, the round refuses (exit 3) unless --ignore-version.
 

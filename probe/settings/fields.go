@@ -50,6 +50,26 @@ type Carried struct {
 	Contact string `json:"contact" db:"contact"`
 }
 
+// Default are the settings of the parallel version of the incident, with its fix: the binary's
+// own, for every flag left unset and every round without a release.
+func Default() Settings {
+	return Settings{
+		Carried: Carried{
+			Fanout:         19,
+			ClaimLimit:     5,
+			Concurrency:    3,
+			MinSpacing:     Duration(10 * minute),
+			MaxDuration:    Duration(4 * minute),
+			RequestTimeout: Duration(10 * second),
+			Finish:         FinishTx,
+			Contact:        DefaultContact,
+		},
+		MaxBodyBytes: 1 << 20,
+		Trigger:      TriggerManual,
+		Version:      "dev",
+	}
+}
+
 // Field is one row of the field table: a setting, how a person sets it, whether a release carries
 // it, its bound, and how it is shown. The commands derive their flags from it, Resolve its
 // override rule and bounds, Validate its checks, and the tables their values.
@@ -75,7 +95,7 @@ type Field struct {
 // Fields is the field table, in the order flags, errors and tables list settings.
 var Fields = []Field{
 	{Name: Fanout, Flag: "fanout", Label: "fanout", Carried: true,
-		Usage: "fan-out invocations (messages) per round besides the cron one",
+		Usage: "fan-out invocations besides the cron one",
 		Bound: "at most 1000", in: func(s Settings) bool { return s.Fanout <= MaxFanout },
 		valid: func(s Settings) string { return atLeast(s.Fanout, 0, "must be 0 or more, got %d") },
 		Ptr:   func(s *Settings) any { return &s.Fanout }},

@@ -30,26 +30,6 @@ type Settings struct {
 	ReleaseID *int64 `json:"release_id"`
 }
 
-// Default are the settings of the parallel version of the incident, with its fix: the binary's
-// own, for every flag left unset and every round without a release.
-func Default() Settings {
-	return Settings{
-		Carried: Carried{
-			Fanout:         19,
-			ClaimLimit:     5,
-			Concurrency:    3,
-			MinSpacing:     Duration(10 * minute),
-			MaxDuration:    Duration(4 * minute),
-			RequestTimeout: Duration(10 * second),
-			Finish:         FinishTx,
-			Contact:        DefaultContact,
-		},
-		MaxBodyBytes: 1 << 20,
-		Trigger:      TriggerManual,
-		Version:      "dev",
-	}
-}
-
 // WithDefaults fills what a stored release may leave empty: a release recorded before releases
 // had a contact (NULL) probes with the default one.
 func (c Carried) WithDefaults() Carried {
