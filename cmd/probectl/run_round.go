@@ -18,6 +18,7 @@ import (
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/probe/settings"
+	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
 
@@ -132,11 +133,15 @@ func (o *runRoundOptions) flags() settings.Settings {
 	return s
 }
 
-// roundRequest asks the active release for the round's settings (see release.SettingsForRound),
-// within the field table's bounds.
-func (o *runRoundOptions) roundRequest() release.RoundRequest {
-	return release.RoundRequest{BinaryVersion: o.f.Build.Version, IgnoreVersion: o.IgnoreVersion,
-		Flags: o.flags(), Changed: changedSetting(o.changed), Bounds: true}
+// resolve asks the active release for the round's settings (see release.SettingsForRound), within
+// the field table's bounds, and says what is wrong with them in the flags' words.
+func (o *runRoundOptions) resolve(ctx context.Context, db queries.DBTX) (settings.Settings, []release.Override, error) {
+	s, overrides, err := release.SettingsForRound(ctx, db, release.RoundRequest{BinaryVersion: o.f.Build.Version,
+		IgnoreVersion: o.IgnoreVersion, Flags: o.flags(), Changed: changedSetting(o.changed), Bounds: true})
+	if err != nil {
+		return s, nil, ignoreVersionHint(inFlagWords(err))
+	}
+	return s, overrides, nil
 }
 
 // signer loads the signing key, or returns nil with --unsigned. It never connects.
@@ -185,9 +190,9 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		if err != nil {
 			return err
 		}
-		s, overrides, err := release.SettingsForRound(ctx, pool, opts.roundRequest())
+		s, overrides, err := opts.resolve(ctx, pool)
 		if err != nil {
-			return ignoreVersionHint(inFlagWords(err))
+			return err
 		}
 		return runRoundViaQueue(ctx, opts, pool, s, overrides, format)
 	}
@@ -203,9 +208,9 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
-	s, overrides, err := release.SettingsForRound(ctx, pool, opts.roundRequest())
+	s, overrides, err := opts.resolve(ctx, pool)
 	if err != nil {
-		return ignoreVersionHint(inFlagWords(err))
+		return err
 	}
 	round := &probe.Round{
 		DB:       pool,
@@ -257,9 +262,9 @@ func runRoundDryRun(ctx context.Context, opts *runRoundOptions, format string) e
 	if err != nil {
 		return err
 	}
-	s, _, err := release.SettingsForRound(ctx, pool, opts.roundRequest())
+	s, _, err := opts.resolve(ctx, pool)
 	if err != nil {
-		return ignoreVersionHint(inFlagWords(err))
+		return err
 	}
 	// As of the database's clock, which the claim judges by, unless a test fixed the time.
 	plan, err := probe.PreviewGuarded(ctx, pool, s, f.readAt(), check.New(probe.CheckConfig(s)))
