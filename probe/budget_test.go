@@ -24,12 +24,12 @@ func TestARoundClaimsNothingOnceItsTimeBudgetIsSpent(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 3)
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.Concurrency = 1
 	clock := &fakeClock{}
 	// The budget runs out during the first check: the invocation waits for it, then must not
 	// claim the other two due servers.
-	checker := &okChecker{during: func(context.Context, check.Target) { clock.add(s.MaxDuration) }}
+	checker := &okChecker{during: func(context.Context, check.Target) { clock.add(s.MaxDuration.D()) }}
 	sum, err := (&Round{DB: pool, Settings: s, Checker: checker, testKnobs: testKnobs{now: clock.now}}).Run(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts)
@@ -40,7 +40,7 @@ func TestACheckMayNotOutliveItsBudgetWhateverTheRoundAllows(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 1)
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	// The round's own context allows far more than a check may take.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 	defer cancel()
@@ -79,7 +79,7 @@ func TestAFinishThatFindsItsJobClosedAsAbandonedSaysSo(t *testing.T) {
 				assert.NoError(t, err) // not the test goroutine: no FailNow
 				assert.Equal(t, int64(1), tag.RowsAffected())
 			}}
-			sum, err := (&Round{DB: pool, Settings: settings(finish), Checker: checker}).Run(t.Context())
+			sum, err := (&Round{DB: pool, Settings: testSettings(finish), Checker: checker}).Run(t.Context())
 			require.NoError(t, err, "a guard that matched nothing is not a failure")
 			require.Equal(t, 1, sum.JobsClosedElsewhere)
 			require.Zero(t, sum.AdvanceMisses)

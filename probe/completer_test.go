@@ -74,7 +74,7 @@ func TestABatchOfFinishesThatFailsIsFinishedOneJobAtATime(t *testing.T) {
 		"NEW.server_id = "+strconv.FormatInt(refused, 10), 1))
 	require.NoError(t, err)
 
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.Concurrency, s.ClaimLimit = servers, servers
 	r := &Round{DB: pool, Settings: s, Checker: &barrierChecker{n: servers, all: make(chan struct{})}}
 	sum, err := r.Run(ctx)

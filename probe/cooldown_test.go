@@ -19,7 +19,7 @@ func TestAnInvocationClaimsForItsFreeSlotsTogether(t *testing.T) {
 	pool := migrated.Pool(t, dbtest.MaxConns(8), dbtest.Tracer(rec))
 	const servers = 200
 	dueServers(t, pool, servers)
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.Fanout, s.Concurrency, s.ClaimLimit = 0, 20, servers
 	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, testKnobs: testKnobs{claimCooldown: time.Hour}}
 	sum, err := r.Run(t.Context())

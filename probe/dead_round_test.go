@@ -32,7 +32,7 @@ func TestHelperRoundThatHangs(t *testing.T) {
 	}
 	db := dbtest.Pool(t, url, dbtest.MaxConns(4))
 	began := make(chan struct{}, 2)
-	r := &Round{DB: db, Settings: settings(FinishTx), testKnobs: testKnobs{heartbeatEvery: 50 * time.Millisecond},
+	r := &Round{DB: db, Settings: testSettings(FinishTx), testKnobs: testKnobs{heartbeatEvery: 50 * time.Millisecond},
 		Checker: &okChecker{during: func(context.Context, check.Target) { began <- struct{}{}; select {} }}}
 	go func() {
 		<-began

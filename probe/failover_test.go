@@ -74,7 +74,7 @@ func TestARoundClaimsNothingOnANewTimelineAndItsJournalRestoresWhatWasLost(t *te
 			<-gate
 		}
 	}}
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.Fanout, s.Concurrency, s.ClaimLimit = 0, 10, 40
 	dir := filepath.Join(t.TempDir(), "spool")
 	r := &Round{DB: db, Settings: s, Checker: checker, SpoolDir: dir, testKnobs: testKnobs{hooks: hooks{beforeWrite: func(ctx context.Context, w write) {

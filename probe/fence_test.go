@@ -78,9 +78,9 @@ func pausedRound(t *testing.T, finish string, pause bool) (int64, check.Result, 
 	// claim left it, or, paused, as the other round's claim leased it.
 	var untouched time.Time
 	var skew atomic.Int64 // how far the wall clock moved while the prober was stopped
-	s := settings(finish)
+	s := testSettings(finish)
 	r := &Round{DB: pool, Settings: s, testKnobs: testKnobs{now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())).Round(0) }}}
-	r.Checker = &pausingChecker{real: check.New(check.Config{AllowPrivate: true, RequestTimeout: s.RequestTimeout}),
+	r.Checker = &pausingChecker{real: check.New(check.Config{AllowPrivate: true, RequestTimeout: s.RequestTimeout.D()}),
 		pause: func(ctx context.Context, _ check.Target) {
 			if !pause {
 				return

@@ -70,7 +70,7 @@ func TestAClaimCancelledWhileQueuedOnTheLockLeavesNoJobOpenUnchecked(t *testing.
 	}
 	done := make(chan ran, 1)
 	go func() {
-		sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: checker}).Run(ctx)
+		sum, err := (&Round{DB: pool, Settings: testSettings(FinishTx), Checker: checker}).Run(ctx)
 		done <- ran{sum, err}
 	}()
 	waitForLockWaiters(t, pool, 1)

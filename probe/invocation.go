@@ -101,7 +101,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 			}
 			var err error
 			jobs, err = queries.Claim(actx, r.DB, queries.ClaimParams{
-				RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing,
+				RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing.D(),
 			})
 			return err
 		})

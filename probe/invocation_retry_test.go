@@ -19,7 +19,7 @@ func TestARetriedInvocationClaimsNoMoreThanItsShare(t *testing.T) {
 	ctx := t.Context()
 	pool := testDB(t)
 	ids := dueServers(t, pool, 6)
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.ClaimLimit, s.Concurrency = 2, 2
 	round, startedAt, err := StartRound(ctx, pool, s, "")
 	require.NoError(t, err)

@@ -33,6 +33,7 @@ import (
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/incident"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -262,8 +263,8 @@ func claimInTheGap(t *testing.T, l layers) []queries.ClaimedJob {
 	l.prepare(t, pool)
 	dueServers(t, pool, 1)
 	parked, release := make(chan struct{}), make(chan struct{})
-	s := settings(FinishAdvanceFirst)
-	s.MinSpacing = l.spacingSetting()
+	s := testSettings(FinishAdvanceFirst)
+	s.MinSpacing = settings.Duration(l.spacingSetting())
 	// One claim only: with the incident's order the round's own invocation could otherwise claim
 	// the server again in the gap, racing the second claimer this test is about.
 	s.ClaimLimit = 1

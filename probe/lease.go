@@ -6,11 +6,12 @@ import (
 
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
 // leaseMargin is how long before the database's lease the prober's own copy ends.
-const leaseMargin = 30 * time.Second
+const leaseMargin = settings.LeaseMargin
 
 // lease is the prober's own copy of a job's lease (its claim time plus the in-flight window). It
 // starts just before the claim is sent, so it ends before the database's, which dates the job

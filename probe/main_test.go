@@ -18,6 +18,7 @@ import (
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -93,12 +94,12 @@ func (c *okChecker) Check(ctx context.Context, t check.Target) check.Result {
 }
 
 // settings are small round settings for tests: one invocation, unsigned, spacing guard on.
-func settings(finish string) Settings {
-	s := DefaultSettings()
+func testSettings(finish string) Settings {
+	s := settings.Default()
 	s.Fanout, s.ClaimLimit, s.Concurrency = 0, 5, 3
 	s.Finish = finish
 	s.Version = "test"
-	s.MaxDuration = time.Minute
+	s.MaxDuration = settings.Duration(time.Minute)
 	return s
 }
 

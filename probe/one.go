@@ -55,11 +55,11 @@ func CheckOne(ctx context.Context, o OneCheck) (OneResult, error) {
 	if kind == "mcp" && target.Transport == "" {
 		target.Transport = check.TransportStreamableHTTP
 	}
-	checker := check.New(o.Settings.CheckConfig())
+	checker := check.New(CheckConfig(o.Settings))
 	// The URL is the caller's: one the guard refuses outright is their input to fix, not an
 	// observation of a server that was never contacted. Its lookup has a request's time, apart
 	// from the check's budget.
-	rctx, rcancel := context.WithTimeout(ctx, o.Settings.RequestTimeout)
+	rctx, rcancel := context.WithTimeout(ctx, o.Settings.RequestTimeout.D())
 	refused := checker.Refusal(rctx, o.URL)
 	rcancel()
 	if refused != nil {

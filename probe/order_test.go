@@ -60,7 +60,7 @@ func finishCalls(t *testing.T, order WriteOrder) []string {
 	rec := newCallRecorder("Claim", "AdvanceServer", "FinishJob", "FinishTx")
 	pool := dbtest.Pool(t, migrated.NewDB(t), dbtest.MaxConns(4), dbtest.Tracer(rec))
 	dueServers(t, pool, 1)
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
 	_, err := (&Round{DB: pool, Settings: s, Checker: &okChecker{}, WriteOrder: order}).Run(t.Context())
 	require.NoError(t, err)

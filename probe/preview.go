@@ -60,7 +60,7 @@ func Preview(ctx context.Context, db queries.DBTX, s Settings, now *time.Time) (
 			return nil, fmt.Errorf("preview round: %w", err)
 		}
 	}
-	servers, err := queries.ClaimPreview(ctx, db, s.MinSpacing, queries.InFlightWindow, &at)
+	servers, err := queries.ClaimPreview(ctx, db, s.MinSpacing.D(), queries.InFlightWindow, &at)
 	if err != nil {
 		return nil, err
 	}

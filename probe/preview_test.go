@@ -25,7 +25,7 @@ func TestADryRunNamesTheServersTheRoundThenClaims(t *testing.T) {
 	testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: spaced, RequestedAt: ago(time.Minute), FinishedAt: ago(time.Minute)})
 	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(20 * time.Hour), Status: "paused"})
 
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.Fanout, s.ClaimLimit = 1, 3 // capacity 6 of 8 claimable
 	plan, err := Preview(ctx, pool, s, nil)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestADryRunReadsTheDatabasesClockOnceForTheWholePlan(t *testing.T) {
 	dbNow, err := queries.StatusNow(ctx, tx, nil)
 	require.NoError(t, err)
 
-	plan, err := Preview(ctx, tx, settings(FinishTx), nil)
+	plan, err := Preview(ctx, tx, testSettings(FinishTx), nil)
 	require.NoError(t, err)
 	require.Equal(t, dbNow.UTC(), plan.Now)
 	require.Equal(t, 1, plan.WouldClaim)
@@ -81,7 +81,7 @@ func TestADryRunCountsTheServersInFlightUnderALease(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 
-	plan, err := Preview(ctx, pool, settings(FinishTx), nil)
+	plan, err := Preview(ctx, pool, testSettings(FinishTx), nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, plan.Claimable, "the leased servers are not due")
 	require.Equal(t, 2, plan.NotDue)

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -17,14 +17,7 @@ import (
 // returns its id and start. Run calls it; a queued round (probe/worker) calls it in the
 // transaction that queues the round's invocations, so the round and its work appear together.
 func StartRound(ctx context.Context, db queries.DBTX, s Settings, keyID string) (int64, time.Time, error) {
-	settings, err := json.Marshal(s.record(keyID))
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("encode round settings: %w", err)
-	}
-	id, startedAt, err := queries.InsertRound(ctx, db, queries.NewRound{
-		Trigger: s.Trigger, ReleaseID: s.ReleaseID, Version: s.Version,
-		Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency, Settings: settings,
-	})
+	id, startedAt, err := queries.InsertRound(ctx, db, settings.RecordOf(s, keyID), nil)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("start round: %w", err)
 	}

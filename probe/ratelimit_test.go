@@ -46,7 +46,7 @@ func TestARateLimitedServerIsNotCheckedBeforeRetryAfterCappedAtItsInterval(t *te
 					NextCheckAt: testfactory.Ptr(time.Now().Add(-time.Hour)),
 				})
 				checker := check.New(check.Config{AllowPrivate: true})
-				sum, err := (&Round{DB: pool, Settings: settings(finish), Checker: checker}).Run(t.Context())
+				sum, err := (&Round{DB: pool, Settings: testSettings(finish), Checker: checker}).Run(t.Context())
 				require.NoError(t, err)
 				require.Equal(t, 1, sum.Failed)
 

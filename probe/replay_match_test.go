@@ -201,7 +201,7 @@ func finishOnAReusedJobID(t *testing.T, finish string) {
 	lost := dueServers(t, db, 1)[0]
 	later := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 	other := testfactory.Server(ctx, t, db, &testfactory.ServerOpts{NextCheckAt: &later})
-	s := settings(finish)
+	s := testSettings(finish)
 	s.ClaimLimit = 1
 	dir := filepath.Join(t.TempDir(), "spool")
 	var reused int64

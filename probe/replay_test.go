@@ -28,7 +28,7 @@ func TestUnderTheIncidentReplayAClaimInTheGapTakesTheServerAgain(t *testing.T) {
 	_, err := incident.UnleasedClaim(ctx, pool)
 	require.NoError(t, err)
 	dueServers(t, pool, 1)
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.MinSpacing, s.ClaimLimit = 0, 1
 	other := testfactory.Round(ctx, t, pool, nil)
 	var got []queries.ClaimedJob

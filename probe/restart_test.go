@@ -84,7 +84,7 @@ func lostResults(t *testing.T, db queries.DBTX, roundID int64) int {
 func TestRestartOfPostgresMidRoundLosesNoResult(t *testing.T) {
 	const n = 12
 	cl, db := ownCluster(t, n)
-	r := &Round{DB: db, Settings: settings(FinishTx), SpoolDir: filepath.Join(t.TempDir(), "spool")}
+	r := &Round{DB: db, Settings: testSettings(FinishTx), SpoolDir: filepath.Join(t.TempDir(), "spool")}
 	sum, err := parkedRound(t, r, n, func() {
 		require.NoError(t, cl.Shutdown())
 		require.NoError(t, cl.Resume(context.Background()))
@@ -106,7 +106,7 @@ func TestOutageLongerThanTheBudgetSpoolsAndTheNextRoundStores(t *testing.T) {
 	const n = 12
 	cl, db := ownCluster(t, n)
 	dir := filepath.Join(t.TempDir(), "spool")
-	r := &Round{DB: db, Settings: settings(FinishTx), SpoolDir: dir, testKnobs: testKnobs{finishBudget: 1500 * time.Millisecond}}
+	r := &Round{DB: db, Settings: testSettings(FinishTx), SpoolDir: dir, testKnobs: testKnobs{finishBudget: 1500 * time.Millisecond}}
 	sum, err := parkedRound(t, r, n, func() { require.NoError(t, cl.Shutdown()) })
 	require.Error(t, err)
 	require.Equal(t, n, sum.Spooled, "problems: %v", sum.Problems)
@@ -125,7 +125,7 @@ func TestOutageLongerThanTheBudgetSpoolsAndTheNextRoundStores(t *testing.T) {
 	require.Equal(t, SpoolContents{Dir: dir, Files: 1, Results: n}, contents)
 
 	require.NoError(t, cl.Resume(context.Background()))
-	next := &Round{DB: db, Settings: settings(FinishTx), Checker: &okChecker{}, SpoolDir: dir}
+	next := &Round{DB: db, Settings: testSettings(FinishTx), Checker: &okChecker{}, SpoolDir: dir}
 	sum2, err := next.Run(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, n, sum2.Recovered.Stored)

@@ -17,6 +17,7 @@ import (
 	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -155,7 +156,7 @@ func (e *InterruptedError) ExitCode() int { return exit.Unavailable }
 // a check that was made is recorded rather than left open. Each write has a third of it
 // (finishWrites), so that an advance that times out leaves time for its retry and for the run and
 // the job.
-const finishTimeout = 30 * time.Second
+const finishTimeout = settings.FinishTimeout
 
 // FinishTimeout is finishTimeout for a process that must wait for finishes under way before it
 // exits (the worker's stop): a result is stored or spooled within it, never dropped.
@@ -244,7 +245,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{roundID: roundID, deadline: r.clock().Add(s.MaxDuration)}
+	st := &state{roundID: roundID, deadline: r.clock().Add(s.MaxDuration.D())}
 	if r.SpoolDir != "" {
 		st.spool = &spool{dir: r.SpoolDir, roundID: roundID}
 		st.journal = r.openJournal(ctx, st, r.SpoolDir, roundID)

@@ -39,7 +39,7 @@ func TestARoundClaimsUpToItsCapacityAndLeavesOneRunPerJob(t *testing.T) {
 			t.Parallel()
 			pool := testDB(t)
 			dueServers(t, pool, 13)
-			s := settings(finish)
+			s := testSettings(finish)
 			s.Fanout, s.ClaimLimit, s.Concurrency = 2, 4, 2 // capacity 12 of 13 due
 			checker := &okChecker{}
 			sum, err := (&Round{DB: pool, Settings: s, Checker: checker}).Run(t.Context())
@@ -77,7 +77,7 @@ func TestAnInvocationRunsAtMostConcurrencyChecksAtOnce(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 10)
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.Fanout, s.ClaimLimit, s.Concurrency = 0, 10, 3
 	// The checks hold until the test has looked: with three checks running and held, the
 	// invocation has no free slot, so it must not have claimed a fourth server.
@@ -154,7 +154,7 @@ func TestAnAdvanceThatMatchesNoRowFinishesTheJobAndSaysSo(t *testing.T) {
 			checker := &okChecker{during: func(ctx context.Context, target check.Target) {
 				assert.NoError(t, testfactory.SetServerStatus(ctx, pool, target.Slug, "paused")) // not the test goroutine: no FailNow
 			}}
-			sum, err := (&Round{DB: pool, Settings: settings(finish), Checker: checker}).Run(t.Context())
+			sum, err := (&Round{DB: pool, Settings: testSettings(finish), Checker: checker}).Run(t.Context())
 			require.NoError(t, err, "a guard that matched nothing is not a failure")
 			require.Equal(t, 1, sum.AdvanceMisses)
 			require.Equal(t, queries.RoundCounts{Jobs: 1, Runs: 1, Servers: 1, OK: 1, RunsUnsigned: 1}, sum.RoundCounts)
@@ -185,7 +185,7 @@ func TestAnAdvanceThatFailsTwiceStillFinishesTheJobAndStopsTheRoundClaiming(t *t
 	pool := testDB(t)
 	dueServers(t, pool, 3)
 	db := &failingDB{DBTX: pool, fail: queries.SQL("AdvanceServer")}
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.Concurrency = 1
 	var logs bytes.Buffer
 	sum, err := (&Round{DB: db, Settings: s, Checker: &okChecker{}, Log: slog.New(slog.NewTextHandler(&logs, nil))}).Run(t.Context())
@@ -220,7 +220,7 @@ func TestAFinishThatFailsLeavesTheJobOpenAndTheRoundSaysSo(t *testing.T) {
 				}
 				return r
 			})
-			sum, err := (&Round{DB: pool, Settings: settings(finish), Checker: checker}).Run(t.Context())
+			sum, err := (&Round{DB: pool, Settings: testSettings(finish), Checker: checker}).Run(t.Context())
 			var inc *IncompleteError
 			require.ErrorAs(t, err, &inc)
 			require.Equal(t, 1, sum.OpenJobs)
@@ -235,7 +235,7 @@ func TestASignedRoundRefusesAKeyNobodyCouldVerify(t *testing.T) {
 	pool := testDB(t)
 	dueServers(t, pool, 1)
 	signer := newSigner(t, nil) // not registered
-	_, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
+	_, err := (&Round{DB: pool, Settings: testSettings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
 	var ke *KeyError
 	require.ErrorAs(t, err, &ke)
 	require.Equal(t, exit.Usage, exit.Code(err))
@@ -252,7 +252,7 @@ func TestASignedRoundRefusesARetiredKey(t *testing.T) {
 	_, err := queries.RetireSigningKey(t.Context(), pool, signer.KeyID(), nil)
 	require.NoError(t, err)
 
-	_, err = (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
+	_, err = (&Round{DB: pool, Settings: testSettings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
 
 	var ke *KeyError
 	require.ErrorAs(t, err, &ke)
@@ -282,7 +282,7 @@ func TestACancelledRoundRecordsTheCheckItStoppedAsInterruptedAndExits3(t *testin
 		return check.Result{Outcome: check.OutcomeError, Error: "check stopped: " + context.Cause(cctx).Error(),
 			StartedAt: now, FinishedAt: now}
 	})
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.ClaimLimit, s.Concurrency = 3, 1
 	sum, err := (&Round{DB: pool, Settings: s, Checker: checker}).Run(ctx)
 
@@ -312,7 +312,7 @@ func TestARoundThatEndsOnItsOwnIsNotInterrupted(t *testing.T) {
 		now := time.Now()
 		return check.Result{Outcome: check.OutcomeError, Error: "dial tcp: connection refused", StartedAt: now, FinishedAt: now}
 	})
-	sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: checker}).Run(t.Context())
+	sum, err := (&Round{DB: pool, Settings: testSettings(FinishTx), Checker: checker}).Run(t.Context())
 	require.NoError(t, err)
 	require.False(t, sum.Interrupted)
 	jobs, err := queries.ListRoundJobs(t.Context(), pool, sum.RoundID)
@@ -333,7 +333,7 @@ func TestARunWhoseSigningFailsIsStoredUnsignedAndTheRoundSaysSo(t *testing.T) {
 	pool := testDB(t)
 	dueServers(t, pool, 1)
 	signer := failingSigner{newSigner(t, pool)}
-	sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
+	sum, err := (&Round{DB: pool, Settings: testSettings(FinishTx), Checker: &okChecker{}, Signer: signer}).Run(t.Context())
 
 	var inc *IncompleteError
 	require.ErrorAs(t, err, &inc)
@@ -366,7 +366,7 @@ func TestARoundThatCannotCountWhatItLeftSaysItsCountsAreUnknown(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 2)
-	r := &Round{DB: refusedCount{pool}, Settings: settings(FinishTx), Checker: &okChecker{}}
+	r := &Round{DB: refusedCount{pool}, Settings: testSettings(FinishTx), Checker: &okChecker{}}
 	sum, err := r.Run(t.Context())
 	var incomplete *IncompleteError
 	require.ErrorAs(t, err, &incomplete)
@@ -390,7 +390,7 @@ func TestAProbectlFaultThatIsNotALeaseEndIsNotCountedFenced(t *testing.T) {
 			Error: "could not check: decode slots busy (waited 10s for one of 8)", Fault: check.FaultProbectl,
 			StartedAt: now, FinishedAt: now}
 	})
-	sum, err := (&Round{DB: pool, Settings: settings(FinishTx), Checker: checker}).Run(t.Context())
+	sum, err := (&Round{DB: pool, Settings: testSettings(FinishTx), Checker: checker}).Run(t.Context())
 	var inc *IncompleteError
 	require.ErrorAs(t, err, &inc, "a check probectl could not make is work left undone")
 	require.Zero(t, sum.Fenced)

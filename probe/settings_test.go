@@ -2,8 +2,6 @@ package probe
 
 import (
 	"context"
-	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,44 +9,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
-
-func TestTheLeaseCheckCountsTheFinishInAJobsWorstCase(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name                        string
-		requestTimeout, maxDuration time.Duration
-		want                        string // "" when the settings fit
-	}{
-		{"the defaults fit with room to spare", 10 * time.Second, 4 * time.Minute, ""},
-		{"a check, the round and the finish that fill the window exactly fit", 90 * time.Second, 2*time.Minute + 30*time.Second, ""},
-		{"a check and the round that fit only without the finish do not fit", 90 * time.Second, 2*time.Minute + 45*time.Second,
-			"lease: 8 requests × request_timeout 1m30s + max_duration 2m45s + finish 30s = 15m15s does not fit the 15m0s " +
-				"in-flight window; lower request_timeout or max_duration"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := DefaultSettings()
-			s.RequestTimeout, s.MaxDuration = tc.requestTimeout, tc.maxDuration
-			err := s.Validate()
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.EqualError(t, err, tc.want)
-		})
-	}
-}
 
 func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 1)
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
 	var advances atomic.Int32
 	r := &Round{DB: pool, Settings: s, Checker: &okChecker{}, testKnobs: testKnobs{finishBudget: 3 * time.Second,
@@ -67,39 +37,11 @@ func TestAnAdvanceThatTimesOutLeavesTimeForItsRetryAndTheFinish(t *testing.T) {
 
 func TestTheCheckerIsConfiguredAsTheRoundRecords(t *testing.T) {
 	t.Parallel()
-	s := DefaultSettings()
-	s.RequestTimeout, s.MaxBodyBytes, s.AllowPrivateTargets = 7*time.Second, 4096, true
+	s := settings.Default()
+	s.RequestTimeout, s.MaxBodyBytes, s.AllowPrivateTargets = settings.Duration(7*time.Second), 4096, true
 	s.Version, s.Contact = "v1.2.0", "https://probe.example/about"
 	require.Equal(t, check.Config{RequestTimeout: 7 * time.Second, MaxBodyBytes: 4096, AllowPrivate: true,
-		UserAgent: "probectl/v1.2.0 (+https://probe.example/about)"}, s.CheckConfig())
-}
-
-func TestTheLeaseCheckRefusesATimeoutThatWouldWrapAround(t *testing.T) {
-	t.Parallel()
-	s := DefaultSettings()
-	// 8 × 2^61 ns is 2^64 ns: wrapped, the worst case would look like the round's budget alone.
-	s.RequestTimeout = 2305843009213693952
-	require.ErrorContains(t, s.Validate(), "does not fit the 15m0s in-flight window")
-	require.Equal(t, time.Duration(math.MaxInt64), s.JobWorstCase())
-}
-
-func TestASettingsErrorNamesTheSettingAndLetsTheCallerSayItsFlag(t *testing.T) {
-	t.Parallel()
-	s := DefaultSettings()
-	s.ClaimLimit, s.RequestTimeout, s.MaxDuration = 0, time.Minute, 10*time.Minute
-	err := s.Validate()
-	require.EqualError(t, err, "claim_limit: must be at least 1, got 0\n"+
-		"lease: 8 requests × request_timeout 1m0s + max_duration 10m0s + finish 30s = 18m30s does not fit the 15m0s "+
-		"in-flight window; lower request_timeout or max_duration")
-	var bad *SettingsError
-	require.ErrorAs(t, err, &bad)
-	require.Equal(t, SettingClaimLimit, bad.Setting)
-	require.Equal(t, exit.Usage, exit.Code(err))
-	flag := func(s Setting) string { return "--" + strings.ReplaceAll(string(s), "_", "-") }
-	require.Equal(t, "--claim-limit: must be at least 1, got 0", bad.Say(flag))
-	lease := err.(interface{ Unwrap() []error }).Unwrap()[1].(*SettingsError)
-	require.Equal(t, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit "+
-		"the 15m0s in-flight window; lower --request-timeout or --max-duration", lease.Say(flag))
+		UserAgent: "probectl/v1.2.0 (+https://probe.example/about)"}, CheckConfig(s))
 }
 
 // The advance's retry waits first (the backoff every retried write has), inside the finish's
@@ -108,7 +50,7 @@ func TestAnAdvanceIsRetriedAfterABackoff(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 1)
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
 	var mu sync.Mutex
 	var failedAt, retriedAt time.Time

@@ -26,6 +26,7 @@ import (
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/probe/incident"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -51,7 +52,7 @@ func stress(t *testing.T, rounds ...func(r *Round)) (violations []string) {
 	sums := make([]*Summary, len(rounds))
 	errs := make([]error, len(rounds))
 	for i, configure := range rounds {
-		s := DefaultSettings()
+		s := settings.Default()
 		s.Version, s.AllowPrivateTargets = "test", true
 		r := &Round{DB: dbtest.Pool(t, url, dbtest.MaxConns(10)), Settings: s, Checker: checker, Signer: signer, testKnobs: testKnobs{hooks: jitter}}
 		configure(r)
@@ -137,8 +138,8 @@ func stress(t *testing.T, rounds ...func(r *Round)) (violations []string) {
 			bad("round %d: %d open jobs", sum.RoundID, sum.OpenJobs)
 		}
 	}
-	if len(jobs) < 2*DefaultSettings().Capacity() && len(rounds) == 2 {
-		bad("%d jobs: two rounds of capacity %d on %d due servers should claim all they can", len(jobs), DefaultSettings().Capacity(), fleetSize)
+	if len(jobs) < 2*settings.Default().Capacity() && len(rounds) == 2 {
+		bad("%d jobs: two rounds of capacity %d on %d due servers should claim all they can", len(jobs), settings.Default().Capacity(), fleetSize)
 	}
 	return violations
 }

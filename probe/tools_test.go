@@ -76,7 +76,7 @@ func mcpRound(t *testing.T, db queries.DBTX, id int64) check.Result {
 	require.NoError(t, err)
 	// The spacing guard off, rather than the server's jobs moved a day back: a job's requested_at
 	// is its partition key (00017), and its run's partition names the job's.
-	s := settings(FinishTx)
+	s := testSettings(FinishTx)
 	s.MinSpacing = 0
 	_, err = (&Round{DB: db, Settings: s, Checker: check.New(check.Config{AllowPrivate: true})}).Run(t.Context())
 	require.NoError(t, err)

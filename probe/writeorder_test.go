@@ -15,7 +15,7 @@ func TestAWriteOrderThatSkipsTheFinishFailsTheFinish(t *testing.T) {
 	t.Parallel()
 	pool := testDB(t)
 	dueServers(t, pool, 1)
-	s := settings(FinishAdvanceFirst)
+	s := testSettings(FinishAdvanceFirst)
 	s.ClaimLimit = 1
 	r := &Round{DB: pool, Settings: s, Checker: &okChecker{},
 		WriteOrder: func(_ context.Context, _ queries.ClaimedJob, advance func(), _ func() error, _ func()) { advance() }}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/probectl/probectl/probe/settings"
 )
 
 // ClaimLockKey is the transaction-level advisory lock key probe_claim takes before it reads:
@@ -14,7 +15,7 @@ const ClaimLockKey int64 = 482956239461
 
 // InFlightWindow is how long a job counts as open: past it the claim closes the job as abandoned.
 // A round's settings must fit a job's worst case inside it (probe.Settings.Validate).
-const InFlightWindow = 15 * time.Minute
+const InFlightWindow = settings.InFlightWindow
 
 // ClaimParams are the arguments of one claim.
 type ClaimParams struct {

@@ -7,31 +7,28 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/probe/settings"
 )
 
 // Release is one row of releases: the round settings a version ships and the ways back its plan
 // approved.
 type Release struct {
-	ID             int64         `db:"id"`
-	Version        string        `db:"version"`
-	Fanout         int           `db:"fanout"`
-	ClaimLimit     int           `db:"claim_limit"`
-	Concurrency    int           `db:"concurrency"`
-	MinSpacing     time.Duration `db:"min_spacing"`
-	RequestTimeout time.Duration `db:"request_timeout"`
-	MaxDuration    time.Duration `db:"max_duration"`
-	FinishMode     string        `db:"finish_mode"`
-	WaysBack       []string      `db:"ways_back"`
-	Note           string        `db:"note"`
-	DeployedAt     time.Time     `db:"deployed_at"`
-	DeployedBy     string        `db:"deployed_by"`
-	Active         bool          `db:"active"`
-	Kind           string        `db:"kind"` // deploy | fanout-off
-	PreviousID     *int64        `db:"previous_id"`
-	DerivedFrom    *int64        `db:"derived_from"`
-	RolledBackAt   *time.Time    `db:"rolled_back_at"`
-	RolledBackBy   *string       `db:"rolled_back_by"`
-	RollbackReason *string       `db:"rollback_reason"`
+	ID      int64  `db:"id"`
+	Version string `db:"version"`
+	// Carried are the round settings the release ships, one column each.
+	settings.Carried
+	WaysBack       []string   `db:"ways_back"`
+	Note           string     `db:"note"`
+	DeployedAt     time.Time  `db:"deployed_at"`
+	DeployedBy     string     `db:"deployed_by"`
+	Active         bool       `db:"active"`
+	Kind           string     `db:"kind"` // deploy | fanout-off
+	PreviousID     *int64     `db:"previous_id"`
+	DerivedFrom    *int64     `db:"derived_from"`
+	RolledBackAt   *time.Time `db:"rolled_back_at"`
+	RolledBackBy   *string    `db:"rolled_back_by"`
+	RollbackReason *string    `db:"rollback_reason"`
 }
 
 // ReleaseEvent is one activation of a release: a deploy or a rollback, with who and why.
@@ -102,19 +99,15 @@ func oneRelease(ctx context.Context, db DBTX, id *int64, active bool) (Release, 
 
 // InsertReleaseParams are the fields of a new release row.
 type InsertReleaseParams struct {
-	Version                         string
-	Fanout, ClaimLimit, Concurrency int
-	MinSpacing                      time.Duration
-	RequestTimeout                  time.Duration
-	MaxDuration                     time.Duration
-	FinishMode                      string
-	WaysBack                        []string
-	Note                            string
-	DeployedBy                      string
-	Kind                            string
-	PreviousID                      *int64
-	DerivedFrom                     *int64
-	Active                          bool
+	Version string
+	settings.Carried
+	WaysBack    []string
+	Note        string
+	DeployedBy  string
+	Kind        string
+	PreviousID  *int64
+	DerivedFrom *int64
+	Active      bool
 	// Now, when set, stands in for now().
 	Now *time.Time
 }
@@ -125,9 +118,13 @@ func InsertRelease(ctx context.Context, tx pgx.Tx, p InsertReleaseParams) (int64
 	if waysBack == nil {
 		waysBack = []string{}
 	}
-	id, err := valueOf[int64](ctx, tx, "InsertRelease", p.Version, p.Fanout, p.ClaimLimit, p.Concurrency,
-		p.MinSpacing, p.FinishMode, waysBack, p.Note, p.DeployedBy, p.Kind, p.PreviousID,
-		p.DerivedFrom, p.Active, p.Now, p.RequestTimeout, p.MaxDuration)
+	args := pgx.StrictNamedArgs{"version": p.Version, "ways_back": waysBack, "note": p.Note,
+		"deployed_by": p.DeployedBy, "kind": p.Kind, "previous_id": p.PreviousID, "derived_from": p.DerivedFrom,
+		"active": p.Active, "now": p.Now}
+	for col, v := range p.Carried.Columns() {
+		args[col] = v
+	}
+	id, err := valueOf[int64](ctx, tx, "InsertRelease", args)
 	if err != nil {
 		return 0, fmt.Errorf("insert release %s: %w", p.Version, err)
 	}

@@ -10,9 +10,10 @@ SELECT pg_advisory_xact_lock(2024061500, 3);
 -- name: Releases
 -- Every read of releases, so the columns are listed once: the release with id $1 (NULL: any),
 -- only the active one when $2, newest first, at most $3.
+-- contact is NULL on a release recorded before it existed (migrations/00018): "" is the default.
 SELECT id, version, fanout, claim_limit, concurrency, min_spacing, finish_mode, ways_back, note,
        deployed_at, deployed_by, active, kind, previous_id, derived_from, rolled_back_at,
-       rolled_back_by, rollback_reason, request_timeout, max_duration
+       rolled_back_by, rollback_reason, request_timeout, max_duration, coalesce(contact, '') AS contact
 FROM releases
 WHERE ($1::bigint IS NULL OR id = $1) AND (NOT $2::bool OR active)
 ORDER BY id DESC
@@ -25,12 +26,14 @@ LIMIT $3;
 SELECT id FROM releases WHERE active FOR UPDATE;
 
 -- name: InsertRelease
--- $14 stands in for now() in tests.
+-- The carried settings are named as their columns (settings.Carried's db tags); @now stands in for
+-- now() in tests.
 INSERT INTO releases (version, fanout, claim_limit, concurrency, min_spacing, finish_mode, ways_back,
                       note, deployed_by, kind, previous_id, derived_from, active, deployed_at,
-                      request_timeout, max_duration)
-VALUES ($1, $2, $3, $4, $5::interval, $6, $7, $8, $9, $10, $11, $12, $13,
-        coalesce($14::timestamptz, now()), $15::interval, $16::interval)
+                      request_timeout, max_duration, contact)
+VALUES (@version, @fanout, @claim_limit, @concurrency, @min_spacing::interval, @finish_mode, @ways_back,
+        @note, @deployed_by, @kind, @previous_id, @derived_from, @active, coalesce(@now::timestamptz, now()),
+        @request_timeout::interval, @max_duration::interval, nullif(@contact, ''))
 RETURNING id;
 
 -- name: DeactivateRelease

@@ -8,30 +8,24 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/probectl/probectl/probe/settings"
 )
 
-// NewRound is what a probe_rounds row records about how a round was run.
-type NewRound struct {
-	Trigger                         string // cron | manual
-	ReleaseID                       *int64
-	Version                         string
-	Fanout, ClaimLimit, Concurrency int
-	// Settings are every setting the round used, as JSON.
-	Settings json.RawMessage
-	Now      *time.Time
-}
-
-// InsertRound records the start of a round.
-func InsertRound(ctx context.Context, db DBTX, r NewRound) (id int64, startedAt time.Time, err error) {
-	settings := r.Settings
-	if settings == nil {
-		settings = json.RawMessage("{}")
+// InsertRound records the start of a round run with the settings of record (now: nil for the
+// database's clock). The row's columns repeat the settings a list of rounds shows (trigger,
+// release, version, fan-out, claim limit, concurrency); its settings column holds the whole record.
+func InsertRound(ctx context.Context, db DBTX, record settings.Record, now *time.Time) (id int64, startedAt time.Time, err error) {
+	s := record.Settings
+	js, err := json.Marshal(record)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("record round: encode its settings: %w", err)
 	}
 	started, err := rowOf[struct {
 		ID        int64     `db:"id"`
 		StartedAt time.Time `db:"started_at"`
-	}](ctx, db, "InsertRound", r.Trigger, r.ReleaseID, r.Version, r.Fanout, r.ClaimLimit, r.Concurrency,
-		string(settings), r.Now)
+	}](ctx, db, "InsertRound", pgx.StrictNamedArgs{"trigger": s.Trigger, "release_id": s.ReleaseID, "version": s.Version,
+		"fanout": s.Fanout, "claim_limit": s.ClaimLimit, "concurrency": s.Concurrency, "settings": string(js), "now": now})
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("record round: %w", err)
 	}

@@ -2,7 +2,8 @@
 -- A round starts with its first heartbeat (migrations/00005_round_heartbeat.sql).
 INSERT INTO probe_rounds (trigger, release_id, version, fanout, claim_limit, concurrency, settings, started_at,
                           heartbeat_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()))
+VALUES (@trigger, @release_id, @version, @fanout, @claim_limit, @concurrency, @settings::jsonb,
+        coalesce(@now::timestamptz, now()), coalesce(@now::timestamptz, now()))
 RETURNING id, started_at;
 
 -- name: FinishRound

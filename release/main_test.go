@@ -10,6 +10,7 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -18,12 +19,12 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 var tmpl = dbtest.NewTemplate("release_tmpl", testfactory.Migrate)
 
 // parallel is the incident's first parallel release: 19 fan-out messages, 5 claims, 3 at a time.
-var parallel = release.Settings{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: 10 * time.Minute,
-	RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, Finish: release.FinishTx}
+var parallel = release.Settings{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: settings.Duration(10 * time.Minute),
+	RequestTimeout: settings.Duration(10 * time.Second), MaxDuration: settings.Duration(4 * time.Minute), Finish: release.FinishTx}
 
 // sequential is the release before it: one loop.
-var sequential = release.Settings{Fanout: 0, ClaimLimit: 25, Concurrency: 1, MinSpacing: 10 * time.Minute,
-	RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, Finish: release.FinishTx}
+var sequential = release.Settings{Fanout: 0, ClaimLimit: 25, Concurrency: 1, MinSpacing: settings.Duration(10 * time.Minute),
+	RequestTimeout: settings.Duration(10 * time.Second), MaxDuration: settings.Duration(4 * time.Minute), Finish: release.FinishTx}
 
 // record records a release and fails the test on error.
 func record(t *testing.T, pool *pgxpool.Pool, version string, s release.Settings, ways ...release.Way) release.Release {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/input"
-	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -88,8 +88,8 @@ func Record(ctx context.Context, pool queries.DB, req RecordRequest) (*Recorded,
 				ways, out.WaysBackDefaulted = []Way{WayPrevious}, true
 			}
 		}
-		rel := withSettings(Release{Version: req.Version, WaysBack: waysStrings(ways), Note: req.Note,
-			DeployedBy: req.Actor, Kind: KindDeploy}, req.Settings)
+		rel := Release{Version: req.Version, Carried: req.Settings, WaysBack: waysStrings(ways), Note: req.Note,
+			DeployedBy: req.Actor, Kind: KindDeploy}
 		if out.Replaced != nil {
 			rel.PreviousID = &out.Replaced.ID
 		}
@@ -130,17 +130,25 @@ func Record(ctx context.Context, pool queries.DB, req RecordRequest) (*Recorded,
 }
 
 // ValidateRecord checks a request before anything connects: bad input, exit 2, naming the flag.
+// The bounds are the command's, not Record's: the incident replay records the old settings on its
+// own throwaway database.
 func ValidateRecord(req RecordRequest) error {
-	// The bounds are the command's (CheckBounds), not Record's: the incident replay records the
-	// old settings on its own throwaway database.
-	if err := CheckBounds(req.Settings.Apply(probe.DefaultSettings())); err != nil {
+	if err := roundOf(req.Settings).CheckBounds(); err != nil {
 		return exit.UsageError(errors.Join(err, req.validate()))
 	}
 	return exit.UsageError(req.validate())
 }
 
+// roundOf is a round of the binary's defaults with the release's carried settings: how `run round`
+// checks what a release ships.
+func roundOf(c Settings) settings.Settings {
+	s := settings.Default()
+	s.Carried = c
+	return s
+}
+
 func (req RecordRequest) validate() error {
-	if err := ValidateSettings(req.Settings); err != nil {
+	if err := roundOf(req.Settings).Validate(); err != nil {
 		return err
 	}
 	if req.Every != 0 && (req.Every < MinEvery || req.Every > MaxEvery) {

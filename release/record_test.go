@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -22,7 +23,7 @@ func TestRecordMakesTheNewReleaseActiveAndRemembersThePreviousOne(t *testing.T) 
 	require.Equal(t, second.ID, active(t, h).ID)
 	require.Equal(t, &first.ID, active(t, h).PreviousID)
 	require.Equal(t, []string{"previous", "fanout-off"}, active(t, h).WaysBack)
-	require.Equal(t, parallel, release.SettingsOf(*active(t, h)))
+	require.Equal(t, parallel, active(t, h).Carried)
 	require.False(t, h.Releases[1].Active, "the old release is no longer active")
 
 	require.Len(t, h.Events, 2)
@@ -45,11 +46,11 @@ func TestRecordRefusesBadSettingsNamingTheSettingOrTheFlag(t *testing.T) {
 		{"a negative fan-out is refused", func(r *release.RecordRequest) { r.Settings.Fanout = -1 }, "fanout: "},
 		{"a zero claim limit is refused", func(r *release.RecordRequest) { r.Settings.ClaimLimit = 0 }, "claim_limit: "},
 		{"a zero concurrency is refused", func(r *release.RecordRequest) { r.Settings.Concurrency = 0 }, "concurrency: "},
-		{"a negative spacing is refused", func(r *release.RecordRequest) { r.Settings.MinSpacing = -time.Second }, "min_spacing: "},
+		{"a negative spacing is refused", func(r *release.RecordRequest) { r.Settings.MinSpacing = settings.Duration(-time.Second) }, "min_spacing: "},
 		{"an unknown finish mode is refused", func(r *release.RecordRequest) { r.Settings.Finish = "later" }, "finish: "},
 		{"a worst case longer than the in-flight window fails the lease check", func(r *release.RecordRequest) {
-			r.Settings.RequestTimeout = time.Minute
-			r.Settings.MaxDuration = 10 * time.Minute
+			r.Settings.RequestTimeout = settings.Duration(time.Minute)
+			r.Settings.MaxDuration = settings.Duration(10 * time.Minute)
 		}, "lease: 8 requests × request_timeout 1m0s + max_duration 10m0s + finish 30s = 18m30s does not fit the 15m0s in-flight window"},
 		{"an empty version is refused", func(r *release.RecordRequest) { r.Version = "" }, "--version"},
 		{"a release without an actor is refused", func(r *release.RecordRequest) { r.Actor = "" }, "--actor"},

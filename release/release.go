@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -48,79 +48,33 @@ const (
 
 // Finish modes a release may ship (the probe's finish path).
 const (
-	FinishTx           = probe.FinishTx
-	FinishAdvanceFirst = probe.FinishAdvanceFirst
+	FinishTx           = settings.FinishTx
+	FinishAdvanceFirst = settings.FinishAdvanceFirst
 )
 
-// Settings are the round settings a release ships; `run round` takes its defaults from them.
-type Settings struct {
-	// Fanout is the number of fan-out messages (extra invocations) per round.
-	Fanout int
-	// ClaimLimit is the number of servers one invocation claims over its life.
-	ClaimLimit int
-	// Concurrency is the number of checks one invocation runs at a time.
-	Concurrency int
-	// MinSpacing is the spacing guard: no claim of a server within this of its last job.
-	MinSpacing time.Duration
-	// RequestTimeout bounds each request of a check; with MaxDuration it decides the lease check.
-	RequestTimeout time.Duration
-	// MaxDuration is the round's time budget.
-	MaxDuration time.Duration
-	// Finish is the finish mode: tx (one transaction) or advance-first (two writes, safe order).
-	Finish string
-}
-
-// DefaultSettings are the binary's own round defaults (the probe's), for flags left unset.
-func DefaultSettings() Settings {
-	p := probe.DefaultSettings()
-	return Settings{Fanout: p.Fanout, ClaimLimit: p.ClaimLimit, Concurrency: p.Concurrency,
-		MinSpacing: p.MinSpacing, RequestTimeout: p.RequestTimeout, MaxDuration: p.MaxDuration, Finish: p.Finish}
-}
-
-// SettingsOf returns the round settings a release ships.
-func SettingsOf(r Release) Settings {
-	return Settings{Fanout: r.Fanout, ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency,
-		MinSpacing: r.MinSpacing, RequestTimeout: r.RequestTimeout, MaxDuration: r.MaxDuration, Finish: r.FinishMode}
-}
-
-// withSettings returns r carrying the round settings s: the inverse of SettingsOf.
-func withSettings(r Release, s Settings) Release {
-	r.Fanout, r.ClaimLimit, r.Concurrency = s.Fanout, s.ClaimLimit, s.Concurrency
-	r.MinSpacing, r.RequestTimeout, r.MaxDuration = s.MinSpacing, s.RequestTimeout, s.MaxDuration
-	r.FinishMode = s.Finish
-	return r
-}
+// Settings are the round settings a release carries (probe/settings: Carried); `run round` takes
+// its defaults from them.
+type Settings = settings.Carried
 
 // insertParams is the row that records r as a new active release, as of now (nil: the database's
 // now()). Record and the fanout-off rollback both insert through it, so a release's columns are
 // listed once.
 func insertParams(r Release, now *time.Time) queries.InsertReleaseParams {
 	return queries.InsertReleaseParams{
-		Version: r.Version, Fanout: r.Fanout, ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency,
-		MinSpacing: r.MinSpacing, RequestTimeout: r.RequestTimeout, MaxDuration: r.MaxDuration,
-		FinishMode: r.FinishMode, WaysBack: r.WaysBack, Note: r.Note, DeployedBy: r.DeployedBy,
+		Version: r.Version, Carried: r.Carried, WaysBack: r.WaysBack, Note: r.Note, DeployedBy: r.DeployedBy,
 		Kind: r.Kind, PreviousID: r.PreviousID, DerivedFrom: r.DerivedFrom, Active: true, Now: now,
 	}
 }
 
-// Apply lays the release's settings over base (the probe's defaults or a round's settings): what
-// a round runs with before its own flags override anything.
-func (s Settings) Apply(base probe.Settings) probe.Settings {
-	base.Fanout, base.ClaimLimit, base.Concurrency = s.Fanout, s.ClaimLimit, s.Concurrency
-	base.MinSpacing, base.RequestTimeout, base.MaxDuration = s.MinSpacing, s.RequestTimeout, s.MaxDuration
-	base.Finish = s.Finish
-	return base
-}
-
 // FanoutOff is what the fanout-off way back runs: the same settings, no fan-out messages, one
 // check at a time.
-func (s Settings) FanoutOff() Settings {
+func FanoutOff(s Settings) Settings {
 	s.Fanout, s.Concurrency = 0, 1
 	return s
 }
 
 // IsFanoutOff says whether the settings already are the fanout-off ones.
-func (s Settings) IsFanoutOff() bool { return s.Fanout == 0 && s.Concurrency == 1 }
+func IsFanoutOff(s Settings) bool { return s.Fanout == 0 && s.Concurrency == 1 }
 
 // ParseWays parses a comma-separated list of ways back ("previous,fanout-off"); "none" or the
 // empty string approves none. The result is in canonical order without repeats, never nil.

@@ -201,7 +201,7 @@ func planFrom(ctx context.Context, db queries.DBTX, req RollbackRequest, active 
 		}
 		plan.To = prev
 	case WayFanoutOff:
-		if SettingsOf(active).IsFanoutOff() {
+		if IsFanoutOff(active.Carried) {
 			plan.AlreadyDone, plan.To = true, active
 			if last, err := queries.LastActivation(ctx, db, active.ID); err == nil && last.Action == ActionFanoutOff {
 				plan.Done = &last
@@ -224,11 +224,11 @@ func planFrom(ctx context.Context, db queries.DBTX, req RollbackRequest, active 
 // later --to-previous goes back to the version before, not to the fan-out that was switched off.
 func fanoutOffOf(r Release, actor string) Release {
 	derived := r.ID
-	return withSettings(Release{
-		Version: r.Version, WaysBack: r.WaysBack,
+	return Release{
+		Version: r.Version, Carried: FanoutOff(r.Carried), WaysBack: r.WaysBack,
 		Note: fmt.Sprintf("fan-out off: rollback of release #%d", r.ID), DeployedBy: actor,
 		Kind: KindFanoutOff, PreviousID: r.PreviousID, DerivedFrom: &derived,
-	}, SettingsOf(r).FanoutOff())
+	}
 }
 
 // apply writes the plan: deactivate From, activate (or insert) To, mark From rolled back, record

@@ -77,12 +77,12 @@ func TestRollbackFanoutOffKeepsTheVersionWithoutFanout(t *testing.T) {
 	require.Equal(t, &v1.ID, to.PreviousID, "--to-previous from here goes to the version before, not back to the fan-out")
 	want := parallel
 	want.Fanout, want.Concurrency = 0, 1
-	require.Equal(t, want, release.SettingsOf(to))
+	require.Equal(t, want, to.Carried)
 
 	// The next round reads the active release and runs with the new settings.
 	r, err := release.ForRound(t.Context(), pool, "v2", false)
 	require.NoError(t, err)
-	require.Equal(t, want, release.SettingsOf(*r))
+	require.Equal(t, want, r.Carried)
 
 	// Going further back from the fan-out-off release reaches v1.
 	plan = rollback(t, pool, release.WayPrevious)

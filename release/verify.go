@@ -11,6 +11,7 @@ import (
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/input"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -60,18 +61,15 @@ type Report struct {
 
 // ReleaseSummary is the release a report is about.
 type ReleaseSummary struct {
-	ID                int64     `json:"id"`
-	Version           string    `json:"version"`
-	Kind              string    `json:"kind"`
-	Active            bool      `json:"active"`
-	DeployedAt        time.Time `json:"deployed_at"`
-	DeployedBy        string    `json:"deployed_by"`
-	Fanout            int       `json:"fanout"`
-	ClaimLimit        int       `json:"claim_limit"`
-	Concurrency       int       `json:"concurrency"`
-	MinSpacingSeconds float64   `json:"min_spacing_seconds"`
-	Finish            string    `json:"finish"`
-	WaysBack          []string  `json:"ways_back"`
+	ID         int64     `json:"id"`
+	Version    string    `json:"version"`
+	Kind       string    `json:"kind"`
+	Active     bool      `json:"active"`
+	DeployedAt time.Time `json:"deployed_at"`
+	DeployedBy string    `json:"deployed_by"`
+	// Carried are the round settings it ships, with the keys every settings JSON uses.
+	settings.Carried
+	WaysBack []string `json:"ways_back"`
 }
 
 // RoundReport is one row of the incident write-up's table, and a little more.
@@ -298,6 +296,5 @@ func summarize(r Release) ReleaseSummary {
 		ways = []string{}
 	}
 	return ReleaseSummary{ID: r.ID, Version: r.Version, Kind: r.Kind, Active: r.Active, DeployedAt: r.DeployedAt,
-		DeployedBy: r.DeployedBy, Fanout: r.Fanout, ClaimLimit: r.ClaimLimit, Concurrency: r.Concurrency,
-		MinSpacingSeconds: r.MinSpacing.Seconds(), Finish: r.FinishMode, WaysBack: ways}
+		DeployedBy: r.DeployedBy, Carried: r.Carried.WithDefaults(), WaysBack: ways}
 }

@@ -304,7 +304,7 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, error) {
 
 // checkLease: the release's settings must let a job's worst case fit inside the in-flight window.
 func checkLease(r Release) Check {
-	if err := ValidateSettings(SettingsOf(r)); err != nil {
+	if err := roundOf(r.Carried).Validate(); err != nil {
 		return fail(CheckLease, fmt.Sprintf("release #%d's settings fail the lease check: %v", r.ID, err), nil)
 	}
 	return pass(CheckLease, fmt.Sprintf("release #%d's settings fit a job's worst case inside the in-flight window", r.ID))

@@ -18,6 +18,7 @@ import (
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
@@ -349,9 +350,10 @@ func TestVerifyFailsAReleaseWhoseSettingsFailTheLeaseCheck(t *testing.T) {
 	s := newScene(t, 6)
 	// A release written by hand (or by an older binary) that Record would have refused.
 	err := queries.InTx(s.ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := queries.InsertRelease(s.ctx, tx, queries.InsertReleaseParams{Version: "v0", Fanout: 19, ClaimLimit: 5,
-			Concurrency: 3, MinSpacing: 10 * time.Minute, RequestTimeout: time.Minute, MaxDuration: 10 * time.Minute,
-			FinishMode: "tx", DeployedBy: "hand", Kind: "deploy", Now: &s.live})
+		_, err := queries.InsertRelease(s.ctx, tx, queries.InsertReleaseParams{Version: "v0",
+			Carried: settings.Carried{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: settings.Duration(10 * time.Minute),
+				RequestTimeout: settings.Duration(time.Minute), MaxDuration: settings.Duration(10 * time.Minute), Finish: "tx"},
+			DeployedBy: "hand", Kind: "deploy", Now: &s.live})
 		return err
 	})
 	require.NoError(t, err)

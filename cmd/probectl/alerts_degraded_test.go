@@ -11,6 +11,7 @@ import (
 	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -74,7 +75,7 @@ func TestARoundSummaryJSONSaysWhetherTheRoundWasDegraded(t *testing.T) {
 	for _, degraded := range []*queries.DegradedRound{nil, {RoundID: 7, Checked: 10, Failed: 8}} {
 		io, _, out, _ := testStreams()
 		f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
-		sum := &probe.Summary{RoundID: 7, Settings: probe.DefaultSettings()}
+		sum := &probe.Summary{RoundID: 7, Settings: settings.Default()}
 		require.NoError(t, renderRoundSummary(f, "json", sum, nil, nil, degraded))
 		var got struct {
 			Degraded *bool `json:"degraded"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +16,7 @@ import (
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
-	"github.com/probectl/probectl/release"
+	"github.com/probectl/probectl/probe/settings"
 )
 
 type checkOptions struct {
@@ -28,7 +29,7 @@ type checkOptions struct {
 }
 
 func newCheckCmd(f *factory) *cobra.Command {
-	opts := &checkOptions{f: f, Settings: probe.DefaultSettings()}
+	opts := &checkOptions{f: f, Settings: settings.Default()}
 	cmd := &cobra.Command{
 		Use:   "check URL [--kind mcp|http] [--transport streamable-http|sse] [--allow-private-targets]",
 		Short: "Check one server now, as a round would, without a database",
@@ -64,7 +65,7 @@ server's doing: failed, exit 1.
 	fl.StringVar(&opts.Kind, "kind", "", "mcp or http (default: mcp when the path ends in /mcp or /sse, else http)")
 	fl.StringVar(&opts.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
 	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses, a test network (never cloud metadata or link-local)")
-	fl.DurationVar(&opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request")
+	fl.DurationVar((*time.Duration)(&opts.Settings.RequestTimeout), "request-timeout", opts.Settings.RequestTimeout.D(), "timeout of each request")
 	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body (at most 8 MiB)")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file: also print the signed envelope")
 	return cmd
@@ -149,13 +150,13 @@ func (o *checkOptions) validate() error {
 	if o.Transport != "" && (o.Kind == "http" || (o.Kind == "" && probe.GuessKind(o.URL) == "http")) {
 		return exit.UsageError(fmt.Errorf("--transport: only mcp servers have a transport (add --kind mcp)"))
 	}
-	if o.Settings.RequestTimeout <= 0 || o.Settings.RequestTimeout > release.MaxRequestTimeout {
+	if o.Settings.RequestTimeout <= 0 || o.Settings.RequestTimeout.D() > settings.MaxRequestTimeout {
 		return exit.UsageError(fmt.Errorf("--request-timeout %s: must be positive and at most %s (a round's bound)",
-			render.Duration(o.Settings.RequestTimeout), render.Duration(release.MaxRequestTimeout)))
+			render.Duration(o.Settings.RequestTimeout.D()), render.Duration(settings.MaxRequestTimeout)))
 	}
-	if o.Settings.MaxBodyBytes <= 0 || o.Settings.MaxBodyBytes > release.MaxMaxBody {
+	if o.Settings.MaxBodyBytes <= 0 || o.Settings.MaxBodyBytes > settings.MaxMaxBody {
 		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive and at most %d (8 MiB, a round's bound)",
-			o.Settings.MaxBodyBytes, release.MaxMaxBody))
+			o.Settings.MaxBodyBytes, settings.MaxMaxBody))
 	}
 	// The URL a round could hold: the directory's rule (length, scheme, host, no credentials).
 	if err := directory.ValidateURL(o.URL); err != nil {

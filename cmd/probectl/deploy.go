@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -37,26 +37,21 @@ To go back, see 'probectl rollback'. The guide is docs/release.md.`,
 
 // releaseJSON is the documented JSON shape of a release (docs/release.md).
 type releaseJSON struct {
-	ID                    int64      `json:"id"`
-	Version               string     `json:"version"`
-	Kind                  string     `json:"kind"`
-	Active                bool       `json:"active"`
-	Fanout                int        `json:"fanout"`
-	ClaimLimit            int        `json:"claim_limit"`
-	Concurrency           int        `json:"concurrency"`
-	MinSpacingSeconds     float64    `json:"min_spacing_seconds"`
-	RequestTimeoutSeconds float64    `json:"request_timeout_seconds"`
-	MaxDurationSeconds    float64    `json:"max_duration_seconds"`
-	Finish                string     `json:"finish"`
-	WaysBack              []string   `json:"ways_back"`
-	Note                  string     `json:"note"`
-	DeployedAt            time.Time  `json:"deployed_at"`
-	DeployedBy            string     `json:"deployed_by"`
-	PreviousID            *int64     `json:"previous_id"`
-	DerivedFrom           *int64     `json:"derived_from"`
-	RolledBackAt          *time.Time `json:"rolled_back_at"`
-	RolledBackBy          *string    `json:"rolled_back_by"`
-	RollbackReason        *string    `json:"rollback_reason"`
+	ID      int64  `json:"id"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	Active  bool   `json:"active"`
+	// Carried are the round settings it ships, with the keys every settings JSON uses.
+	settings.Carried
+	WaysBack       []string   `json:"ways_back"`
+	Note           string     `json:"note"`
+	DeployedAt     time.Time  `json:"deployed_at"`
+	DeployedBy     string     `json:"deployed_by"`
+	PreviousID     *int64     `json:"previous_id"`
+	DerivedFrom    *int64     `json:"derived_from"`
+	RolledBackAt   *time.Time `json:"rolled_back_at"`
+	RolledBackBy   *string    `json:"rolled_back_by"`
+	RollbackReason *string    `json:"rollback_reason"`
 }
 
 func toReleaseJSON(r release.Release) releaseJSON {
@@ -65,10 +60,8 @@ func toReleaseJSON(r release.Release) releaseJSON {
 		ways = []string{}
 	}
 	return releaseJSON{
-		ID: r.ID, Version: r.Version, Kind: r.Kind, Active: r.Active, Fanout: r.Fanout, ClaimLimit: r.ClaimLimit,
-		Concurrency: r.Concurrency, MinSpacingSeconds: r.MinSpacing.Seconds(),
-		RequestTimeoutSeconds: r.RequestTimeout.Seconds(), MaxDurationSeconds: r.MaxDuration.Seconds(),
-		Finish: r.FinishMode, WaysBack: ways, Note: r.Note, DeployedAt: r.DeployedAt, DeployedBy: r.DeployedBy,
+		ID: r.ID, Version: r.Version, Kind: r.Kind, Active: r.Active, Carried: r.Carried.WithDefaults(),
+		WaysBack: ways, Note: r.Note, DeployedAt: r.DeployedAt, DeployedBy: r.DeployedBy,
 		PreviousID: r.PreviousID, DerivedFrom: r.DerivedFrom, RolledBackAt: r.RolledBackAt,
 		RolledBackBy: r.RolledBackBy, RollbackReason: r.RollbackReason,
 	}
@@ -107,19 +100,21 @@ func waysText(ways []string) string {
 	return strings.Join(ways, ",")
 }
 
-// settingsRows are the rows of a settings table: name and value, in the order flags are listed.
+// settingsRows are the rows of a settings table: name and value, the carried settings in the
+// field table's order.
 func settingsRows(r release.Release) [][2]string {
-	return [][2]string{
-		{"version", r.Version},
-		{"fanout", fmt.Sprint(r.Fanout)},
-		{"claim limit", fmt.Sprint(r.ClaimLimit)},
-		{"concurrency", fmt.Sprint(r.Concurrency)},
-		{"min spacing", render.Duration(r.MinSpacing)},
-		{"request timeout", render.Duration(r.RequestTimeout)},
-		{"max duration", render.Duration(r.MaxDuration)},
-		{"finish", r.FinishMode},
-		{"ways back", waysText(r.WaysBack)},
+	rows := [][2]string{{"version", r.Version}}
+	s := settings.Settings{Carried: r.Carried.WithDefaults()}
+	for _, f := range settings.CarriedFields() {
+		rows = append(rows, [2]string{f.Label, f.Show(s)})
 	}
+	return append(rows, [2]string{"ways back", waysText(r.WaysBack)})
+}
+
+// showSetting is a carried setting of a release as tables show it (the field table's Show).
+func showSetting(c settings.Carried, name settings.Setting) string {
+	f, _ := settings.Lookup(name)
+	return f.Show(settings.Settings{Carried: c.WithDefaults()})
 }
 
 // actorFrom is --actor, else $USER, else the name of the OS user running probectl (cron jobs and

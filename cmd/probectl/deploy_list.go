@@ -9,6 +9,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -84,7 +85,9 @@ func writeDeployList(f *factory, h *release.History) error {
 		if r.Active {
 			mark = "*"
 		}
-		tbl.Row(mark, r.ID, r.Version, r.Kind, r.Fanout, r.ClaimLimit, r.Concurrency, render.Duration(r.MinSpacing), r.FinishMode,
+		c := r.Carried
+		tbl.Row(mark, r.ID, r.Version, r.Kind, showSetting(c, settings.Fanout), showSetting(c, settings.ClaimLimit),
+			showSetting(c, settings.Concurrency), showSetting(c, settings.MinSpacing), showSetting(c, settings.Finish),
 			waysText(r.WaysBack), f.IO.Time(r.DeployedAt), r.DeployedBy, idText(r.PreviousID))
 	}
 	if err := tbl.Render(); err != nil {

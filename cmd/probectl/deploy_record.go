@@ -9,13 +9,15 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
 type deployRecordOptions struct {
-	f        *factory
-	Version  string
-	Settings release.Settings
+	f       *factory
+	Version string
+	// Settings hold the flags of the field table's carried rows (settings.Fields).
+	Settings settings.Settings
 	WaysBack string
 	Every    time.Duration
 	Note     string
@@ -26,7 +28,7 @@ type deployRecordOptions struct {
 }
 
 func newDeployRecordCmd(f *factory) *cobra.Command {
-	opts := &deployRecordOptions{f: f, Settings: release.DefaultSettings()}
+	opts := &deployRecordOptions{f: f, Settings: settings.Default()}
 	cmd := &cobra.Command{
 		Use:   "record [--version V] [settings] --ways-back previous,fanout-off",
 		Short: "Record a release and make it the active one",
@@ -48,10 +50,13 @@ checked as 'run round' checks them, including the lease check: every request of 
 15-minute in-flight window. And every setting has a bound (exit 2 naming the flag and the bound):
 --request-timeout at most 1m, --max-duration at most 14m, --min-spacing 10m to 7d, --fanout at
 most 1000, --claim-limit and --concurrency at most 10000.
+--contact is the page or address every request's User-Agent names (run round and the workers'
+rounds alike), so that the operators of the probed servers can reach you.
 Who deployed it is $USER unless --actor says otherwise.`,
 		Example: `  probectl deploy record --ways-back previous,fanout-off --note "fan-out 19, 3 at a time"
   probectl deploy record --version v1.4.0 --fanout 0 --concurrency 1 --ways-back previous
-  probectl deploy record --actor release-bot -o json`,
+  probectl deploy record --actor release-bot -o json
+  probectl deploy record --contact https://probe.example/about --ways-back previous`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("version") {
@@ -63,13 +68,7 @@ Who deployed it is $USER unless --actor says otherwise.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Version, "version", "", "version the release ships (default: this binary's version)")
-	fl.IntVar(&opts.Settings.Fanout, "fanout", opts.Settings.Fanout, "fan-out messages per round (extra invocations)")
-	fl.IntVar(&opts.Settings.ClaimLimit, "claim-limit", opts.Settings.ClaimLimit, "servers one invocation claims over its life")
-	fl.IntVar(&opts.Settings.Concurrency, "concurrency", opts.Settings.Concurrency, "checks one invocation runs at a time")
-	durationVar(fl, &opts.Settings.MinSpacing, "min-spacing", opts.Settings.MinSpacing, "no claim of a server within this of its last job")
-	durationVar(fl, &opts.Settings.RequestTimeout, "request-timeout", opts.Settings.RequestTimeout, "timeout of each request of a check")
-	durationVar(fl, &opts.Settings.MaxDuration, "max-duration", opts.Settings.MaxDuration, "a round's time budget")
-	fl.StringVar(&opts.Settings.Finish, "finish", opts.Settings.Finish, "finish mode: tx or advance-first")
+	addSettingFlags(fl, &opts.Settings, func(f settings.Field) bool { return f.Carried })
 	durationVar(fl, &opts.Every, "every", 0, "start a round this often under 'probectl worker' (5s to 24h; default: no schedule)")
 	fl.StringVar(&opts.WaysBack, "ways-back", "", "approved ways back: previous, fanout-off, both (comma-separated) or none (default: previous when there is a previous release)")
 	fl.StringVar(&opts.Note, "note", "", "what this release changes, for the history")
@@ -88,7 +87,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	if err != nil {
 		return exit.UsageError(fmt.Errorf("--ways-back: %w", err))
 	}
-	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings, WaysBack: ways,
+	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings.Carried, WaysBack: ways,
 		DefaultWaysBack: !opts.waysBackGiven, Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
 	if err := release.ValidateRecord(req); err != nil {
 		return inFlagWords(err)

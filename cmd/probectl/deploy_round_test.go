@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -43,7 +44,7 @@ func TestRunRoundTakesItsDefaultsFromTheActiveRelease(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
 	rel := recordAt(t, pool, time.Now(), "dev", release.Settings{Fanout: 1, ClaimLimit: 2, Concurrency: 1,
-		MinSpacing: 12 * time.Minute, RequestTimeout: 5 * time.Second, MaxDuration: time.Minute, Finish: "advance-first"})
+		MinSpacing: settings.Duration(12 * time.Minute), RequestTimeout: settings.Duration(5 * time.Second), MaxDuration: settings.Duration(time.Minute), Finish: "advance-first"})
 	c := withDB(url)
 
 	got := roundSettings(t, c)

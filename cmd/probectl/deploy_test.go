@@ -15,6 +15,7 @@ import (
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
@@ -23,10 +24,10 @@ import (
 var deployAt = time.Date(2026, 10, 7, 20, 53, 0, 0, time.UTC)
 
 var (
-	sequentialSettings = release.Settings{Fanout: 0, ClaimLimit: 25, Concurrency: 1, MinSpacing: 10 * time.Minute,
-		RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, Finish: "tx"}
-	parallelSettings = release.Settings{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: 10 * time.Minute,
-		RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, Finish: "tx"}
+	sequentialSettings = release.Settings{Fanout: 0, ClaimLimit: 25, Concurrency: 1, MinSpacing: settings.Duration(10 * time.Minute),
+		RequestTimeout: settings.Duration(10 * time.Second), MaxDuration: settings.Duration(4 * time.Minute), Finish: "tx"}
+	parallelSettings = release.Settings{Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: settings.Duration(10 * time.Minute),
+		RequestTimeout: settings.Duration(10 * time.Second), MaxDuration: settings.Duration(4 * time.Minute), Finish: "tx"}
 )
 
 // recordAt records a release at a fixed time, so that output is stable.
@@ -188,7 +189,7 @@ func TestDeployListShowsWhoDeployedAndRolledBackWhenAndWhy(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
 	require.Len(t, got.Releases, 3)
 	require.ElementsMatch(t, []string{"id", "version", "kind", "active", "fanout", "claim_limit", "concurrency",
-		"min_spacing_seconds", "request_timeout_seconds", "max_duration_seconds", "finish", "ways_back", "note",
+		"min_spacing_seconds", "request_timeout_seconds", "max_duration_seconds", "finish", "contact", "ways_back", "note",
 		"deployed_at", "deployed_by", "previous_id", "derived_from", "rolled_back_at", "rolled_back_by",
 		"rollback_reason"}, keysOf(got.Releases[0]))
 	require.Equal(t, "2026-10-07T21:00:52Z", got.Releases[1]["rolled_back_at"])

@@ -55,7 +55,8 @@ func TestDeployVerifyJSONHasTheDocumentedShape(t *testing.T) {
 	require.Equal(t, "2026-10-07T20:53:00Z", got["since"])
 	require.Equal(t, float64(600), got["window_seconds"])
 	require.ElementsMatch(t, []string{"id", "version", "kind", "active", "deployed_at", "deployed_by", "fanout",
-		"claim_limit", "concurrency", "min_spacing_seconds", "finish", "ways_back"}, keysOf(got["release"].(map[string]any)))
+		"claim_limit", "concurrency", "min_spacing_seconds", "request_timeout_seconds", "max_duration_seconds", "finish",
+		"contact", "ways_back"}, keysOf(got["release"].(map[string]any)))
 	round := got["rounds"].([]any)[0].(map[string]any)
 	require.ElementsMatch(t, []string{"id", "started_at", "finished_at", "jobs", "runs", "servers", "open_jobs",
 		"runs_missing_envelope", "envelopes_invalid", "second_claims", "state"}, keysOf(round))

@@ -17,34 +17,31 @@ import (
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
+	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
 
 type runRoundOptions struct {
 	f *factory
 
-	Fanout, ClaimLimit, Concurrency         int
-	MinSpacing, MaxDuration, RequestTimeout time.Duration
-	MaxBody                                 int64
-	Finish                                  string
-	AllowPrivateTargets                     bool
-	SigningKey                              string
-	Unsigned                                bool
-	Trigger                                 string
-	DryRun                                  bool
-	IgnoreVersion                           bool
-	ViaQueue, Wait                          bool
-	Quiet                                   bool
-	Contact                                 string
-	SpoolDir                                string
+	// Settings hold the flags of the field table's rows (settings.Fields).
+	Settings       settings.Settings
+	SigningKey     string
+	Unsigned       bool
+	Trigger        string
+	DryRun         bool
+	IgnoreVersion  bool
+	ViaQueue, Wait bool
+	Quiet          bool
+	SpoolDir       string
 
 	// changed says which flags were set on the command line: those override the active release.
 	changed func(flag string) bool
 }
 
 func newRunRoundCmd(f *factory, runF func(context.Context, *runRoundOptions) error) *cobra.Command {
-	opts := &runRoundOptions{f: f}
-	d := probe.DefaultSettings()
+	opts := &runRoundOptions{f: f, Settings: settings.Default()}
 	cmd := &cobra.Command{
 		Use:   "round",
 		Short: "Claim the due servers, check them concurrently and record a signed run for each",
@@ -64,7 +61,8 @@ job: in one transaction (--finish tx), or in two writes, advance first (--finish
 
 Every request names probectl, its version and --contact in its User-Agent
 ("probectl/v1.2.0 (+https://probe.example/about)"): set it to a page or address where the
-operators of the probed servers can reach you. A server that answers 429 or 503 with Retry-After
+operators of the probed servers can reach you (better: record it on the release, 'deploy record
+--contact', so that rounds the workers start name it too). A server that answers 429 or 503 with Retry-After
 is recorded as failed, rate_limited, and is next checked a full interval later.
 
 Runs are signed (DSSE, ed25519) with --signing-key or PROBECTL_SIGNING_KEY; without a key the
@@ -82,7 +80,7 @@ Each job is a lease: the prober's own copy ends 30 s before the in-flight window
 and no request is sent after it; such a check is stored as fenced, "fault": "probectl".
 
 The active release ('probectl deploy record') supplies the defaults of --fanout, --claim-limit,
---concurrency, --min-spacing, --request-timeout, --max-duration and --finish; a flag given on the
+--concurrency, --min-spacing, --request-timeout, --max-duration, --finish and --contact; a flag given on the
 command line overrides it and the summary says so. If the active release is another version
 than this binary, the round refuses (exit 3) unless --ignore-version.
 
@@ -116,42 +114,34 @@ waits there, each result exactly once ('probectl runs recover' does only that).`
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.Fanout, "fanout", d.Fanout, "fan-out invocations besides the cron one")
-	fl.IntVar(&opts.ClaimLimit, "claim-limit", d.ClaimLimit, "most servers one invocation claims over its life")
-	fl.IntVar(&opts.Concurrency, "concurrency", d.Concurrency, "most checks one invocation runs at once")
-	durationVar(fl, &opts.MinSpacing, "min-spacing", d.MinSpacing, "skip servers with a job within this (maintainer claims excepted)")
-	durationVar(fl, &opts.MaxDuration, "max-duration", d.MaxDuration, "the round's time budget: no claim after it")
-	durationVar(fl, &opts.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of each request of a check")
-	fl.Int64Var(&opts.MaxBody, "max-body", d.MaxBodyBytes, "most bytes read of each response body (at most 8 MiB)")
-	fl.StringVar(&opts.Finish, "finish", d.Finish, "finish mode: tx or advance-first")
+	addSettingFlags(fl, &opts.Settings, func(settings.Field) bool { return true })
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress display on the terminal (the summary is still printed)")
-	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback and private addresses (never cloud metadata or link-local)")
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
-	fl.StringVar(&opts.Trigger, "trigger", d.Trigger, "what started the round: manual or cron")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "claim nothing; explain what would be claimed and skipped")
 	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "where results that could not be stored wait (default $XDG_STATE_HOME/probectl)")
 	fl.BoolVar(&opts.IgnoreVersion, "ignore-version", false, "run even though the active release is another version")
 	fl.BoolVar(&opts.ViaQueue, "via-queue", false, "queue the invocations for 'probectl worker' processes, print the round id and exit")
 	fl.BoolVar(&opts.Wait, "wait", false, "with --via-queue: wait for the workers and print the round's summary")
-	fl.StringVar(&opts.Contact, "contact", d.Contact, "URL (or mailto:) the User-Agent names, so operators can reach you")
 	return cmd
 }
 
-// settings are the round's settings from the flags.
-func (o *runRoundOptions) settings(version string) probe.Settings {
-	return probe.Settings{
-		Fanout: o.Fanout, ClaimLimit: o.ClaimLimit, Concurrency: o.Concurrency,
-		MinSpacing: o.MinSpacing, MaxDuration: o.MaxDuration, RequestTimeout: o.RequestTimeout,
-		MaxBodyBytes: o.MaxBody, Finish: o.Finish, AllowPrivateTargets: o.AllowPrivateTargets,
-		Trigger: o.Trigger, Version: version, Contact: o.Contact,
-	}
+// flags are the round's settings as its flags give them, for this binary's version.
+func (o *runRoundOptions) flags() settings.Settings {
+	s := o.Settings
+	s.Version = o.f.Build.Version
+	return s
 }
 
-// roundRequest asks the active release for the round's settings (see release.SettingsForRound).
-func (o *runRoundOptions) roundRequest(flags probe.Settings) release.RoundRequest {
-	return release.RoundRequest{BinaryVersion: o.f.Build.Version, IgnoreVersion: o.IgnoreVersion,
-		Flags: flags, Changed: changedSetting(o.changed)}
+// resolve asks the active release for the round's settings (see release.SettingsForRound), within
+// the field table's bounds, and says what is wrong with them in the flags' words.
+func (o *runRoundOptions) resolve(ctx context.Context, db queries.DBTX) (settings.Settings, []release.Override, error) {
+	s, overrides, err := release.SettingsForRound(ctx, db, release.RoundRequest{BinaryVersion: o.f.Build.Version,
+		IgnoreVersion: o.IgnoreVersion, Flags: o.flags(), Changed: changedSetting(o.changed), Bounds: true})
+	if err != nil {
+		return s, nil, ignoreVersionHint(inFlagWords(err))
+	}
+	return s, overrides, nil
 }
 
 // signer loads the signing key, or returns nil with --unsigned. It never connects.
@@ -183,8 +173,8 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
-	settings := opts.settings(f.Build.Version)
-	if err := errors.Join(release.CheckBounds(settings), settings.Validate()); err != nil {
+	// The flags alone, before anything connects: bad input exits 2 without a database.
+	if _, _, err := settings.Resolve(settings.Request{Flags: opts.flags(), Bounds: true}); err != nil {
 		return inFlagWords(err)
 	}
 	memlimit.Set() // checks run in this process: its memory is bounded as a worker's is
@@ -192,7 +182,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		return err
 	}
 	if opts.DryRun {
-		return runRoundDryRun(ctx, opts, settings, format)
+		return runRoundDryRun(ctx, opts, format)
 	}
 	if opts.ViaQueue {
 		// The workers sign: no key is asked for or read here.
@@ -200,11 +190,11 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 		if err != nil {
 			return err
 		}
-		settings, overrides, err := release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings))
+		s, overrides, err := opts.resolve(ctx, pool)
 		if err != nil {
-			return ignoreVersionHint(inFlagWords(err))
+			return err
 		}
-		return runRoundViaQueue(ctx, opts, pool, settings, overrides, format)
+		return runRoundViaQueue(ctx, opts, pool, s, overrides, format)
 	}
 	signer, err := opts.signer()
 	if err != nil {
@@ -218,21 +208,21 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
-	settings, overrides, err := release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings))
+	s, overrides, err := opts.resolve(ctx, pool)
 	if err != nil {
-		return ignoreVersionHint(inFlagWords(err))
+		return err
 	}
 	round := &probe.Round{
 		DB:       pool,
-		Settings: settings,
-		Checker:  check.New(settings.CheckConfig()),
+		Settings: s,
+		Checker:  check.New(probe.CheckConfig(s)),
 		Signer:   signer,
 		Log:      slog.New(slog.NewTextHandler(f.IO.ErrOut, nil)),
 		SpoolDir: dir,
 	}
 	var progress *roundProgress
 	if f.IO.ErrTTY && !opts.Quiet {
-		progress = newRoundProgress(f.IO.Progress(), settings.Invocations(), settings.ClaimLimit)
+		progress = newRoundProgress(f.IO.Progress(), s.Invocations(), s.ClaimLimit)
 		round.Progress = progress.report
 	}
 	sum, err := round.Run(ctx)
@@ -266,17 +256,18 @@ func renderRoundWithFailures(ctx context.Context, f *factory, pool *pgxpool.Pool
 	return renderRoundSummary(f, format, sum, overrides, failures, degraded)
 }
 
-func runRoundDryRun(ctx context.Context, opts *runRoundOptions, settings probe.Settings, format string) error {
+func runRoundDryRun(ctx context.Context, opts *runRoundOptions, format string) error {
 	f := opts.f
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
-	if settings, _, err = release.SettingsForRunRound(ctx, pool, opts.roundRequest(settings)); err != nil {
-		return ignoreVersionHint(inFlagWords(err))
+	s, _, err := opts.resolve(ctx, pool)
+	if err != nil {
+		return err
 	}
 	// As of the database's clock, which the claim judges by, unless a test fixed the time.
-	plan, err := probe.PreviewGuarded(ctx, pool, settings, f.readAt(), check.New(settings.CheckConfig()))
+	plan, err := probe.PreviewGuarded(ctx, pool, s, f.readAt(), check.New(probe.CheckConfig(s)))
 	if err != nil {
 		return err
 	}

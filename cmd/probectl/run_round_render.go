@@ -8,34 +8,10 @@ import (
 
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
-
-// roundSettingsJSON is the documented JSON shape of a round's settings.
-type roundSettingsJSON struct {
-	Fanout                int     `json:"fanout"`
-	ClaimLimit            int     `json:"claim_limit"`
-	Concurrency           int     `json:"concurrency"`
-	MinSpacingSeconds     float64 `json:"min_spacing_seconds"`
-	MaxDurationSeconds    float64 `json:"max_duration_seconds"`
-	RequestTimeoutSeconds float64 `json:"request_timeout_seconds"`
-	MaxBodyBytes          int64   `json:"max_body_bytes"`
-	Finish                string  `json:"finish"`
-	AllowPrivateTargets   bool    `json:"allow_private_targets"`
-	InFlightSeconds       float64 `json:"in_flight_seconds"`
-	Trigger               string  `json:"trigger"`
-	Version               string  `json:"version"`
-	ReleaseID             *int64  `json:"release_id"`
-}
-
-func toRoundSettingsJSON(s probe.Settings) roundSettingsJSON {
-	return roundSettingsJSON{Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency,
-		MinSpacingSeconds: s.MinSpacing.Seconds(), MaxDurationSeconds: s.MaxDuration.Seconds(),
-		RequestTimeoutSeconds: s.RequestTimeout.Seconds(), MaxBodyBytes: s.MaxBodyBytes, Finish: s.Finish,
-		AllowPrivateTargets: s.AllowPrivateTargets, InFlightSeconds: queries.InFlightWindow.Seconds(),
-		Trigger: s.Trigger, Version: s.Version, ReleaseID: s.ReleaseID}
-}
 
 // invocationJSON is one invocation's final counts.
 type invocationJSON struct {
@@ -75,7 +51,7 @@ type roundJSON struct {
 	Spooled       int                `json:"spooled"`
 	SpoolFile     *string            `json:"spool_file"`
 	Recovered     int                `json:"recovered"`
-	Settings      roundSettingsJSON  `json:"settings"`
+	Settings      settings.Round     `json:"settings"`
 	Overrides     []overrideJSON     `json:"overrides"`
 	PerInvocation []invocationJSON   `json:"per_invocation"`
 	Failures      []roundFailureJSON `json:"failures"`
@@ -96,7 +72,7 @@ func roundSummaryView(f *factory, s *probe.Summary, overrides []release.Override
 		OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, CountsUnknown: s.CountsUnknown,
 		StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
 		AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
-		Problems: append([]string{}, s.Problems...), Settings: toRoundSettingsJSON(s.Settings),
+		Problems: append([]string{}, s.Problems...), Settings: settings.RoundOf(s.Settings),
 		Overrides:     toOverridesJSON(overrides),
 		PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures),
 		Degraded: degraded != nil}
@@ -145,7 +121,7 @@ func writeRoundSummary(f *factory, s *probe.Summary, overrides []release.Overrid
 	}
 	c := s.Settings
 	fmt.Fprintf(w, "%s\n", st.Muted.Render(fmt.Sprintf("%s round, version %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s, %s",
-		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, render.Duration(c.MinSpacing), c.Finish, signed)))
+		c.Trigger, c.Version, c.Fanout, c.ClaimLimit, c.Concurrency, render.Duration(c.MinSpacing.D()), c.Finish, signed)))
 	for _, o := range overrides {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%s %s overrides release #%d's %s", flagOf(o.Setting), o.Round, *c.ReleaseID, o.Release)))
 	}
@@ -204,25 +180,25 @@ type planServerJSON struct {
 
 // planJSON is the documented JSON shape of 'run round --dry-run -o json'.
 type planJSON struct {
-	DryRun      bool              `json:"dry_run"`
-	Now         time.Time         `json:"now"`
-	Capacity    int               `json:"capacity"`
-	Due         int               `json:"due"`
-	Claimable   int               `json:"claimable"`
-	WouldClaim  int               `json:"would_claim"`
-	Skipped     map[string]int    `json:"skipped"`
-	NotDue      int               `json:"not_due"`
-	NextDueAt   *time.Time        `json:"next_due_at"`
-	Leased      int               `json:"leased"`
-	SSRFRefused int               `json:"ssrf_refused"`
-	Settings    roundSettingsJSON `json:"settings"`
-	Servers     []planServerJSON  `json:"servers"`
+	DryRun      bool             `json:"dry_run"`
+	Now         time.Time        `json:"now"`
+	Capacity    int              `json:"capacity"`
+	Due         int              `json:"due"`
+	Claimable   int              `json:"claimable"`
+	WouldClaim  int              `json:"would_claim"`
+	Skipped     map[string]int   `json:"skipped"`
+	NotDue      int              `json:"not_due"`
+	NextDueAt   *time.Time       `json:"next_due_at"`
+	Leased      int              `json:"leased"`
+	SSRFRefused int              `json:"ssrf_refused"`
+	Settings    settings.Round   `json:"settings"`
+	Servers     []planServerJSON `json:"servers"`
 }
 
 func renderPlan(f *factory, format string, p *probe.Plan) error {
 	out := planJSON{DryRun: true, Now: p.Now.UTC(), Capacity: p.Capacity, Due: len(p.Servers),
 		Claimable: p.Claimable, WouldClaim: p.WouldClaim, Skipped: p.Skipped, NotDue: p.NotDue,
-		NextDueAt: p.NextDueAt, Leased: p.Leased, SSRFRefused: p.Refused, Settings: toRoundSettingsJSON(p.Settings),
+		NextDueAt: p.NextDueAt, Leased: p.Leased, SSRFRefused: p.Refused, Settings: settings.RoundOf(p.Settings),
 		Servers: make([]planServerJSON, 0, len(p.Servers))}
 	for _, s := range p.Servers {
 		out.Servers = append(out.Servers, planServerJSON{ServerID: s.ServerID, Slug: s.Slug, Status: s.Status,

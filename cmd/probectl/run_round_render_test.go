@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -22,7 +23,7 @@ func TestARoundSummaryWithMoreJobsThanServersSaysAServerWasClaimedTwice(t *testi
 	} {
 		io, _, out, _ := testStreams()
 		f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
-		sum := &probe.Summary{RoundID: 7, Settings: probe.DefaultSettings(),
+		sum := &probe.Summary{RoundID: 7, Settings: settings.Default(),
 			RoundCounts: queries.RoundCounts{Jobs: tc.jobs, Runs: tc.jobs, Servers: tc.servers}}
 		require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil, nil), tc.name)
 		line := "3 jobs covered 2 servers: a server was claimed twice\n"
@@ -40,7 +41,7 @@ func TestARoundSummaryWhoseCountsAreUnknownDoesNotSayZero(t *testing.T) {
 	t.Parallel()
 	io, _, out, _ := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
-	sum := &probe.Summary{RoundID: 7, Invocations: 1, Settings: probe.DefaultSettings(), CountsUnknown: true}
+	sum := &probe.Summary{RoundID: 7, Invocations: 1, Settings: settings.Default(), CountsUnknown: true}
 	require.NoError(t, renderRoundSummary(f, "table", sum, nil, nil, nil))
 	assert.Regexp(t, `(?m)^7 +1 +\? +\? +\? +\? +\? +\? +\? `, out.String())
 	assert.Contains(t, out.String(), "its counts are unknown, not zero")

@@ -21,6 +21,7 @@ import (
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/attest"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -32,16 +33,17 @@ func TestRunRoundFlagsBecomeTheRoundsSettings(t *testing.T) {
 		want probe.Settings
 	}{
 		{"no flags give the defaults", nil, func() probe.Settings {
-			s := probe.DefaultSettings()
+			s := settings.Default()
 			s.Version = "v1.2.3"
 			return s
 		}()},
 		{"every flag overrides its setting", []string{"--fanout", "3", "--claim-limit", "2", "--concurrency", "1",
 			"--min-spacing", "5m", "--max-duration", "1m", "--request-timeout", "3s", "--max-body", "1000",
 			"--finish", "advance-first", "--allow-private-targets", "--trigger", "cron", "--contact", "mailto:probes@example.org"},
-			probe.Settings{Fanout: 3, ClaimLimit: 2, Concurrency: 1, MinSpacing: 5 * time.Minute, MaxDuration: time.Minute,
-				RequestTimeout: 3 * time.Second, MaxBodyBytes: 1000, Finish: "advance-first", AllowPrivateTargets: true,
-				Trigger: "cron", Version: "v1.2.3", Contact: "mailto:probes@example.org"}},
+			probe.Settings{Carried: settings.Carried{Fanout: 3, ClaimLimit: 2, Concurrency: 1,
+				MinSpacing: settings.Duration(5 * time.Minute), MaxDuration: settings.Duration(time.Minute),
+				RequestTimeout: settings.Duration(3 * time.Second), Finish: "advance-first", Contact: "mailto:probes@example.org"},
+				MaxBodyBytes: 1000, AllowPrivateTargets: true, Trigger: "cron", Version: "v1.2.3"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +54,7 @@ func TestRunRoundFlagsBecomeTheRoundsSettings(t *testing.T) {
 			cmd := newRunRoundCmd(f, func(_ context.Context, o *runRoundOptions) error { got = o; return nil })
 			cmd.SetArgs(append([]string{}, tc.args...)) // nil would make cobra read os.Args
 			require.NoError(t, cmd.Execute())
-			require.Equal(t, tc.want, got.settings(f.Build.Version))
+			require.Equal(t, tc.want, got.flags())
 		})
 	}
 }
@@ -117,7 +119,8 @@ func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, map[string]any{"fanout": 2.0 - 1, "claim_limit": 2.0, "concurrency": 3.0, "min_spacing_seconds": 600.0,
 		"max_duration_seconds": 240.0, "request_timeout_seconds": 10.0, "max_body_bytes": 1048576.0, "finish": "tx",
-		"allow_private_targets": true, "in_flight_seconds": 900.0, "trigger": "cron", "version": "dev", "release_id": nil},
+		"allow_private_targets": true, "in_flight_seconds": 900.0, "trigger": "cron", "version": "dev", "release_id": nil,
+		"contact": "https://github.com/probectl/probectl"},
 		got["settings"])
 	assert.Equal(t, []any{map[string]any{"invocation": 0.0, "claimed": 2.0, "done": 2.0},
 		map[string]any{"invocation": 1.0, "claimed": 2.0, "done": 2.0}}, got["per_invocation"])

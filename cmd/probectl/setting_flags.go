@@ -3,55 +3,81 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/probectl/probectl/internal/exit"
-	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/probe/worker"
 	"github.com/probectl/probectl/release"
 )
 
-// settingFlags are the flags (run round, deploy record, worker) that set each setting: the domain
-// packages name settings, and the commands say them as the flags a person typed.
-var settingFlags = map[probe.Setting]string{
-	probe.SettingFanout:         "fanout",
-	probe.SettingClaimLimit:     "claim-limit",
-	probe.SettingConcurrency:    "concurrency",
-	probe.SettingMinSpacing:     "min-spacing",
-	probe.SettingMaxDuration:    "max-duration",
-	probe.SettingRequestTimeout: "request-timeout",
-	probe.SettingMaxBody:        "max-body",
-	probe.SettingFinish:         "finish",
-	probe.SettingTrigger:        "trigger",
-	probe.SettingContact:        "contact",
-	worker.SettingMaxWorkers:    "max-workers",
+// settingFlags are the flags outside the field table that set a setting a domain package names
+// (worker's --max-workers); the round settings' flags are the field table's (settings.Fields).
+var settingFlags = map[settings.Setting]string{
+	worker.SettingMaxWorkers: "max-workers",
+}
+
+// flagName is the flag that sets s, "claim-limit"; "" when none does.
+func flagName(s settings.Setting) string {
+	if f, ok := settings.Lookup(s); ok {
+		return f.Flag
+	}
+	return settingFlags[s]
 }
 
 // flagOf is the flag that sets s, "--claim-limit"; a setting without a flag is said as it is.
-func flagOf(s probe.Setting) string {
-	if name, ok := settingFlags[s]; ok {
+func flagOf(s settings.Setting) string {
+	if name := flagName(s); name != "" {
 		return "--" + name
 	}
 	return string(s)
 }
 
 // changedSetting says whether the flag of a setting was given on the command line.
-func changedSetting(changed func(flag string) bool) func(probe.Setting) bool {
+func changedSetting(changed func(flag string) bool) func(settings.Setting) bool {
 	if changed == nil {
 		return nil
 	}
-	return func(s probe.Setting) bool {
-		name, ok := settingFlags[s]
-		return ok && changed(name)
+	return func(s settings.Setting) bool {
+		name := flagName(s)
+		return name != "" && changed(name)
 	}
 }
 
-// inFlagWords says every *probe.SettingsError in err with the flags of the command line, keeping
+// addSettingFlags adds the flag of every row of the field table that keep says, bound to its
+// field of s, with s's value as the default (run round: every row; deploy record: the carried
+// ones).
+func addSettingFlags(fl *pflag.FlagSet, s *settings.Settings, keep func(settings.Field) bool) {
+	for _, f := range settings.Fields {
+		if !keep(f) {
+			continue
+		}
+		switch p := f.Ptr(s).(type) {
+		case *int:
+			fl.IntVar(p, f.Flag, *p, f.Usage)
+		case *int64:
+			fl.Int64Var(p, f.Flag, *p, f.Usage)
+		case *settings.Duration:
+			durationVar(fl, (*time.Duration)(p), f.Flag, p.D(), f.Usage)
+		case *string:
+			fl.StringVar(p, f.Flag, *p, f.Usage)
+		case *bool:
+			fl.BoolVar(p, f.Flag, *p, f.Usage)
+		default:
+			panic(fmt.Sprintf("setting %s: no flag for a value of type %T", f.Name, p))
+		}
+	}
+}
+
+// inFlagWords says every *settings.Error in err with the flags of the command line, keeping
 // err's shape (joined errors stay joined, exit codes stay); other errors pass unchanged.
 func inFlagWords(err error) error {
 	switch e := err.(type) {
 	case nil:
 		return nil
-	case *probe.SettingsError:
+	case *settings.Error:
 		return &flagError{text: e.Say(flagOf), err: e}
 	case *exit.Error:
 		return &exit.Error{Code: e.Code, Err: inFlagWords(e.Err)}
@@ -87,7 +113,7 @@ type overrideJSON struct {
 func toOverridesJSON(overrides []release.Override) []overrideJSON {
 	out := make([]overrideJSON, 0, len(overrides))
 	for _, o := range overrides {
-		out = append(out, overrideJSON{Flag: settingFlags[o.Setting], Release: o.Release, Round: o.Round})
+		out = append(out, overrideJSON{Flag: flagName(o.Setting), Release: o.Release, Round: o.Round})
 	}
 	return out
 }

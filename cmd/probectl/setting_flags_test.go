@@ -6,9 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/probe/worker"
-	"github.com/probectl/probectl/release"
 )
 
 func TestEverySettingADomainErrorNamesIsSaidAsAFlagTheCommandHas(t *testing.T) {
@@ -16,18 +15,17 @@ func TestEverySettingADomainErrorNamesIsSaidAsAFlagTheCommandHas(t *testing.T) {
 	io, _, _, _ := testStreams()
 	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	runRound, record, work := newRunRoundCmd(f, nil), newDeployRecordCmd(f), newWorkerCmd(f)
-	round := []probe.Setting{probe.SettingFanout, probe.SettingClaimLimit, probe.SettingConcurrency,
-		probe.SettingMinSpacing, probe.SettingMaxDuration, probe.SettingRequestTimeout, probe.SettingMaxBody,
-		probe.SettingFinish, probe.SettingTrigger, probe.SettingContact}
-	for _, s := range round {
-		require.Contains(t, settingFlags, s)
-		assert.NotNil(t, runRound.Flags().Lookup(settingFlags[s]), "run round has --%s for %s", settingFlags[s], s)
-	}
-	for _, s := range release.ReleaseSettings {
-		require.Contains(t, settingFlags, s, "a setting a release supplies can be overridden by a flag")
-		assert.NotNil(t, record.Flags().Lookup(settingFlags[s]), "deploy record has --%s for %s", settingFlags[s], s)
+	for _, fl := range settings.Fields {
+		require.NotEmpty(t, fl.Flag, "%s has a flag", fl.Name)
+		assert.Equal(t, "--"+fl.Flag, flagOf(fl.Name))
+		assert.NotNil(t, runRound.Flags().Lookup(fl.Flag), "run round has --%s for %s", fl.Flag, fl.Name)
+		if fl.Carried {
+			assert.NotNil(t, record.Flags().Lookup(fl.Flag), "deploy record has --%s for %s, which a release carries", fl.Flag, fl.Name)
+		} else {
+			assert.Nil(t, record.Flags().Lookup(fl.Flag), "deploy record has no --%s: a release does not carry %s", fl.Flag, fl.Name)
+		}
 	}
 	assert.NotNil(t, work.Flags().Lookup(settingFlags[worker.SettingMaxWorkers]))
-	assert.Equal(t, "--claim-limit", flagOf(probe.SettingClaimLimit))
+	assert.Equal(t, "--claim-limit", flagOf(settings.ClaimLimit))
 	assert.Equal(t, "lease", flagOf("lease"), "a name without a flag is said as it is")
 }

@@ -95,7 +95,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	if rel := r.ActiveRelease; rel != nil {
 		p.linef("%s (%s), deployed %s by %s: fan-out %d, claim limit %d, concurrency %d, min spacing %s, finish %s",
 			rel.Version, rel.Kind, statusTime(rel.DeployedAt), rel.DeployedBy, rel.Fanout, rel.ClaimLimit,
-			rel.Concurrency, render.Duration(rel.MinSpacing), rel.FinishMode)
+			rel.Concurrency, render.Duration(rel.MinSpacing.D()), rel.Finish)
 		if rel.Every > 0 {
 			p.linef("probectl worker starts a round every %s", render.Duration(rel.Every))
 		}

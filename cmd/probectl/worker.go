@@ -10,18 +10,21 @@ import (
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/memlimit"
 	"github.com/probectl/probectl/internal/retention"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/probe/worker"
 )
 
 type workerOptions struct {
 	f *factory
 
-	SigningKey          string
-	Unsigned            bool
-	AllowPrivateTargets bool
-	SpoolDir            string
-	MaxWorkers          int
-	ArchiveDir          string
+	SigningKey string
+	Unsigned   bool
+	// Settings hold the flags the worker shares with run round (the field table's
+	// allow_private_targets): what the rounds it starts record, and what its checks use.
+	Settings   settings.Settings
+	SpoolDir   string
+	MaxWorkers int
+	ArchiveDir string
 }
 
 func newWorkerCmd(f *factory) *cobra.Command {
@@ -75,7 +78,7 @@ again, not counted as an attempt) and exits 0.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file that signs runs (else PROBECTL_SIGNING_KEY)")
 	fl.BoolVar(&opts.Unsigned, "unsigned", false, "store runs without an envelope when there is no key")
-	fl.BoolVar(&opts.AllowPrivateTargets, "allow-private-targets", false, "let checks reach loopback and private addresses (never cloud metadata or link-local)")
+	addSettingFlags(fl, &opts.Settings, func(f settings.Field) bool { return f.Name == settings.AllowPrivateTargets })
 	fl.StringVar(&opts.SpoolDir, "spool-dir", "", "where results that could not be stored wait, replayed at start (default $XDG_STATE_HOME/probectl)")
 	fl.IntVar(&opts.MaxWorkers, "max-workers", 10, "most invocations this process runs at once (1 to 1000)")
 	fl.StringVar(&opts.ArchiveDir, "archive-dir", "", "where the daily retention writes its exports before pruning ('runs retention'; default: no automatic prune)")
@@ -89,7 +92,7 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 			return exit.UsageError(fmt.Errorf("--archive-dir: %w", err))
 		}
 	}
-	cfg := worker.Config{MaxWorkers: opts.MaxWorkers, AllowPrivateTargets: opts.AllowPrivateTargets, ArchiveDir: opts.ArchiveDir,
+	cfg := worker.Config{MaxWorkers: opts.MaxWorkers, AllowPrivateTargets: opts.Settings.AllowPrivateTargets, ArchiveDir: opts.ArchiveDir,
 		Version: f.Build.Version, Log: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}
 	if err := cfg.Validate(); err != nil {
 		return inFlagWords(err)

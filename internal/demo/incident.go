@@ -10,6 +10,7 @@ import (
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/incident"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
@@ -41,9 +42,9 @@ const (
 // sequential is the prober before the fan-out, as the replay runs it: one invocation checking one
 // server at a time, the two writes in the old order, no spacing guard (it came with the fix).
 func sequential() release.Settings {
-	s := release.DefaultSettings()
+	s := settings.Default().Carried
 	s.Fanout, s.ClaimLimit, s.Concurrency = 0, sequentialClaims, 1
-	s.MinSpacing, s.Finish, s.RequestTimeout = 0, release.FinishAdvanceFirst, RequestTimeout
+	s.MinSpacing, s.Finish, s.RequestTimeout = 0, release.FinishAdvanceFirst, settings.Duration(RequestTimeout)
 	return s
 }
 

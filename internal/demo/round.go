@@ -6,6 +6,7 @@ import (
 
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -16,7 +17,7 @@ const maxRounds = 20
 // roundFlags are the settings `run round --allow-private-targets --trigger cron` starts from, before
 // the active release is laid under them: the fleet is on loopback.
 func (e *env) roundFlags() probe.Settings {
-	s := probe.DefaultSettings()
+	s := settings.Default()
 	s.AllowPrivateTargets = true
 	s.Trigger = probe.TriggerCron
 	s.Version = e.opts.Version
@@ -43,7 +44,7 @@ func (e *env) round(ctx context.Context, prepare func(*probe.Round)) (*probe.Sum
 	r := &probe.Round{
 		DB:       e.pool,
 		Settings: s,
-		Checker:  check.New(s.CheckConfig()),
+		Checker:  check.New(probe.CheckConfig(s)),
 		Signer:   e.signer,
 		Log:      e.log,
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -15,9 +16,9 @@ const demoSteps = 7
 // parallel are the settings of the parallel version, with its fix: fan-out 19, claim limit 5,
 // concurrency 3, the spacing guard on and the one-transaction finish.
 func parallel() release.Settings {
-	s := release.DefaultSettings()
+	s := settings.Default().Carried
 	s.Fanout, s.ClaimLimit, s.Concurrency = 19, 5, 3
-	s.RequestTimeout = RequestTimeout
+	s.RequestTimeout = settings.Duration(RequestTimeout)
 	return s
 }
 

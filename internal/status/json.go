@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/probe/settings"
 )
 
 // The JSON shape is part of the contract (docs/status.md): snake_case keys, RFC 3339 UTC times,
@@ -53,16 +54,16 @@ type spoolJSON struct {
 }
 
 type releaseJSON struct {
-	ID                int64         `json:"id"`
-	Version           string        `json:"version"`
-	Kind              string        `json:"kind"`
-	DeployedAt        time.Time     `json:"deployed_at"`
-	DeployedBy        string        `json:"deployed_by"`
-	Fanout            int           `json:"fanout"`
-	ClaimLimit        int           `json:"claim_limit"`
-	Concurrency       int           `json:"concurrency"`
-	MinSpacingSeconds audit.Seconds `json:"min_spacing_seconds"`
-	FinishMode        string        `json:"finish_mode"`
+	ID         int64     `json:"id"`
+	Version    string    `json:"version"`
+	Kind       string    `json:"kind"`
+	DeployedAt time.Time `json:"deployed_at"`
+	DeployedBy string    `json:"deployed_by"`
+	// Carried are the round settings it ships, with the keys every settings JSON uses.
+	settings.Carried
+	// FinishMode is Carried.Finish under the key status said before settings had one JSON shape:
+	// an alias kept for one release (docs/status.md), to be removed after it.
+	FinishMode string `json:"finish_mode"`
 	// RoundEverySeconds is the worker's schedule; 0 when rounds run only by hand.
 	RoundEverySeconds audit.Seconds `json:"round_every_seconds"`
 }
@@ -165,9 +166,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}
 	if rel := r.ActiveRelease; rel != nil {
 		out.ActiveRelease = &releaseJSON{ID: rel.ID, Version: rel.Version, Kind: rel.Kind,
-			DeployedAt: rel.DeployedAt, DeployedBy: rel.DeployedBy, Fanout: rel.Fanout,
-			ClaimLimit: rel.ClaimLimit, Concurrency: rel.Concurrency,
-			MinSpacingSeconds: audit.Seconds(rel.MinSpacing), FinishMode: rel.FinishMode,
+			DeployedAt: rel.DeployedAt, DeployedBy: rel.DeployedBy, Carried: rel.Carried, FinishMode: rel.Finish,
 			RoundEverySeconds: audit.Seconds(rel.Every)}
 	}
 	if o := r.Due.Oldest; o != nil {

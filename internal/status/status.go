@@ -18,6 +18,7 @@ import (
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -89,14 +90,13 @@ func ReadSpool(dir string) (*Spool, error) {
 
 // Release is the active release's round settings.
 type Release struct {
-	ID                              int64
-	Version                         string
-	Kind                            string // deploy | fanout-off
-	DeployedAt                      time.Time
-	DeployedBy                      string
-	Fanout, ClaimLimit, Concurrency int
-	MinSpacing                      time.Duration
-	FinishMode                      string
+	ID         int64
+	Version    string
+	Kind       string // deploy | fanout-off
+	DeployedAt time.Time
+	DeployedBy string
+	// Carried are the round settings it ships.
+	settings.Carried
 	// Every is how often `probectl worker` starts its rounds; 0: no schedule, rounds by hand.
 	Every time.Duration
 }
@@ -274,8 +274,7 @@ func activeRelease(ctx context.Context, tx pgx.Tx) (*Release, error) {
 		return nil, err
 	}
 	return &Release{ID: rel.ID, Version: rel.Version, Kind: rel.Kind, DeployedAt: rel.DeployedAt,
-		DeployedBy: rel.DeployedBy, Fanout: rel.Fanout, ClaimLimit: rel.ClaimLimit,
-		Concurrency: rel.Concurrency, MinSpacing: rel.MinSpacing, FinishMode: rel.FinishMode, Every: sched.Every}, nil
+		DeployedBy: rel.DeployedBy, Carried: rel.Carried.WithDefaults(), Every: sched.Every}, nil
 }
 
 func due(ctx context.Context, tx pgx.Tx, now time.Time) (Due, error) {

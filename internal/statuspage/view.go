@@ -91,7 +91,7 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 	if rel := r.ActiveRelease; rel != nil {
 		v.Release = &releaseView{Version: rel.Version, Kind: rel.Kind, DeployedAt: timestamp(rel.DeployedAt),
 			DeployedBy: rel.DeployedBy, Fanout: strconv.Itoa(rel.Fanout), ClaimLimit: strconv.Itoa(rel.ClaimLimit),
-			Concurrency: strconv.Itoa(rel.Concurrency), MinSpacing: l.duration(rel.MinSpacing), FinishMode: rel.FinishMode}
+			Concurrency: strconv.Itoa(rel.Concurrency), MinSpacing: l.duration(rel.MinSpacing.D()), FinishMode: rel.Finish}
 	}
 	v.Due = dueView{Count: r.Due.Count, Held: r.Due.Held}
 	if o := r.Due.Oldest; o != nil {

@@ -25,5 +25,8 @@
 // entries should not carry secrets in their URLs at all, in query parameters least of all.
 package check
 
-// MaxRequests is the most requests one check of one server may make: the promise to operators.
-const MaxRequests = 8
+import "github.com/probectl/probectl/probe/settings"
+
+// MaxRequests is the most requests one check of one server may make: the promise to operators
+// (its number is the lease arithmetic's: probe/settings).
+const MaxRequests = settings.MaxRequests

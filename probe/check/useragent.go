@@ -2,15 +2,13 @@ package check
 
 import (
 	"fmt"
-	"net/url"
+
+	"github.com/probectl/probectl/probe/settings"
 )
 
 // DefaultContact is where an operator who sees probectl in their logs learns what it is and how
-// to reach whoever runs it. A deployment should name its own page or address (run round --contact).
-const DefaultContact = "https://github.com/probectl/probectl"
-
-// maxContactBytes bounds the contact: it is sent in every request's User-Agent.
-const maxContactBytes = 200
+// to reach whoever runs it (the contact setting's default: probe/settings).
+const DefaultContact = settings.DefaultContact
 
 // UserAgent is what every request of a check names itself: probectl, its version, and a contact
 // URL, as polite crawlers do ("probectl/v1.2.0 (+https://probe.example/about)").
@@ -19,25 +17,4 @@ func UserAgent(version, contact string) string {
 		contact = DefaultContact
 	}
 	return fmt.Sprintf("probectl/%s (+%s)", version, contact)
-}
-
-// ValidContact accepts an absolute http, https or mailto URL of at most 200 bytes, printable
-// ASCII only (it goes into a header: a line break would inject one).
-func ValidContact(contact string) error {
-	if len(contact) > maxContactBytes {
-		return fmt.Errorf("%d bytes, longer than %d", len(contact), maxContactBytes)
-	}
-	for _, c := range []byte(contact) {
-		if c < 0x21 || c > 0x7e || c == '(' || c == ')' {
-			return fmt.Errorf("must be printable ASCII without spaces or parentheses")
-		}
-	}
-	u, err := url.Parse(contact)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "mailto") || (u.Host == "" && u.Opaque == "") {
-		return fmt.Errorf("%q: must be an http, https or mailto URL", contact)
-	}
-	if u.User != nil {
-		return fmt.Errorf("must not carry user info")
-	}
-	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 )
 
 // BenchmarkThroughput measures, side by side in one run on one database and the same loopback
@@ -60,15 +61,15 @@ func BenchmarkThroughput(b *testing.B) {
 	b.Logf("%d servers, fan-out %d, %d checks at a time per invocation (%d slots), claim limit %d",
 		servers, fanout, concurrency, slots, (servers+invocations-1)/invocations)
 
-	s := probe.DefaultSettings()
+	s := settings.Default()
 	s.Fanout, s.Concurrency = fanout, concurrency
 	s.ClaimLimit = (servers + invocations - 1) / invocations
 	s.AllowPrivateTargets = true
 	// The longest budget whose worst case still fits the in-flight window, so that a slow claim
 	// path shows as a low rate rather than a round cut short.
-	s.MaxDuration = 10 * time.Minute
+	s.MaxDuration = settings.Duration(10 * time.Minute)
 	s.Version = "bench"
-	realCheck := check.New(s.CheckConfig())
+	realCheck := check.New(probe.CheckConfig(s))
 
 	var probectlGET, riverGET, probectlNoop, riverNoop float64
 	b.Run("probectl claim+check+finish", func(b *testing.B) {

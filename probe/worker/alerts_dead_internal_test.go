@@ -42,7 +42,7 @@ func TestTheTickEmitsOneRoundDeadPerRoundWhoseHeartbeatStopped(t *testing.T) {
 	require.True(t, inserts(), "a round dead and not judged: the idle leader ticks")
 
 	for range 3 {
-		_, err := Tick(ctx, pool, "dev", "", nil)
+		_, err := Tick(ctx, pool, "dev", "", false, nil)
 		require.NoError(t, err)
 	}
 	require.Equal(t, 1, deadEvents(dead), "one round.dead however many ticks")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -52,7 +53,7 @@ func TestRoundsResumeWithin90SecondsOfAWorkerKilledWithSIGKILL(t *testing.T) {
 		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: fmt.Sprintf("stuck-%d", i),
 			URL: fmt.Sprintf("%s/%d", fleet.URL, i)})
 	}
-	rs := release.DefaultSettings() // the default request timeout and time budget
+	rs := settings.Default().Carried // the default request timeout and time budget
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 0, servers, servers
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)

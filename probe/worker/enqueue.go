@@ -11,15 +11,17 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
 
 // Settings are the settings of a queued round: the active release's, checked as any round's
-// (lease included), for a binary of version (another version's release starts nothing here).
-func Settings(ctx context.Context, db queries.DBTX, version, trigger string) (probe.Settings, error) {
-	flags := probe.DefaultSettings()
-	flags.Version, flags.Trigger = version, trigger
+// (lease included), for a binary of version (another version's release starts nothing here),
+// recording allowPrivate, the address policy of the worker process that starts it.
+func Settings(ctx context.Context, db queries.DBTX, version, trigger string, allowPrivate bool) (probe.Settings, error) {
+	flags := settings.Default()
+	flags.Version, flags.Trigger, flags.AllowPrivateTargets = version, trigger, allowPrivate
 	s, _, err := release.SettingsForRound(ctx, db, release.RoundRequest{BinaryVersion: version, Flags: flags})
 	return s, err
 }
@@ -50,13 +52,10 @@ type Queued struct {
 	KeyID     string
 }
 
-// EnqueueRound is `run round --via-queue`: a round of settings s whose invocations the workers
-// run, and sign, each with its own key (`run round --via-queue` gives keyID ""). It returns at
-// once.
+// EnqueueRound is `run round --via-queue`: a round of settings s (made and checked by
+// release.SettingsForRound) whose invocations the workers run, and sign, each with its own key
+// (`run round --via-queue` gives keyID ""). It returns at once.
 func EnqueueRound(ctx context.Context, pool *pgxpool.Pool, s probe.Settings, keyID string) (Queued, error) {
-	if err := s.Validate(); err != nil {
-		return Queued{}, err
-	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	if err != nil {
 		return Queued{}, fmt.Errorf("configure river: %w", err)

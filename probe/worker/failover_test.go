@@ -22,6 +22,7 @@ import (
 	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/pgha"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -292,9 +293,9 @@ func TestWorkersFollowTheNewPrimaryAfterASynchronousFailover(t *testing.T) {
 	}))
 	const servers = 36
 	fleet.AddServers(t, pool, servers, "w", testfactory.ServerOpts{Plan: "frequent", Kind: "http", NextCheckAt: testfactory.Ptr(time.Now())})
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 2, 4, 2
-	rs.RequestTimeout, rs.MaxDuration = time.Second, 5*time.Second
+	rs.RequestTimeout, rs.MaxDuration = settings.Duration(time.Second), settings.Duration(5*time.Second)
 	_, err = release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)
 	workers := []*proc{startWorker(t, bin, url), startWorker(t, bin, url)}
@@ -364,9 +365,9 @@ func TestWorkersRestoreWhatAnAsynchronousFailoverLost(t *testing.T) {
 	}))
 	const servers = 36
 	fleet.AddServers(t, pool, servers, "w", testfactory.ServerOpts{Plan: "frequent", Kind: "http", NextCheckAt: testfactory.Ptr(time.Now())})
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 2, 4, 2
-	rs.RequestTimeout, rs.MaxDuration = time.Second, 5*time.Second
+	rs.RequestTimeout, rs.MaxDuration = settings.Duration(time.Second), settings.Duration(5*time.Second)
 	_, err = release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)
 	workers := []*proc{startWorker(t, bin, url), startWorker(t, bin, url)}

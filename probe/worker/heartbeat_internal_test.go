@@ -22,6 +22,7 @@ import (
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
 )
@@ -56,7 +57,7 @@ func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return le
 // recordRelease records an active release of version dev, with a schedule of every (0: none).
 func recordRelease(t *testing.T, pool *pgxpool.Pool, every time.Duration) {
 	t.Helper()
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 0, 1, 1
 	_, err := release.Record(context.Background(), pool, release.RecordRequest{Version: "dev", Settings: rs, Every: every, Actor: "test"})
 	require.NoError(t, err)
@@ -90,7 +91,7 @@ func TestAWorkerKeepsTheRoundItRunsAlive(t *testing.T) {
 	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
 	recordRelease(t, pool, 0)
 	testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{URL: "http://127.0.0.1:1/"})
-	s, err := Settings(ctx, pool, "dev", probe.TriggerManual)
+	s, err := Settings(ctx, pool, "dev", probe.TriggerManual, false)
 	require.NoError(t, err)
 
 	c := &parkedChecker{entered: make(chan struct{}, 1), release: make(chan struct{})}
@@ -132,7 +133,7 @@ func TestAHeartbeatKeepsQueuedRoundsAliveButNotAnotherWorkersRunningOne(t *testi
 	ctx := context.Background()
 	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
 	recordRelease(t, pool, 0)
-	s, err := Settings(ctx, pool, "dev", probe.TriggerManual)
+	s, err := Settings(ctx, pool, "dev", probe.TriggerManual, false)
 	require.NoError(t, err)
 	waiting, err := EnqueueRound(ctx, pool, s, "")
 	require.NoError(t, err)
@@ -233,7 +234,7 @@ func TestTheLeaderInsertsATickOnlyWhenATickHasWork(t *testing.T) {
 
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	id, err := Tick(ctx, pool, "dev", "", client)
+	id, err := Tick(ctx, pool, "dev", "", false, client)
 	require.NoError(t, err)
 	require.NotZero(t, id)
 	require.False(t, inserts(), "a round just started, its invocations queued: nothing to do")
@@ -246,12 +247,12 @@ func TestTheLeaderInsertsATickOnlyWhenATickHasWork(t *testing.T) {
 	                                              attempted_by = '{w-1}', attempt = 1`)
 	require.NoError(t, err)
 	require.True(t, inserts(), "every invocation over: the round is to be closed, and the next is due")
-	_, err = Tick(ctx, pool, "dev", "", client)
+	_, err = Tick(ctx, pool, "dev", "", false, client)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now(), attempted_at = now(),
 	                                              attempted_by = '{w-1}', attempt = 1`)
 	require.NoError(t, err)
-	_, err = Tick(ctx, pool, "dev", "", client) // closes the second round; the next is an hour away
+	_, err = Tick(ctx, pool, "dev", "", false, client) // closes the second round; the next is an hour away
 	require.NoError(t, err)
 	require.False(t, inserts(), "rounds closed and none due: idle")
 }
@@ -290,7 +291,7 @@ func TestAnIdleLeaderInsertsNoTickForAReleaseOfAnotherVersionAndSaysSoOnce(t *te
 	}
 	require.Equal(t, 1, log.count("the active release is of another version"), log.buf.String())
 
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "v1", Settings: rs, Every: time.Hour, Actor: "test"})
 	require.NoError(t, err)
 	require.True(t, inserts(), "its own version's round is due")

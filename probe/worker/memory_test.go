@@ -21,6 +21,7 @@ import (
 	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/memlimit"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -199,7 +200,7 @@ func manifestWorkerRound(t *testing.T, bin string, fleet func(*testing.T, *pgxpo
 	pool := dbtest.Pool(t, url)
 	fleet(t, pool)
 	_, err := release.Record(context.Background(), pool, release.RecordRequest{Version: "dev",
-		Settings: release.DefaultSettings(), Every: 5 * time.Second, Actor: "test"})
+		Settings: settings.Default().Carried, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)
 
 	args := slices.Clone(c.Args)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -70,9 +71,9 @@ func TestSigtermLetsChecksInFlightEndThenStoresTheRestAsInterrupted(t *testing.T
 		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: strings.ReplaceAll(path, "/", "-"),
 			URL: fleet.URL + "/" + path})
 	}
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 1, 4, 4
-	rs.RequestTimeout, rs.MaxDuration = 50*time.Second, 2*time.Minute // the stuck checks outlast the grace
+	rs.RequestTimeout, rs.MaxDuration = settings.Duration(50*time.Second), settings.Duration(2*time.Minute) // the stuck checks outlast the grace
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Actor: "test"})
 	require.NoError(t, err)
 
@@ -155,7 +156,7 @@ func TestRunRoundViaQueueWaitPrintsTheUsualSummary(t *testing.T) {
 	for i := range 3 {
 		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{URL: fmt.Sprintf("%s/%d", fleet.URL, i)})
 	}
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 1, 2, 2
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Actor: "test"})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -109,7 +110,7 @@ func TestSighupStopsLikeSigterm(t *testing.T) {
 		for i := range 2 {
 			testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{URL: fmt.Sprintf("%s/%d", fleet.URL, i)})
 		}
-		rs := release.DefaultSettings()
+		rs := settings.Default().Carried
 		rs.Fanout, rs.ClaimLimit, rs.Concurrency = 0, 2, 2
 		_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Actor: "test"})
 		require.NoError(t, err)

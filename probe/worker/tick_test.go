@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/probe/worker"
 	"github.com/probectl/probectl/queries"
 	"github.com/probectl/probectl/release"
@@ -24,14 +25,14 @@ func TestTickStartsNoRoundWhileThePreviousRoundsInvocationsAreQueued(t *testing.
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t, migrated.NewDB(t))
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	rs.Fanout = 2
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
 	tick := func() int64 {
-		id, err := worker.Tick(ctx, pool, "dev", "", client)
+		id, err := worker.Tick(ctx, pool, "dev", "", false, client)
 		require.NoError(t, err)
 		return id
 	}
@@ -82,13 +83,13 @@ func TestTickDoesNotWaitForAnInvocationOfADeadWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.Pool(t, migrated.NewDB(t))
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
 	tick := func() int64 {
-		id, err := worker.Tick(ctx, pool, "dev", "", client)
+		id, err := worker.Tick(ctx, pool, "dev", "", false, client)
 		require.NoError(t, err)
 		return id
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/probectl/probectl/internal/alerts"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/check"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -51,8 +52,8 @@ const (
 	MaxMaxWorkers = 1000
 )
 
-// SettingMaxWorkers names Config.MaxWorkers in a *probe.SettingsError.
-const SettingMaxWorkers probe.Setting = "max_workers"
+// SettingMaxWorkers names Config.MaxWorkers in a *settings.Error.
+const SettingMaxWorkers settings.Setting = "max_workers"
 
 // Config is one worker process.
 type Config struct {
@@ -80,10 +81,10 @@ type Config struct {
 	heartbeatEvery time.Duration
 }
 
-// Validate checks the configuration: bad input is a *probe.SettingsError naming the setting.
+// Validate checks the configuration: bad input is a *settings.Error naming the setting.
 func (c *Config) Validate() error {
 	if c.MaxWorkers < 1 || c.MaxWorkers > MaxMaxWorkers {
-		return probe.NewSettingsError(SettingMaxWorkers, "must be 1 to %d, got %d", MaxMaxWorkers, c.MaxWorkers)
+		return settings.NewError(SettingMaxWorkers, "must be 1 to %d, got %d", MaxMaxWorkers, c.MaxWorkers)
 	}
 	return nil
 }
@@ -92,35 +93,6 @@ func (c *Config) Validate() error {
 type tickArgs struct{}
 
 func (tickArgs) Kind() string { return "probectl_round_tick" }
-
-// InvocationArgs is one invocation of a queued round, as a River job.
-type InvocationArgs struct {
-	RoundID    int64          `json:"round_id"`
-	Invocation int            `json:"invocation"`
-	StartedAt  time.Time      `json:"started_at"`
-	Settings   probe.Settings `json:"settings"`
-	// TimeoutSeconds is the job's timeout, the invocation's worst case; the tick reads it to tell
-	// a dead worker's job from a live one (queries/worker.sql).
-	TimeoutSeconds float64 `json:"timeout_seconds"`
-}
-
-// Kind is the River job kind of an invocation.
-func (InvocationArgs) Kind() string { return "probectl_invocation" }
-
-// InsertOpts: at most three attempts, in probectl's queue.
-func (InvocationArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts, Queue: Queue}
-}
-
-// Invocations are the River jobs of round id, started at startedAt with settings s.
-func Invocations(id int64, startedAt time.Time, s probe.Settings) []river.InsertManyParams {
-	out := make([]river.InsertManyParams, s.Invocations())
-	for i := range out {
-		out[i] = river.InsertManyParams{Args: InvocationArgs{RoundID: id, Invocation: i, StartedAt: startedAt,
-			Settings: s, TimeoutSeconds: s.JobWorstCase().Seconds()}}
-	}
-	return out
-}
 
 // Run runs the worker until ctx ends, then shuts down: it stops fetching, gives the checks in
 // flight Grace to end, cancels the rest (stored as interrupted; River queues their invocations
@@ -246,12 +218,12 @@ func (w *invocationWorker) Work(ctx context.Context, j *river.Job[InvocationArgs
 	if cfg.NewChecker != nil {
 		c = cfg.NewChecker(s)
 	} else {
-		cc := s.CheckConfig()
+		cc := probe.CheckConfig(s)
 		cc.DecodeSlots = w.p.decodes // the bound is the process's, not each invocation's
 		c = check.New(cc)
 	}
 	inv := &probe.Invocation{DB: cfg.Pool, Settings: s, Checker: c, Signer: cfg.Signer, Log: cfg.Log,
-		RoundID: j.Args.RoundID, Index: j.Args.Invocation, Deadline: j.Args.StartedAt.Add(s.MaxDuration),
+		RoundID: j.Args.RoundID, Index: j.Args.Invocation, Deadline: j.Args.StartedAt.Add(s.MaxDuration.D()),
 		SpoolDir: cfg.SpoolDir}
 	defer w.p.running(j.Args.RoundID)()
 	p, err := inv.Run(ctx)
@@ -268,7 +240,7 @@ type tickWorker struct {
 
 func (w *tickWorker) Work(ctx context.Context, _ *river.Job[tickArgs]) error {
 	client := river.ClientFromContext[pgx.Tx](ctx)
-	id, err := Tick(ctx, w.cfg.Pool, w.cfg.Version, keyID(w.cfg.Signer), client)
+	id, err := Tick(ctx, w.cfg.Pool, w.cfg.Version, keyID(w.cfg.Signer), w.cfg.AllowPrivateTargets, client)
 	if id != 0 {
 		w.cfg.Log.Info("round started", "round", id)
 	}
@@ -289,8 +261,10 @@ func keyID(s probe.Signer) string {
 // the queued rounds whose invocations are all over, then start a round of the active release if
 // its schedule says one is due, none of the previous round's invocations is still queued or
 // running, and the release is this binary's version. It returns the round started, or 0. Then it
-// emits one round.dead alert per round newly found dead.
-func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *river.Client[pgx.Tx]) (int64, error) {
+// emits one round.dead alert per round newly found dead. The round records allowPrivate, this
+// process's --allow-private-targets, as the policy its checks run with (each worker's checks run
+// with its own: a fleet's workers share the flag).
+func Tick(ctx context.Context, pool queries.DB, version, keyID string, allowPrivate bool, client *river.Client[pgx.Tx]) (int64, error) {
 	var started int64
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
 		if err := queries.LockSchedule(ctx, tx); err != nil {
@@ -308,7 +282,7 @@ func Tick(ctx context.Context, pool queries.DB, version, keyID string, client *r
 		if due, _, err := roundDue(ctx, tx, version); err != nil || !due {
 			return err
 		}
-		s, err := Settings(ctx, tx, version, probe.TriggerCron)
+		s, err := Settings(ctx, tx, version, probe.TriggerCron, allowPrivate)
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/probectl/probectl/internal/pglaunch"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/release"
 )
 
@@ -171,9 +172,9 @@ func TestThreeWorkersKeepRoundsComingWhenTheLeaderIsKilledAndPostgresRestarts(t 
 	}))
 	const servers = 48
 	fleet.AddServers(t, pool, servers, "w", testfactory.ServerOpts{Plan: "frequent", NextCheckAt: testfactory.Ptr(time.Now())})
-	rs := release.DefaultSettings()
+	rs := settings.Default().Carried
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 2, 4, 2
-	rs.RequestTimeout, rs.MaxDuration = time.Second, 5*time.Second
+	rs.RequestTimeout, rs.MaxDuration = settings.Duration(time.Second), settings.Duration(5*time.Second)
 	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
 	require.NoError(t, err)
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -63,8 +64,7 @@ func Seed(ctx context.Context, t testing.TB, pool *pgxpool.Pool) Scenario {
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
 		var err error
 		sc.ReleaseID, err = queries.InsertRelease(ctx, tx, queries.InsertReleaseParams{
-			Version: "v1.4.0", Fanout: 19, ClaimLimit: 5, Concurrency: 3, MinSpacing: 10 * time.Minute,
-			RequestTimeout: 10 * time.Second, MaxDuration: 4 * time.Minute, FinishMode: "tx", WaysBack: []string{"previous", "fanout-off"}, DeployedBy: "release-bot",
+			Version: "v1.4.0", Carried: settings.Default().Carried, WaysBack: []string{"previous", "fanout-off"}, DeployedBy: "release-bot",
 			Kind: "deploy", Active: true, Now: at(-2 * time.Hour),
 		})
 		return err
