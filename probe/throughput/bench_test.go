@@ -258,7 +258,7 @@ func (t *costTracer) reset() {
 func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	var c *cost
 	switch {
-	case strings.Contains(data.SQL, "probe_claim_lease("), strings.Contains(data.SQL, "probe_claim("):
+	case strings.Contains(data.SQL, "probe_claim_due("), strings.Contains(data.SQL, "probe_claim_lease("), strings.Contains(data.SQL, "probe_claim("):
 		c = &t.claim
 	case strings.Contains(data.SQL, "probe_finish("):
 		c = &t.finish
