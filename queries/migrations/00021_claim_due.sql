@@ -159,13 +159,12 @@ BEGIN
          CROSS JOIN LATERAL probe_claim_state(s.id, s.status, s.next_check_at, s.maintainer_claimed_at,
                                               v_now, p_min_spacing, p_in_flight) AS c
          -- The due range of servers_due_order_idx; probe_claim_state decides the rest (the
-         -- in-flight guard, layer 3's spacing guard, the maintainer's re-check). The state is
-         -- tested inside coalesce so that the planner estimates half the due servers claimable
-         -- and reads them in the index's order, stopping at the limit: an equality on the state
-         -- is estimated at 0.5%, and the planner then judged and sorted every due server first.
+         -- in-flight guard, layer 3's spacing guard, the maintainer's re-check). The due servers
+         -- are read in the index's order up to the limit, never all judged and sorted
+         -- (queries/claim_plan_test.go holds the plan to it).
          WHERE s.status = 'active'
            AND s.next_check_at <= v_now
-           AND coalesce(c.state = 'claimable', false)
+           AND c.state = 'claimable'
          ORDER BY s.next_check_at, s.id
          LIMIT p_limit
          -- Layer 1: a row another claim holds is skipped; one it leased since this statement's
