@@ -34,7 +34,7 @@ func TestARoundsPeakRSSDoesNotGrowWithTheServersItClaims(t *testing.T) {
 	n := envOr(t, "PROBECTL_RSS_SERVERS", 2000)
 	concurrency := envOr(t, "PROBECTL_RSS_SLOTS", 10)
 	bin := buildBinary(t)
-	fleet := fakefleet.New(t, nil)
+	fleet := fakefleet.NewCounting(t, nil)
 
 	peak := func(servers int) int64 {
 		url := migrated.NewDB(t)
