@@ -61,7 +61,7 @@ SELECT count(*) AS servers, min(s.next_check_at) AS soonest
  WHERE s.status = 'active' AND s.next_check_at > coalesce($1::timestamptz, now());
 
 -- name: CountLeased
--- Active servers in flight under a lease (probe_claim_lease, migrations/00009_claim_lease.sql): not
+-- Active servers in flight under a lease (probe_claim_due, migrations/00021_claim_due.sql): not
 -- due, their next check time the lease's end of their open job ($2 is the in-flight window).
 SELECT count(*) AS leased
   FROM servers AS s
