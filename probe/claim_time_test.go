@@ -12,10 +12,12 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// A claim is dated after the snapshot it read, not when it got the lock: a finish that commits
-// while the claim waits between the two is then dated before the claim that saw it. Dated at the
-// lock, the claim would come out "requested before the first job finished", and the audit would
-// class the incident's pair (a claim after the finish, before the advance) as an overlap.
+// A claim is dated after the snapshot it read, not before: a finish that commits while the claim
+// waits for its lock is then dated before the claim that saw it. Dated earlier, the claim would come
+// out "requested before the first job finished", and the audit would class the incident's pair (a
+// claim after the finish, before the advance) as an overlap. probe_claim_due (00021) blocks only
+// on its lock, before it reads the clock and before its claiming statement takes its snapshot; it
+// dates each job during that statement.
 func TestAClaimIsDatedAfterTheFinishItSaw(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -24,16 +26,14 @@ func TestAClaimIsDatedAfterTheFinishItSaw(t *testing.T) {
 	// The server whose finish lands in the incident's order: job finished, next check not moved.
 	due := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "finished-not-advanced"})
 	first := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: due, RequestedAt: testfactory.Ptr(time.Now().Add(-time.Second))})
-	// A job past the in-flight window, which the claim closes as abandoned before it reads.
-	stale := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "stale", NextCheckAt: testfactory.Ptr(time.Now().Add(time.Hour))})
-	staleJob := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: stale, RequestedAt: testfactory.Ptr(time.Now().Add(-time.Hour))})
 
-	// Hold the stale job's row: the claim takes its lock and reads the clock, then blocks on it.
-	holder, err := pool.Begin(ctx)
+	// Hold the claim's lock on a connection of the test's: the claim queues on it.
+	locker, err := pool.Acquire(ctx)
 	require.NoError(t, err)
-	defer holder.Rollback(ctx)
-	_, err = holder.Exec(ctx, testSQL(t, "lock_job_row.sql"), staleJob)
+	defer locker.Release()
+	_, err = locker.Exec(ctx, testSQL(t, "hold_claim_lock.sql"), queries.ClaimLockKey)
 	require.NoError(t, err)
+	defer func() { _, _ = locker.Exec(ctx, testSQL(t, "release_claim_lock.sql"), queries.ClaimLockKey) }()
 
 	round := testfactory.Round(ctx, t, pool, nil)
 	claimed := make(chan []queries.ClaimedJob, 1)
@@ -53,7 +53,8 @@ func TestAClaimIsDatedAfterTheFinishItSaw(t *testing.T) {
 		StartedAt: time.Now(), CheckFinishedAt: time.Now(), Requests: 1, Result: json.RawMessage(`{}`)})
 	require.NoError(t, err)
 	require.True(t, res.JobFinished)
-	require.NoError(t, holder.Rollback(ctx))
+	_, err = locker.Exec(ctx, testSQL(t, "release_claim_lock.sql"), queries.ClaimLockKey)
+	require.NoError(t, err)
 
 	var jobs []queries.ClaimedJob
 	select {

@@ -89,6 +89,8 @@ func pausedRound(t *testing.T, finish string, pause bool) (int64, check.Result, 
 			// Meanwhile another round, past the in-flight window, abandons the job and claims again.
 			later := time.Now().Add(queries.InFlightWindow + time.Minute)
 			other := testfactory.Round(ctx, t, pool, nil)
+			_, err := queries.CloseAbandoned(ctx, pool, 0, &later) // as the other round's start does
+			require.NoError(t, err)
 			jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: other, Limit: 1, Now: &later})
 			require.NoError(t, err)
 			require.Len(t, jobs, 1, "the other round must take the server over")

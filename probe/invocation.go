@@ -59,17 +59,20 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 		if st.stop.Load() || ctx.Err() != nil || before+p.Claimed >= s.ClaimLimit || !r.clock().Before(st.deadline) {
 			break
 		}
-		if p.InFlight == s.Concurrency {
+		// free is how many jobs this invocation may take now: a slot per check it may start, and no
+		// more than its finishes waiting to commit leave room for (see finishBacklog).
+		free := min(s.Concurrency-p.InFlight, s.Concurrency-p.finishing())
+		if free <= 0 {
 			wait(nil, nil)
 			continue
 		}
-		if cool := r.cooldown() - time.Since(lastClaim); p.InFlight > 0 && 2*(s.Concurrency-p.InFlight) < s.Concurrency && cool > 0 {
+		if cool := r.cooldown() - time.Since(lastClaim); p.InFlight+p.finishing() > 0 && 2*free < s.Concurrency && cool > 0 {
 			t := time.NewTimer(cool)
 			wait(t.C, ctx.Done())
 			t.Stop()
 			continue
 		}
-		n := min(s.Concurrency-p.InFlight, s.ClaimLimit-before-p.Claimed)
+		n := min(free, s.ClaimLimit-before-p.Claimed)
 		r.hooks.before(ctx, writeClaim)
 		if ctx.Err() != nil {
 			break
@@ -156,6 +159,14 @@ func (r *Round) cooldown() time.Duration {
 	}
 	return claimCooldown
 }
+
+// finishing counts the jobs whose check has ended and whose finish has not been answered yet:
+// each holds its result, its goroutine and its place in the completer's queue. With a check's slot
+// freed when its check ends, a round whose finishes commit slower than its checks end would
+// otherwise claim on, and hold the results of every server it claimed (a 10,000-server round held
+// 232 MiB): an invocation holds at most Concurrency of them besides its Concurrency checks, so a
+// round's memory follows its slots, never the servers it claims.
+func (p *Progress) finishing() int { return p.Claimed - p.Done - p.InFlight }
 
 // finished counts one job finished, whose check ended with outcome.
 func (p *Progress) finished(outcome string) {

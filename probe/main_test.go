@@ -44,14 +44,15 @@ func testDB(t testing.TB) *pgxpool.Pool {
 
 // installLocklessClaim switches layer 1 off in a test database: it replaces the claims there by
 // the same claims without their lock: probe_claim (which the claim of the incident's time calls)
-// without its advisory lock, the leasing claim without its row locks. The shipped claims have no
-// switch for it.
+// without its advisory lock, the leasing claims (probe_claim_due, and the previous binary's
+// probe_claim_lease) without their row locks. The shipped claims have no switch for it.
 func installLocklessClaim(t testing.TB, db queries.DBTX) {
 	t.Helper()
 	ctx := context.Background()
 	locks := map[string]string{
 		"probe_claim":       "PERFORM pg_advisory_xact_lock(" + strconv.FormatInt(queries.ClaimLockKey, 10) + ");",
 		"probe_claim_lease": "FOR UPDATE OF s SKIP LOCKED",
+		"probe_claim_due":   "FOR UPDATE OF s SKIP LOCKED",
 	}
 	for name, lock := range locks {
 		var def string

@@ -19,7 +19,8 @@ type Plan struct {
 	Servers []PlannedServer
 	// Claimable counts the servers a claim would take now; WouldClaim is min(Claimable, Capacity).
 	Claimable, WouldClaim int
-	// Skipped counts due servers a claim would skip, by state (open_job, spacing, paused, delisted).
+	// Skipped counts due servers a claim would skip, by state (open_job, spacing, paused, delisted);
+	// Claimable counts those whose job the round's start closes as abandoned too.
 	Skipped map[string]int
 	// NotDue counts active servers whose next check time is still ahead; NextDueAt is the soonest.
 	NotDue    int
@@ -76,7 +77,9 @@ func Preview(ctx context.Context, db queries.DBTX, s Settings, now *time.Time) (
 		NotDue: notDue, NextDueAt: next, Leased: leased}
 	for _, ps := range servers {
 		p := PlannedServer{PreviewServer: ps, Why: why(ps, s)}
-		if ps.State == "claimable" {
+		// An abandoned job is closed when a round starts (StartRound), before its claims: its
+		// server is claimable for the round this plan is of.
+		if ps.State == "claimable" || ps.State == "abandoned" {
 			plan.Claimable++
 			p.WouldClaim = plan.WouldClaim < plan.Capacity
 			if p.WouldClaim {
@@ -99,6 +102,8 @@ func why(ps queries.PreviewServer, s Settings) string {
 			return "due; a maintainer claimed it (passes the spacing guard)"
 		}
 		return "due"
+	case "abandoned":
+		return fmt.Sprintf("due; its job is open past the in-flight window of %s: the round closes it as abandoned when it starts, then claims the server", queries.InFlightWindow)
 	case "open_job":
 		// A leasing claim moves its server out of the due range; a server due with an open job was
 		// claimed without a lease (a previous probectl during a rolling deploy).

@@ -16,7 +16,13 @@ import (
 // StartRound records a round that is about to run with settings s (keyID "" when unsigned) and
 // returns its id and start. Run calls it; a queued round (probe/worker) calls it in the
 // transaction that queues the round's invocations, so the round and its work appear together.
+// It first closes the jobs open past the in-flight window as abandoned, once for the round: its
+// claims do not (probe_claim_due), and skip a server whose job is open past the window until a
+// round's start closes it.
 func StartRound(ctx context.Context, db queries.DBTX, s Settings, keyID string) (int64, time.Time, error) {
+	if _, err := queries.CloseAbandoned(ctx, db, queries.InFlightWindow, nil); err != nil {
+		return 0, time.Time{}, fmt.Errorf("start round: %w", err)
+	}
 	id, startedAt, err := queries.InsertRound(ctx, db, settings.RecordOf(s, keyID), nil)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("start round: %w", err)

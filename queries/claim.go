@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,11 +10,13 @@ import (
 	"github.com/probectl/probectl/probe/settings"
 )
 
-// ClaimLockKey is the transaction-level advisory lock key probe_claim takes before it reads:
+// ClaimLockKey is the transaction-level advisory lock key probe_claim takes before it reads (and
+// probe_claim_lease and probe_claim_due take shared):
 // 0x70726f6265, "probe" in ASCII. Anything else that must not run alongside a claim can take it too.
 const ClaimLockKey int64 = 482956239461
 
-// InFlightWindow is how long a job counts as open: past it the claim closes the job as abandoned.
+// InFlightWindow is how long a job counts as open: past it a round closes the job as abandoned
+// when it starts (CloseAbandoned).
 // A round's settings must fit a job's worst case inside it (probe.Settings.Validate).
 const InFlightWindow = settings.InFlightWindow
 
@@ -51,9 +54,10 @@ type ClaimedJob struct {
 	Transport       string  `db:"-"` // an mcp server's transport (see Transport); "" for http
 }
 
-// Claim calls probe_claim_lease: it closes jobs past the in-flight window and claims up to
-// p.Limit due servers, one new job each, each server leased until its job's window ends. Call it
-// on a pool, not in a transaction of your own: the lock is held until the transaction ends.
+// Claim calls probe_claim_due: it claims up to p.Limit due servers, one new job each, each server
+// leased until its job's window ends. A server whose job is open past the window is not claimed
+// until CloseAbandoned closes the job. Call it on a pool, not in a transaction of your own: the
+// lock is held until the transaction ends.
 func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	inFlight := p.InFlight
 	if inFlight <= 0 {
@@ -81,7 +85,8 @@ type PreviewServer struct {
 	NextCheckAt     time.Time  `db:"next_check_at"`
 	Reason          string     `db:"reason"` // the reason its job would carry: scheduled | maintainer_claim
 	LastRequestedAt *time.Time `db:"last_requested_at"`
-	// State: claimable, open_job, spacing, paused or delisted.
+	// State (probe_claim_state): claimable, abandoned (claimable once a round's start closed its
+	// job), open_job, spacing, paused or delisted.
 	State string `db:"state"`
 	// ClaimableAt is when the server becomes claimable if nothing else changes; nil when paused or
 	// delisted.
@@ -99,6 +104,52 @@ func ClaimPreview(ctx context.Context, db DBTX, minSpacing, inFlight time.Durati
 		return nil, fmt.Errorf("preview the claim: %w", err)
 	}
 	return out, nil
+}
+
+// CloseAbandoned closes the jobs open past the in-flight window (0: InFlightWindow) as abandoned, as
+// of now (the database's clock when nil), and says how many it closed: their servers are due
+// again. A round runs it once, before its claims (probe.StartRound).
+func CloseAbandoned(ctx context.Context, db DBTX, inFlight time.Duration, now *time.Time) (int, error) {
+	if inFlight <= 0 {
+		inFlight = InFlightWindow
+	}
+	c, err := rowOf[struct {
+		Closed int `db:"closed"`
+	}](ctx, db, "CloseAbandoned", inFlight, now)
+	if err != nil {
+		return 0, fmt.Errorf("close abandoned jobs: %w", err)
+	}
+	return c.Closed, nil
+}
+
+// ServerNextCheck is what decides one server's next claim, by the claim's own rules
+// (probe_claim_state).
+type ServerNextCheck struct {
+	// State: claimable, abandoned, open_job, scheduled, spacing, paused or delisted.
+	State  string `db:"state"`
+	Reason string `db:"reason"` // scheduled | maintainer_claim
+	// ClaimableAt is when the server becomes claimable if nothing else changes; nil when paused or
+	// delisted.
+	ClaimableAt     *time.Time `db:"claimable_at"`
+	OpenJobID       *int64     `db:"open_job_id"`
+	OpenRequestedAt *time.Time `db:"open_requested_at"`
+	// SpacedSince is the last job requested within the spacing guard; nil: none.
+	SpacedSince *time.Time    `db:"spaced_since"`
+	MinSpacing  time.Duration `db:"min_spacing"` // the spacing guard judged by
+}
+
+// GetServerNextCheck reads what decides server id's next claim as of at, with the active release's
+// spacing guard, else defaultSpacing. ErrNoServer: no such server.
+func GetServerNextCheck(ctx context.Context, db DBTX, id int64, at time.Time, defaultSpacing time.Duration) (ServerNextCheck, error) {
+	n, err := rowOf[ServerNextCheck](ctx, db, "ServerNextCheck", pgx.StrictNamedArgs{
+		"id": id, "at": at, "default_spacing": defaultSpacing, "in_flight": InFlightWindow})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ServerNextCheck{}, ErrNoServer
+	}
+	if err != nil {
+		return ServerNextCheck{}, fmt.Errorf("read server next check: %w", err)
+	}
+	return n, nil
 }
 
 // CountNotDue counts the active servers not due yet and says when the soonest becomes due.

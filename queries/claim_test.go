@@ -10,7 +10,8 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// now is the fixed clock of the claim tests.
+// now is the fixed clock of the claim tests. The table that holds the claim, the dry run and
+// servers show to one rule is internal/history/due_test.go.
 var now = time.Date(2026, 10, 7, 20, 55, 0, 0, time.UTC)
 
 func ago(d time.Duration) *time.Time { return testfactory.Ptr(now.Add(-d)) }
@@ -46,9 +47,9 @@ func TestClaimDecidesEachServerAsThePreviewSays(t *testing.T) {
 		{name: "a server with an open job is skipped until the job would be abandoned",
 			server: testfactory.ServerOpts{NextCheckAt: ago(time.Hour)}, jobs: []job{{requested: 14 * time.Minute}},
 			wantState: "open_job", wantAt: time.Minute},
-		{name: "a job open past the in-flight window is abandoned and the server claimed",
+		{name: "a job open past the in-flight window waits for a round's start to close it as abandoned",
 			server: testfactory.ServerOpts{NextCheckAt: ago(time.Hour)}, jobs: []job{{requested: 16 * time.Minute}},
-			spacing: 10 * time.Minute, wantClaimed: true, wantReason: "scheduled", wantState: "claimable"},
+			spacing: 10 * time.Minute, wantState: "abandoned"},
 		{name: "a server with a finished job within the spacing is skipped by the spacing guard",
 			server: testfactory.ServerOpts{NextCheckAt: ago(time.Hour)},
 			jobs:   []job{{requested: 4 * time.Minute, finished: fin(3 * time.Minute)}}, spacing: 10 * time.Minute,

@@ -107,9 +107,11 @@ func TestAFinishOfAJobClosedAsAbandonedKeepsTheRunAndSaysSo(t *testing.T) {
 			ctx := t.Context()
 			pool := migrated.Pool(t)
 			j, round := claimOne(t, pool)
-			// A later claim, past the in-flight window, closes the job as abandoned.
+			// A later round's start, past the in-flight window, closes the job as abandoned.
 			later := now.Add(16 * time.Minute)
-			// The job's lease ended with the window, so the same claim takes the server again.
+			_, err := queries.CloseAbandoned(ctx, pool, 0, &later)
+			require.NoError(t, err)
+			// The job's lease ended with the window, so the claim takes the server again.
 			again, err := queries.Claim(ctx, pool, queries.ClaimParams{Limit: 1, MinSpacing: 10 * time.Minute, Now: &later, RoundID: round})
 			require.NoError(t, err)
 			require.Len(t, again, 1, "the server is due again when its abandoned job's lease ends")

@@ -68,28 +68,6 @@ func GetServerAuth(ctx context.Context, db DBTX, serverID int64) (*ServerAuth, e
 	return optionalRow[ServerAuth](ctx, db, "ServerAuth", serverID)
 }
 
-// ServerSchedule is what decides a server's next claim.
-type ServerSchedule struct {
-	OpenJobID       *int64        `db:"open_job_id"`
-	OpenRequestedAt *time.Time    `db:"open_requested_at"`
-	LastRequestedAt *time.Time    `db:"last_requested_at"`
-	MinSpacing      time.Duration `db:"min_spacing"`
-}
-
-// GetServerSchedule reads a server's open job (within the in-flight window), its last job and the
-// spacing guard in force, as of at.
-func GetServerSchedule(ctx context.Context, db DBTX, serverID int64, at time.Time) (ServerSchedule, error) {
-	rows, err := db.Query(ctx, SQL("ServerSchedule"), serverID, at, InFlightWindow)
-	if err != nil {
-		return ServerSchedule{}, fmt.Errorf("read server schedule: %w", err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ServerSchedule])
-	if err != nil {
-		return ServerSchedule{}, fmt.Errorf("read server schedule: %w", err)
-	}
-	return s, nil
-}
-
 // StatusChange is one recorded change of a server's status: who and why.
 type StatusChange struct {
 	StatusFrom string    `db:"status_from"`

@@ -77,19 +77,6 @@ SELECT r.result->>'auth' AS auth
  ORDER BY r.started_at DESC
  LIMIT 1;
 
--- name: ServerSchedule
--- What decides a server's next claim, as of $2: its open job, its last job, and the spacing guard
--- of the active release (10 minutes without one, as a round's default). $3 is the in-flight
--- window.
-SELECT (SELECT o.id FROM probe_jobs AS o
-         WHERE o.server_id = $1 AND o.finished_at IS NULL
-           AND o.requested_at > $2::timestamptz - $3::interval) AS open_job_id,
-       (SELECT o.requested_at FROM probe_jobs AS o
-         WHERE o.server_id = $1 AND o.finished_at IS NULL
-           AND o.requested_at > $2::timestamptz - $3::interval) AS open_requested_at,
-       (SELECT max(l.requested_at) FROM probe_jobs AS l WHERE l.server_id = $1) AS last_requested_at,
-       coalesce((SELECT r.min_spacing FROM releases AS r WHERE r.active), interval '10 minutes') AS min_spacing;
-
 -- name: ServerLastStatusChange
 SELECT c.status_from, c.status_to, c.reason, c.changed_by, c.changed_at
   FROM server_status_changes AS c

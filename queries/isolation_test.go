@@ -29,7 +29,7 @@ func TestTheClaimRunsOnlyUnderReadCommitted(t *testing.T) {
 	testfactory.Server(ctx, t, plain, nil)
 	round := testfactory.Round(ctx, t, plain, nil)
 	_, err = queries.Claim(ctx, plain, queries.ClaimParams{RoundID: round, Limit: 5})
-	require.ErrorContains(t, err, "probe_claim_lease must run under READ COMMITTED, not repeatable read")
+	require.ErrorContains(t, err, "probe_claim_due must run under READ COMMITTED, not repeatable read")
 
 	// probectl's pool sets READ COMMITTED for its sessions: the claim runs.
 	pool, err := queries.Connect(ctx, url, "test", queries.ConnectOptions{})

@@ -1,8 +1,8 @@
 -- name: OpenJobs
 -- Every job not finished, oldest first, with its server and its round, and where the server's
 -- next check stands against the job ($1 is the in-flight window):
---   leased:   it is the job's lease end (requested_at + window), where probe_claim_lease
---             (migrations/00009_claim_lease.sql) put it: the job is in flight under its lease, the
+--   leased:   it is the job's lease end (requested_at + window), where the claim
+--             (probe_claim_due, 00021; probe_claim_lease, 00009) put it: the job is in flight under its lease, the
 --             normal state of every job of a healthy round;
 --   advanced: it moved past the request to anything but the lease end: the probe made its first
 --             write (advance, which sets finish time + interval, never the lease end) and not the

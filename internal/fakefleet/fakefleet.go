@@ -38,6 +38,17 @@ type Fleet struct {
 // is recorded when it arrives, before h sees it.
 func New(t testing.TB, h http.Handler) *Fleet {
 	t.Helper()
+	return newFleet(t, h, true)
+}
+
+// NewCounting is New without the record: it counts the requests (Hits) and keeps none of them, so
+// that a benchmark's memory is the prober's, not the thousands of requests a record would hold.
+func NewCounting(t testing.TB, h http.Handler) *Fleet {
+	t.Helper()
+	return newFleet(t, h, false)
+}
+
+func newFleet(t testing.TB, h http.Handler, record bool) *Fleet {
 	if h == nil {
 		h = http.HandlerFunc(OK)
 	}
@@ -45,10 +56,12 @@ func New(t testing.TB, h http.Handler) *Fleet {
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		f.hits.Add(1)
-		f.mu.Lock()
-		f.seen = append(f.seen, r.Clone(context.Background()))
-		f.at[r.URL.Path] = append(f.at[r.URL.Path], arrived)
-		f.mu.Unlock()
+		if record {
+			f.mu.Lock()
+			f.seen = append(f.seen, r.Clone(context.Background()))
+			f.at[r.URL.Path] = append(f.at[r.URL.Path], arrived)
+			f.mu.Unlock()
+		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(f.Close)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -41,7 +42,8 @@ func (v ServerView) CertDaysLeft() *int {
 
 // NextCheck says when a server will next be claimed, and why then.
 type NextCheck struct {
-	// State: due, spacing, open_job, scheduled, paused or delisted.
+	// State: due, spacing, open_job, abandoned, scheduled, paused or delisted (probe_claim_state's,
+	// with its "claimable" called due).
 	State string
 	// At is when it becomes claimable; nil when it never will as it stands (paused, delisted).
 	At  *time.Time
@@ -73,11 +75,11 @@ func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Tim
 	if v.StatusChange, err = queries.LastStatusChange(ctx, db, s.ID); err != nil {
 		return nil, err
 	}
-	sched, err := queries.GetServerSchedule(ctx, db, s.ID, at)
+	next, err := queries.GetServerNextCheck(ctx, db, s.ID, at, settings.Default().MinSpacing.D())
 	if err != nil {
 		return nil, err
 	}
-	v.Next = nextCheck(s, sched, v.StatusChange, at)
+	v.Next = nextCheck(s, next, v.StatusChange)
 	fig, err := queries.GetServerFigures(ctx, db, s.ID, at)
 	if err != nil {
 		return nil, err
@@ -116,39 +118,47 @@ func ratio(ok, counted int64) *float64 {
 	return &r
 }
 
-// nextCheck mirrors the claim's rules (queries/migrations/00002_claim.sql, probe_claim) for one
-// server: status, open job, due time and spacing guard.
-func nextCheck(s queries.Server, sched queries.ServerSchedule, change *queries.StatusChange, at time.Time) NextCheck {
-	if s.Status != "active" {
+// nextCheck says in words what the claim's own rules decided for the server (n, read with
+// probe_claim_state, the SQL the claim and the dry run use: migrations/00021_claim_due.sql). It
+// decides nothing itself. The claim's "claimable" is shown as "due", at the time it became due.
+func nextCheck(s queries.Server, n queries.ServerNextCheck, change *queries.StatusChange) NextCheck {
+	switch n.State {
+	case "paused", "delisted":
 		why := s.Status + ": never claimed until 'probectl servers resume " + s.Slug + "'"
 		if change != nil && change.StatusTo == s.Status {
 			why = fmt.Sprintf("%s by %s at %s (%s): never claimed until 'probectl servers resume %s'", s.Status,
 				change.ChangedBy, change.ChangedAt.Format(time.RFC3339), change.Reason, s.Slug)
 		}
-		return NextCheck{State: s.Status, Why: why}
+		return NextCheck{State: n.State, Why: why}
+	case "open_job":
+		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("job %d has been in flight since %s: its finish schedules the next check; "+
+			"if it never finishes it is closed as abandoned at %s", deref(n.OpenJobID),
+			n.OpenRequestedAt.Format(time.RFC3339), n.ClaimableAt.Format(time.RFC3339))}
+	case "abandoned":
+		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("job %d, requested at %s, is still open past the in-flight window of %s: "+
+			"the next round closes it as abandoned when it starts, then claims the server", deref(n.OpenJobID),
+			n.OpenRequestedAt.Format(time.RFC3339), queries.InFlightWindow)}
+	case "scheduled":
+		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("every %s (%s plan) after its last check", s.CheckInterval, s.Plan)}
+	case "spacing":
+		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("due, held by the spacing guard: its last job was requested at %s, less than %s before",
+			n.SpacedSince.Format(time.RFC3339), n.MinSpacing)}
+	case "claimable":
+		due := s.NextCheckAt
+		why := "due now: the next round claims it"
+		if n.Reason == "maintainer_claim" {
+			why = "due now: a maintainer asked for a re-check (passes the spacing guard)"
+		}
+		return NextCheck{State: "due", At: &due, Why: why}
 	}
-	if sched.OpenJobID != nil {
-		closes := sched.OpenRequestedAt.Add(queries.InFlightWindow)
-		return NextCheck{State: "open_job", At: &closes, Why: fmt.Sprintf("job %d has been in flight since %s: its finish schedules the next check; "+
-			"if it never finishes it is closed as abandoned at %s", *sched.OpenJobID,
-			sched.OpenRequestedAt.Format(time.RFC3339), closes.Format(time.RFC3339))}
+	return NextCheck{State: n.State, At: n.ClaimableAt, Why: n.State}
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
 	}
-	due := s.NextCheckAt
-	if due.After(at) {
-		return NextCheck{State: "scheduled", At: &due, Why: fmt.Sprintf("every %s (%s plan) after its last check", s.CheckInterval, s.Plan)}
-	}
-	recheck := s.MaintainerClaimedAt != nil && (sched.LastRequestedAt == nil || sched.LastRequestedAt.Before(*s.MaintainerClaimedAt))
-	spacing := sched.MinSpacing
-	if !recheck && sched.LastRequestedAt != nil && sched.LastRequestedAt.After(at.Add(-spacing)) {
-		from := sched.LastRequestedAt.Add(spacing)
-		return NextCheck{State: "spacing", At: &from, Why: fmt.Sprintf("due, held by the spacing guard: its last job was requested at %s, less than %s before",
-			sched.LastRequestedAt.Format(time.RFC3339), spacing)}
-	}
-	why := "due now: the next round claims it"
-	if recheck {
-		why = "due now: a maintainer asked for a re-check (passes the spacing guard)"
-	}
-	return NextCheck{State: "due", At: &due, Why: why}
+	return *p
 }
 
 // AuthRequired reports whether the server's newest run met an auth challenge, so that its tools

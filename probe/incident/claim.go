@@ -16,7 +16,7 @@ var (
 )
 
 // UnleasedClaim puts the claim of the incident's time back in db: probe_claim, which leaves a
-// claimed server due while its job is open, under the name rounds call (probe_claim_lease, whose
+// claimed server due while its job is open, under the name rounds call (probe_claim_due, whose
 // lease would otherwise hide the gap between the incident's two writes). The returned restore puts
 // the definition db had before back, so that the drift check of `deploy verify` passes again.
 // Only for a throwaway database: the demo's or a test's.

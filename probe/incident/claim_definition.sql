@@ -3,5 +3,5 @@ SELECT pg_get_functiondef(p.oid)
   FROM pg_proc AS p
   JOIN pg_namespace AS n ON n.oid = p.pronamespace
  WHERE n.nspname = current_schema()
-   AND p.proname = 'probe_claim_lease'
+   AND p.proname = 'probe_claim_due'
    AND p.pronargs = 6;

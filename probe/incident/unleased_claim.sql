@@ -1,8 +1,8 @@
 -- The claim as it was before migration 00009: probe_claim, which leaves a claimed server due while
--- its job is open, installed under the name the round calls (probe_claim_lease), with the shape
--- that name returns. Only the demo's throwaway database and test databases get it: without it the
+-- its job is open, installed under the name the round calls (probe_claim_due, 00021), with the
+-- shape that name returns. Only the demo's throwaway database and test databases get it: without it the
 -- lease hides the gap between the incident's two writes, and there would be nothing to replay.
-CREATE OR REPLACE FUNCTION probe_claim_lease(
+CREATE OR REPLACE FUNCTION probe_claim_due(
     p_round_id    bigint,
     p_invocation  integer,
     p_limit       integer,

@@ -1,5 +1,5 @@
 -- The definition (CREATE OR REPLACE FUNCTION ...) of the 6-argument form of the claim named $1
--- (probe_claim or probe_claim_lease).
+-- (probe_claim, probe_claim_lease or probe_claim_due).
 SELECT pg_get_functiondef(p.oid)
   FROM pg_proc AS p
   JOIN pg_namespace AS n ON n.oid = p.pronamespace
