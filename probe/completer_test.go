@@ -16,25 +16,22 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// batchSizes is a pgx tracer that records how many statements each batch sent.
+// batchSizes is a pgx tracer that records how many jobs each batch of finishes held.
 type batchSizes struct {
 	mu    sync.Mutex
 	sizes []int
 	n     atomic.Int64
 }
 
-func (b *batchSizes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (b *batchSizes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if n := batchJobs(data); n > 0 {
+		b.mu.Lock()
+		b.sizes = append(b.sizes, n)
+		b.mu.Unlock()
+	}
 	return ctx
 }
 func (b *batchSizes) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (b *batchSizes) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	b.mu.Lock()
-	b.sizes = append(b.sizes, data.Batch.Len())
-	b.mu.Unlock()
-	return ctx
-}
-func (b *batchSizes) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (b *batchSizes) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // barrierChecker holds every check until n checks have started, then lets them all end at once,
 // so that their finishes queue together.
