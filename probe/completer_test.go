@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,12 +74,25 @@ func TestABatchOfFinishesThatFailsIsFinishedOneJobAtATime(t *testing.T) {
 
 	s := settings(FinishTx)
 	s.Concurrency, s.ClaimLimit = servers, servers
-	r := &Round{DB: pool, Settings: s, Checker: &barrierChecker{n: servers, all: make(chan struct{})}}
+	log := &syncBuffer{}
+	r := &Round{DB: pool, Settings: s, Checker: &barrierChecker{n: servers, all: make(chan struct{})},
+		Log: slog.New(slog.NewTextHandler(log, nil))}
 	sum, err := r.Run(ctx)
 	var incomplete *IncompleteError
 	require.ErrorAs(t, err, &incomplete, "the refused job's finish is a problem of the round")
 	require.Len(t, incomplete.Problems, 1)
 	require.Contains(t, incomplete.Problems[0], "refuses the runs of server")
+
+	// The failed batch is counted by its cause in the summary, and every job it held says why it
+	// was finished alone.
+	require.GreaterOrEqual(t, sum.FinishBatches.Failed, 1)
+	require.Greater(t, sum.FinishBatches.Batches, sum.FinishBatches.Failed-1)
+	cause := "P0001: this test refuses the runs of server " + strconv.FormatInt(refused, 10)
+	require.Equal(t, map[string]int{cause: sum.FinishBatches.Failed}, sum.FinishBatches.Causes)
+	require.Contains(t, log.String(), "a batch of finishes failed; its jobs are finished one at a time")
+	require.GreaterOrEqual(t, strings.Count(log.String(), "finishing the job alone: its batch failed"), sum.FinishBatches.Failed,
+		"every job of a failed batch logs why it is finished alone")
+	require.Contains(t, log.String(), "cause=\"its batch failed: finish")
 
 	sizes.mu.Lock()
 	biggest := 0

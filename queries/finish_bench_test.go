@@ -55,8 +55,19 @@ func finishTxBatchBefore(ctx context.Context, db *pgxpool.Pool, ps []queries.Fin
 // the transitions; every server was finished once before the timing (its states exist).
 //
 //	go test -run '^$' -bench BenchmarkFinishCost -benchtime 200x ./queries/
-func BenchmarkFinishCost(b *testing.B) {
-	const servers, batch = 500, 100
+func BenchmarkFinishCost(b *testing.B) { finishCost(b, 100, nil) }
+
+// BenchmarkFinishBatchCap measures the longest batch of queries.MaxFinishBatch finishes, before
+// 00020 and after, to judge the cap against one write's budget (probe's finishBudgets: 10 s).
+// Run it with the machine loaded (stress-ng --cpu 2 beside it).
+//
+//	go test -run '^$' -bench BenchmarkFinishBatchCap -benchtime 20x ./queries/
+func BenchmarkFinishBatchCap(b *testing.B) {
+	finishCost(b, queries.MaxFinishBatch, []string{"batch-before", "batch-after"})
+}
+
+func finishCost(b *testing.B, batch int, only []string) {
+	const servers = 500
 	ctx := context.Background()
 	ok, _ := json.Marshal(map[string]any{"outcome": "ok", "summary": "ok", "requests": []any{}})
 	failed, _ := json.Marshal(map[string]any{"outcome": "failed", "summary": "failed", "requests": []any{}})
@@ -69,7 +80,9 @@ func BenchmarkFinishCost(b *testing.B) {
 		ids      []int64
 		round    int64
 		spent    time.Duration
+		longest  time.Duration
 		finishes int
+		wal      int64 // bytes of WAL written by its finishes
 	}
 	both := []string{"probe_runs_alert", "probe_runs_rollup"}
 	arms := []*arm{
@@ -82,6 +95,9 @@ func BenchmarkFinishCost(b *testing.B) {
 		{name: "batch-after", batch: true},
 		{name: "batch-before-no-triggers", before: true, batch: true, disable: both},
 		{name: "batch-no-triggers", batch: true, disable: both},
+	}
+	if only != nil {
+		arms = slices.DeleteFunc(arms, func(a *arm) bool { return !slices.Contains(only, a.name) })
 	}
 	jobs := func(a *arm, srvs []int64) []queries.FinishParams {
 		rows, err := a.pool.Query(ctx, `INSERT INTO probe_jobs (server_id, round_id, invocation, reason, requested_at)
@@ -173,10 +189,23 @@ func BenchmarkFinishCost(b *testing.B) {
 					ps[s].Outcome, ps[s].Result = "failed", failed
 				}
 			}
+			var lsn string
+			if err := a.pool.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
+				b.Fatal(err)
+			}
 			b.StartTimer()
 			start := time.Now()
 			finish(a, ps)
-			a.spent += time.Since(start)
+			took := time.Since(start)
+			b.StopTimer()
+			var wal int64
+			if err := a.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn).Scan(&wal); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			a.spent += took
+			a.longest = max(a.longest, took)
+			a.wal += wal
 			a.finishes += len(ps)
 		}
 	}
@@ -184,13 +213,22 @@ func BenchmarkFinishCost(b *testing.B) {
 	for _, a := range arms {
 		per[a.name] = float64(a.spent.Nanoseconds()) / float64(a.finishes)
 		b.ReportMetric(per[a.name], "ns/"+a.name)
+		b.ReportMetric(float64(a.wal)/float64(a.finishes), "walB/"+a.name)
+		if a.batch {
+			b.ReportMetric(float64(a.longest.Milliseconds()), "max-ms/"+a.name)
+		}
 	}
-	b.ReportMetric(per["alone-before"]/per["alone-before-no-alerts"], "outbox-ratio-before")
-	b.ReportMetric(per["alone-after"]/per["alone-before-no-alerts"], "outbox-ratio-after")
-	b.ReportMetric(per["alone-after"]/per["alone-before"], "alone-after/before")
-	b.ReportMetric(per["batch-after"]/per["batch-before"], "batch-after/before")
-	b.ReportMetric(1-per["alone-no-triggers"]/per["alone-before"], "trigger-share-alone-before")
-	b.ReportMetric(1-per["alone-no-triggers"]/per["alone-after"], "trigger-share-alone-after")
-	b.ReportMetric(1-per["batch-before-no-triggers"]/per["batch-before"], "trigger-share-batch-before")
-	b.ReportMetric(1-per["batch-no-triggers"]/per["batch-after"], "trigger-share-batch-after")
+	ratio := func(x, y string) float64 { return per[x] / per[y] }
+	if only != nil {
+		b.ReportMetric(ratio("batch-after", "batch-before"), "batch-after/before")
+		return
+	}
+	b.ReportMetric(ratio("alone-before", "alone-before-no-alerts"), "outbox-ratio-before")
+	b.ReportMetric(ratio("alone-after", "alone-after-no-alerts"), "outbox-ratio-after")
+	b.ReportMetric(ratio("alone-after", "alone-before"), "alone-after/before")
+	b.ReportMetric(ratio("batch-after", "batch-before"), "batch-after/before")
+	b.ReportMetric(1-ratio("alone-no-triggers", "alone-before"), "trigger-share-alone-before")
+	b.ReportMetric(1-ratio("alone-no-triggers", "alone-after"), "trigger-share-alone-after")
+	b.ReportMetric(1-ratio("batch-before-no-triggers", "batch-before"), "trigger-share-batch-before")
+	b.ReportMetric(1-ratio("batch-no-triggers", "batch-after"), "trigger-share-batch-after")
 }
