@@ -93,6 +93,7 @@ func finishCost(b *testing.B, batch int, only []string) {
 		{name: "alone-no-triggers", disable: both},
 		{name: "batch-before", before: true, batch: true},
 		{name: "batch-after", batch: true},
+		{name: "batch-after-no-alerts", batch: true, disable: []string{"probe_runs_alert"}},
 		{name: "batch-before-no-triggers", before: true, batch: true, disable: both},
 		{name: "batch-no-triggers", batch: true, disable: both},
 	}
@@ -227,6 +228,7 @@ func finishCost(b *testing.B, batch int, only []string) {
 	b.ReportMetric(ratio("alone-after", "alone-after-no-alerts"), "outbox-ratio-after")
 	b.ReportMetric(ratio("alone-after", "alone-before"), "alone-after/before")
 	b.ReportMetric(ratio("batch-after", "batch-before"), "batch-after/before")
+	b.ReportMetric(ratio("batch-after", "batch-after-no-alerts"), "outbox-ratio-batch-after")
 	b.ReportMetric(1-ratio("alone-no-triggers", "alone-before"), "trigger-share-alone-before")
 	b.ReportMetric(1-ratio("alone-no-triggers", "alone-after"), "trigger-share-alone-after")
 	b.ReportMetric(1-ratio("batch-before-no-triggers", "batch-before"), "trigger-share-batch-before")
