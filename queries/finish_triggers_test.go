@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -162,3 +163,40 @@ func TestTheStatementTriggersLeaveWhatTheRowTriggersLeft(t *testing.T) {
 	require.NoError(t, after.QueryRow(ctx, "SELECT array_agg(DISTINCT type ORDER BY type) FROM alert_events").Scan(&types))
 	require.Equal(t, []string{"prober.degraded", "server.auth_changed", "server.down", "server.recovered", "server.tools_changed"}, types)
 }
+
+// 00020 rolls back to the row triggers and forth again, and a finish works on either side.
+func TestTheSetFinishMigrationRollsBackAndForth(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t), dbtest.MaxConns(4))
+	p, err := queries.Provider(pool)
+	require.NoError(t, err)
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	perRow := func() (rows int) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger
+			WHERE tgrelid = 'probe_runs'::regclass AND tgname IN ('probe_runs_alert', 'probe_runs_rollup') AND tgtype & 1 = 1`).Scan(&rows))
+		return rows
+	}
+	finishes := func() {
+		j, _ := claimOne(t, pool)
+		r, err := queries.FinishTx(ctx, pool, finishParams(j, now.Add(time.Second)))
+		require.NoError(t, err)
+		require.True(t, r.JobFinished)
+		var rollups int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM server_rollups WHERE server_id = $1", j.ServerID).Scan(&rollups))
+		require.Equal(t, 1, rollups)
+	}
+	require.Zero(t, perRow(), "per statement")
+	finishes()
+	_, err = p.DownTo(ctx, finishSetVersion-1)
+	require.NoError(t, err)
+	require.Equal(t, 2, perRow(), "per row again")
+	finishes()
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	require.Zero(t, perRow())
+	finishes()
+}
+
+const finishSetVersion = 20
