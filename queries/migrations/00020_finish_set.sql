@@ -430,7 +430,7 @@ LANGUAGE plpgsql
 AS $probe$
 DECLARE
     v_slow  bigint[];
-    v_multi bigint[];
+    v_multi boolean;
     v_run   probe_runs;
 BEGIN
     -- The servers' states are taken in server order, all before any is written.
@@ -506,22 +506,28 @@ BEGIN
          WHERE a.server_id = f.server_id
         RETURNING f.id
     )
-    SELECT array_agg(x.id ORDER BY x.server_id) FILTER (WHERE x.judged AND x.id NOT IN (SELECT m.id FROM moved AS m))
-      INTO v_slow
+    SELECT array_agg(x.id ORDER BY x.server_id) FILTER (WHERE x.judged AND x.id NOT IN (SELECT m.id FROM moved AS m)),
+           (SELECT count(*) FROM new_runs) > (SELECT count(*) FROM x)
+      INTO v_slow, v_multi
       FROM x;
 
     -- The rest one at a time: runs that may change a state, of servers with one run (tallied above)...
-    FOR v_run IN SELECT n.* FROM new_runs AS n WHERE n.id = ANY (v_slow) ORDER BY n.server_id, n.id LOOP
-        PERFORM probe_runs_alert_run(v_run, false);
-    END LOOP;
-    -- ...and every run of a server with more than one, in order.
-    FOR v_run IN
-        SELECT n.* FROM new_runs AS n
-         WHERE EXISTS (SELECT 1 FROM new_runs AS m WHERE m.server_id = n.server_id AND m.id <> n.id)
-         ORDER BY n.server_id, n.id
-    LOOP
-        PERFORM probe_runs_alert_run(v_run, true);
-    END LOOP;
+    IF v_slow IS NOT NULL THEN
+        FOR v_run IN SELECT n.* FROM new_runs AS n WHERE n.id = ANY (v_slow) ORDER BY n.server_id, n.id LOOP
+            PERFORM probe_runs_alert_run(v_run, false);
+        END LOOP;
+    END IF;
+    -- ...and every run of a server with more than one, in order (looked for only when x, which
+    -- holds the runs of servers with one, holds fewer runs than the statement).
+    IF v_multi THEN
+        FOR v_run IN
+            SELECT n.* FROM new_runs AS n
+             WHERE EXISTS (SELECT 1 FROM new_runs AS m WHERE m.server_id = n.server_id AND m.id <> n.id)
+             ORDER BY n.server_id, n.id
+        LOOP
+            PERFORM probe_runs_alert_run(v_run, true);
+        END LOOP;
+    END IF;
     RETURN NULL;
 END
 $probe$;
