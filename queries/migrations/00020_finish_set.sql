@@ -140,6 +140,83 @@ END
 $probe$;
 -- +goose StatementEnd
 
+-- probe_runs_rollup_run is the rollup row trigger's body (00017) for one run: a statement of one
+-- run (the previous binary's probe_finish, a finish alone) costs less through it than through the
+-- statement's aggregates.
+-- +goose StatementBegin
+CREATE FUNCTION probe_runs_rollup_run(p_run probe_runs) RETURNS void
+LANGUAGE plpgsql
+AS $probe$
+DECLARE
+    v_outcome text := coalesce(p_run.result->>'outcome', '');
+    v_day     date := (p_run.started_at AT TIME ZONE 'UTC')::date;
+    v_fault   boolean;
+    v_cert    timestamptz;
+    v_secs    double precision := greatest(extract(epoch FROM p_run.finished_at - p_run.started_at), 0);
+BEGIN
+    INSERT INTO run_totals AS t (kind, outcome, shard, runs, seconds_sum, buckets)
+    SELECT s.kind, v_outcome, (p_run.server_id % 16)::smallint, 1, v_secs,
+           ARRAY(SELECT (v_secs <= b)::int::bigint FROM unnest(run_totals_bounds()) WITH ORDINALITY AS u(b, i) ORDER BY i)
+      FROM servers AS s
+     WHERE s.id = p_run.server_id
+    ON CONFLICT (kind, outcome, shard) DO UPDATE
+       SET runs        = t.runs + 1,
+           seconds_sum = t.seconds_sum + EXCLUDED.seconds_sum,
+           buckets     = ARRAY(SELECT a + b FROM unnest(t.buckets, EXCLUDED.buckets) WITH ORDINALITY AS u(a, b, i) ORDER BY i);
+
+    -- A late run is inserted after its job was closed as abandoned; a run on time, before its job
+    -- is finished. So the job's outcome here is 'abandoned' exactly for late runs.
+    -- The job in its partition when the run carries its key (00017); a run without it (legacy,
+    -- or a previous binary's advance-first finish) looks in every partition.
+    IF p_run.job_requested_at IS NOT NULL AND p_run.job_requested_at <> '-infinity' THEN
+        SELECT p_run.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+               OR p_run.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+               OR j.outcome IS NOT DISTINCT FROM 'abandoned'
+          INTO v_fault
+          FROM probe_jobs AS j
+         WHERE j.id = p_run.job_id AND j.requested_at = p_run.job_requested_at;
+    ELSE
+        SELECT p_run.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+               OR p_run.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+               OR j.outcome IS NOT DISTINCT FROM 'abandoned'
+          INTO v_fault
+          FROM probe_jobs AS j
+         WHERE j.id = p_run.job_id;
+    END IF;
+    IF v_fault THEN
+        RETURN;
+    END IF;
+
+    INSERT INTO server_run_days AS d (server_id, day, ok, counted)
+    VALUES (p_run.server_id, v_day, (v_outcome = 'ok')::int, 1)
+    ON CONFLICT (server_id, day) DO UPDATE
+       SET ok = d.ok + EXCLUDED.ok, counted = d.counted + 1;
+
+    v_cert := (jsonb_path_query_first(p_run.result, '$.requests[*].tls.cert_not_after') #>> '{}')::timestamptz;
+    INSERT INTO server_rollups AS r (server_id, last_run_id, last_run_at, last_outcome, failing_since, cert_not_after)
+    VALUES (p_run.server_id, p_run.id, p_run.started_at, v_outcome,
+            CASE WHEN v_outcome = 'ok' THEN NULL ELSE p_run.started_at END, v_cert)
+    ON CONFLICT (server_id) DO UPDATE
+       SET last_run_id    = EXCLUDED.last_run_id,
+           last_run_at    = EXCLUDED.last_run_at,
+           last_outcome   = EXCLUDED.last_outcome,
+           failing_since  = CASE WHEN EXCLUDED.last_outcome = 'ok' THEN NULL
+                                 ELSE coalesce(r.failing_since, EXCLUDED.last_run_at) END,
+           cert_not_after = coalesce(EXCLUDED.cert_not_after, r.cert_not_after)
+     -- a run stored out of order (a replayed spool) counts in its day but does not replace a newer one
+     WHERE r.last_run_at <= EXCLUDED.last_run_at;
+
+    UPDATE server_rollups AS r
+       SET uptime_30d = (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0)
+                           FROM server_run_days AS d
+                          WHERE d.server_id = p_run.server_id
+                            AND d.day > (r.last_run_at AT TIME ZONE 'UTC')::date - 30)
+     WHERE r.server_id = p_run.server_id;
+    RETURN;
+END
+$probe$;
+-- +goose StatementEnd
+
 -- The rollups of the runs a statement inserted (00007's probe_runs_rollup, per statement).
 -- +goose StatementBegin
 CREATE FUNCTION probe_runs_rollup_batch() RETURNS trigger
@@ -149,7 +226,14 @@ DECLARE
     v_servers bigint[];
     v_multi   bigint[];
     v_run     record;
+    v_one     probe_runs;
 BEGIN
+    IF (SELECT count(*) FROM new_runs) = 1 THEN
+        SELECT n.* INTO v_one FROM new_runs AS n;
+        PERFORM probe_runs_rollup_run(v_one);
+        RETURN NULL;
+    END IF;
+
     -- Every run counts in the totals, one upsert per (kind, outcome, shard), in key order.
     WITH r AS (
         SELECT s.kind, coalesce(n.result->>'outcome', '') AS outcome, (n.server_id % 16)::smallint AS shard,
@@ -552,5 +636,6 @@ CREATE TRIGGER probe_runs_rollup AFTER INSERT ON probe_runs
 DROP FUNCTION probe_runs_alert_batch();
 DROP FUNCTION probe_runs_alert_run(probe_runs, boolean);
 DROP FUNCTION probe_runs_rollup_batch();
+DROP FUNCTION probe_runs_rollup_run(probe_runs);
 DROP FUNCTION probe_finish_many(bigint[], bigint[], timestamptz[], timestamptz[], text[], text[], timestamptz[],
                                 timestamptz[], integer[], jsonb[], jsonb[], timestamptz);
