@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/queries"
@@ -102,4 +103,37 @@ func TestABatchOfTheWrongShapeIsNotSent(t *testing.T) {
 	p.RequestedAt = nil
 	_, err = queries.FinishBatch(t.Context(), pool, []queries.FinishParams{p})
 	require.ErrorIs(t, err, queries.ErrBatchShape)
+}
+
+// probe_finish_many itself refuses a batch that names a job twice, a job without its claim time,
+// or arrays of different lengths, whoever calls it: nothing is written.
+func TestProbeFinishManyRefusesABatchOfTheWrongShape(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	j, _ := claimOne(t, pool)
+	call := func(jobs []int64, requested []*time.Time, servers []int64) error {
+		n := len(jobs)
+		times := make([]time.Time, n)
+		texts := make([]string, n)
+		for i := range times {
+			times[i], texts[i] = now, "ok"
+		}
+		_, err := pool.Exec(ctx, `SELECT * FROM probe_finish_many($1, $2, $3, $4, $5, $6, $7, $8, $9,
+			array_fill('{"outcome":"ok"}'::jsonb, ARRAY[$10::int]), array_fill(NULL::jsonb, ARRAY[$10::int]))`,
+			jobs, servers, requested, times, texts, texts, times, times, make([]int32, n), n)
+		return err
+	}
+	for name, err := range map[string]error{
+		"twice":         call([]int64{j.JobID, j.JobID}, []*time.Time{&j.RequestedAt, &j.RequestedAt}, []int64{j.ServerID, j.ServerID}),
+		"no claim time": call([]int64{j.JobID}, []*time.Time{nil}, []int64{j.ServerID}),
+		"lengths":       call([]int64{j.JobID}, []*time.Time{&j.RequestedAt}, []int64{j.ServerID, j.ServerID}),
+	} {
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr, name)
+		require.Equal(t, "22023", pgErr.Code, name)
+	}
+	var runs int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_runs WHERE job_id = $1", j.JobID).Scan(&runs))
+	require.Zero(t, runs)
 }
