@@ -2,9 +2,12 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/probectl/probectl/queries"
 )
@@ -14,16 +17,34 @@ import (
 const completerWorkers = 2
 
 // completer commits the finishes of a round's one-transaction mode (FinishTx) many per
-// transaction, as River's completer does: a finish waits for no timer, it joins the finishes
-// already queued when a worker is free. Each job is still advanced, recorded and closed by its own
-// probe_finish, atomically; a batch that fails stores nothing, and its finishes are made again one
-// at a time by their callers (work).
+// statement, as River's completer does: a finish waits for no timer, it joins the finishes
+// already queued when a worker is free. A batch is one statement (queries.FinishBatch): each job
+// advanced, recorded and closed as probe_finish would; a batch that fails stores nothing, and its
+// finishes are made again one at a time by their callers (work), each saying why.
 type completer struct {
 	db     queries.DB
 	budget time.Duration // one batch's timeout
 	log    *slog.Logger
 	in     chan finishRequest
 	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	batches int            // batches sent
+	failed  int            // batches that failed (their jobs finished alone)
+	causes  map[string]int // why batches failed, by cause (at most maxBatchCauses)
+}
+
+// maxBatchCauses bounds the distinct causes a round keeps; more are counted under the last.
+const maxBatchCauses = 8
+
+// BatchFailures is what a round's batches of finishes did: how many were sent, how many failed
+// (their jobs were then finished one at a time), and why, by cause.
+type BatchFailures struct {
+	Batches int
+	Failed  int
+	// Causes counts the failed batches by their error (at most maxBatchCauses distinct causes;
+	// the rest under "other causes").
+	Causes map[string]int
 }
 
 type finishRequest struct {
@@ -43,7 +64,7 @@ func newCompleter(db queries.DBTX, budget time.Duration, log *slog.Logger) *comp
 	if !ok {
 		return nil
 	}
-	c := &completer{db: b, budget: budget, log: log, in: make(chan finishRequest)}
+	c := &completer{db: b, budget: budget, log: log, in: make(chan finishRequest), causes: map[string]int{}}
 	for range completerWorkers {
 		c.wg.Go(c.run)
 	}
@@ -67,10 +88,42 @@ func (c *completer) finish(ctx context.Context, p queries.FinishParams) (queries
 	return r.res, r.err
 }
 
-// close stops the workers once every finish handed to them is answered.
-func (c *completer) close() {
+// close stops the workers once every finish handed to them is answered, and says what its
+// batches did.
+func (c *completer) close() BatchFailures {
 	close(c.in)
 	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return BatchFailures{Batches: c.batches, Failed: c.failed, Causes: c.causes}
+}
+
+// failedBatch records why a batch failed.
+func (c *completer) failedBatch(err error) {
+	cause := batchCause(err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failed++
+	if _, ok := c.causes[cause]; !ok && len(c.causes) >= maxBatchCauses-1 {
+		cause = "other causes"
+	}
+	c.causes[cause]++
+}
+
+// batchCause names a batch's failure without the job ids and counts that vary between batches:
+// the database's error (its SQLSTATE and message) or the client's (a timeout, a broken connection).
+func batchCause(err error) string {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return pgErr.Code + ": " + pgErr.Message
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the batch outlived its write budget"
+	case errors.Is(err, queries.ErrBatchShape):
+		return queries.ErrBatchShape.Error()
+	default:
+		return err.Error()
+	}
 }
 
 func (c *completer) run() {
@@ -94,17 +147,29 @@ func (c *completer) run() {
 		}
 		// Like every finish, the batch outlives a cancelled round: its checks were made.
 		ctx, cancel := context.WithTimeout(context.Background(), c.budget)
-		res, err := queries.FinishTxBatch(ctx, c.db, ps)
+		started := time.Now()
+		res, err := queries.FinishBatch(ctx, c.db, ps)
 		cancel()
-		if err != nil && len(batch) > 1 {
-			c.log.Warn("a batch of finishes failed; its jobs are finished one at a time", "jobs", len(batch), "err", err)
+		c.mu.Lock()
+		c.batches++
+		c.mu.Unlock()
+		if err != nil {
+			c.failedBatch(err)
+			c.log.Warn("a batch of finishes failed; its jobs are finished one at a time", "jobs", len(batch),
+				"took", time.Since(started).Round(time.Millisecond), "cause", batchCause(err), "err", err)
 		}
 		for i, req := range batch {
 			if err != nil {
-				req.reply <- finishReply{err: err}
+				req.reply <- finishReply{err: &batchError{err: err}}
 				continue
 			}
-			req.reply <- finishReply{res: res[i]}
+			req.reply <- finishReply{res: res[i].Result, err: res[i].Err}
 		}
 	}
 }
+
+// batchError: the job's batch failed as a whole; the job is finished alone.
+type batchError struct{ err error }
+
+func (e *batchError) Error() string { return "its batch failed: " + e.err.Error() }
+func (e *batchError) Unwrap() error { return e.err }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,24 +17,35 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// heldBatches is a pgx tracer that holds every batch at its start until release is closed, and
-// says on started when one began.
+// heldBatches is a pgx tracer that holds every batch of finishes (queries.FinishBatch) at its
+// start until release is closed, and says on started when one began.
 type heldBatches struct {
 	started chan struct{}
 	release chan struct{}
 }
 
-func (h *heldBatches) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (h *heldBatches) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if batchJobs(data) > 0 {
+		h.started <- struct{}{}
+		<-h.release
+	}
 	return ctx
 }
 func (h *heldBatches) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (h *heldBatches) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	h.started <- struct{}{}
-	<-h.release
-	return ctx
+
+// batchJobs is how many jobs a statement finishes at once if it is queries.FinishBatch's, else 0.
+func batchJobs(data pgx.TraceQueryStartData) int {
+	if !strings.Contains(data.SQL, "probe_finish_many") {
+		return 0
+	}
+	for _, a := range data.Args {
+		if named, ok := a.(pgx.StrictNamedArgs); ok {
+			ids, _ := named["job_ids"].([]int64)
+			return len(ids)
+		}
+	}
+	return 0
 }
-func (h *heldBatches) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (h *heldBatches) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // claimOne claims one due server in a round of its own and returns the finish of its job.
 func claimOne(t *testing.T, db queries.DB) (queries.ClaimedJob, queries.FinishParams) {
@@ -46,7 +58,8 @@ func claimOne(t *testing.T, db queries.DB) (queries.ClaimedJob, queries.FinishPa
 	j := jobs[0]
 	now := time.Now().UTC()
 	return j, queries.FinishParams{JobID: j.JobID, ServerID: j.ServerID, ClaimedNextCheckAt: j.ClaimedNextCheckAt,
-		Outcome: "ok", StartedAt: now, CheckFinishedAt: now, Result: []byte(`{"outcome":"ok"}`), Kind: j.Kind}
+		Outcome: "ok", StartedAt: now, CheckFinishedAt: now, Result: []byte(`{"outcome":"ok"}`), Kind: j.Kind,
+		RequestedAt: &j.RequestedAt}
 }
 
 // A caller whose time ran out while its finish was in a batch gets the batch's answer, not its
@@ -58,7 +71,7 @@ func TestACallerThatGaveUpOnABatchGetsTheBatchsCommit(t *testing.T) {
 	pool := migrated.Pool(t, dbtest.Tracer(held))
 	_, p := claimOne(t, pool)
 	c := newCompleter(pool, time.Minute, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
-	t.Cleanup(c.close)
+	t.Cleanup(func() { c.close() })
 	release := sync.OnceFunc(func() { close(held.release) })
 	t.Cleanup(release) // runs first: a failed test must not leave the batch held
 

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,25 +17,22 @@ import (
 	"github.com/probectl/probectl/queries"
 )
 
-// batchSizes is a pgx tracer that records how many statements each batch sent.
+// batchSizes is a pgx tracer that records how many jobs each batch of finishes held.
 type batchSizes struct {
 	mu    sync.Mutex
 	sizes []int
 	n     atomic.Int64
 }
 
-func (b *batchSizes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (b *batchSizes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if n := batchJobs(data); n > 0 {
+		b.mu.Lock()
+		b.sizes = append(b.sizes, n)
+		b.mu.Unlock()
+	}
 	return ctx
 }
 func (b *batchSizes) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (b *batchSizes) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	b.mu.Lock()
-	b.sizes = append(b.sizes, data.Batch.Len())
-	b.mu.Unlock()
-	return ctx
-}
-func (b *batchSizes) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (b *batchSizes) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // barrierChecker holds every check until n checks have started, then lets them all end at once,
 // so that their finishes queue together.
@@ -76,12 +74,25 @@ func TestABatchOfFinishesThatFailsIsFinishedOneJobAtATime(t *testing.T) {
 
 	s := testSettings(FinishTx)
 	s.Concurrency, s.ClaimLimit = servers, servers
-	r := &Round{DB: pool, Settings: s, Checker: &barrierChecker{n: servers, all: make(chan struct{})}}
+	log := &syncBuffer{}
+	r := &Round{DB: pool, Settings: s, Checker: &barrierChecker{n: servers, all: make(chan struct{})},
+		Log: slog.New(slog.NewTextHandler(log, nil))}
 	sum, err := r.Run(ctx)
 	var incomplete *IncompleteError
 	require.ErrorAs(t, err, &incomplete, "the refused job's finish is a problem of the round")
 	require.Len(t, incomplete.Problems, 1)
 	require.Contains(t, incomplete.Problems[0], "refuses the runs of server")
+
+	// The failed batch is counted by its cause in the summary, and every job it held says why it
+	// was finished alone.
+	require.GreaterOrEqual(t, sum.FinishBatches.Failed, 1)
+	require.Greater(t, sum.FinishBatches.Batches, sum.FinishBatches.Failed-1)
+	cause := "P0001: this test refuses the runs of server " + strconv.FormatInt(refused, 10)
+	require.Equal(t, map[string]int{cause: sum.FinishBatches.Failed}, sum.FinishBatches.Causes)
+	require.Contains(t, log.String(), "a batch of finishes failed; its jobs are finished one at a time")
+	require.GreaterOrEqual(t, strings.Count(log.String(), "finishing the job alone: its batch failed"), sum.FinishBatches.Failed,
+		"every job of a failed batch logs why it is finished alone")
+	require.Contains(t, log.String(), "cause=\"its batch failed: finish")
 
 	sizes.mu.Lock()
 	biggest := 0

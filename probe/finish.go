@@ -89,6 +89,16 @@ func (r *Round) work(ctx context.Context, st *state, inv int, job queries.Claime
 			bcancel()
 			attempts = 1
 		}
+		if st.completer != nil && err != nil {
+			// Every fallback says why: its batch failed (the batch's own warning gave the cause
+			// once for all its jobs), or the batch answered this job with an error of its own.
+			var be *batchError
+			if errors.As(err, &be) {
+				r.Log.Info("finishing the job alone: its batch failed", "job", job.JobID, "server", job.Slug, "cause", err)
+			} else {
+				r.Log.Warn("finishing the job alone", "job", job.JobID, "server", job.Slug, "cause", err)
+			}
+		}
 		if st.completer == nil || err != nil {
 			err = r.finishAlone(wctx, each, &attempts, p, &fr)
 		}

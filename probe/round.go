@@ -98,6 +98,9 @@ type Summary struct {
 	// JobsClosedElsewhere counts finishes that found their job already closed (as abandoned): late
 	// finishes, whose runs are stored marked late and which advanced nothing.
 	JobsClosedElsewhere int
+	// FinishBatches: the batches of finishes the round sent (the one-transaction mode), how many
+	// failed, their jobs then finished one at a time, and why.
+	FinishBatches BatchFailures
 	// Fenced counts checks stopped or never made because their job's lease had ended (stored at
 	// probectl's fault, "fault": "probectl" in their result).
 	Fenced int
@@ -267,8 +270,9 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv, 0) })
 	}
 	wg.Wait()
+	var batches BatchFailures
 	if st.completer != nil {
-		st.completer.close() // every check has its finish answered by now
+		batches = st.completer.close() // every check has its finish answered by now
 	}
 	stopBeating()
 	interrupted := ctx.Err() != nil
@@ -282,7 +286,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 
 	sum := &Summary{RoundID: roundID, Settings: s, KeyID: keyID, StartedAt: startedAt,
 		Invocations: s.Invocations(), PerInvocation: per, StoppedClaiming: st.stop.Load(), Interrupted: interrupted,
-		Recovered: recovered}
+		Recovered: recovered, FinishBatches: batches}
 	if st.spool != nil {
 		sum.SpoolFile = st.spool.path()
 		if err := st.spool.close(); err != nil {

@@ -26,10 +26,10 @@ type FinishParams struct {
 	Envelope json.RawMessage
 	// Now, when set, stands in for the time of the finish.
 	Now *time.Time
-	// Kind is the server's check kind (mcp | http); FinishTxBatch orders a batch by it (see there).
+	// Kind is the server's check kind (mcp | http).
 	Kind string
 	// RequestedAt is when the job was claimed; with ServerID it tells the claim from another that
-	// reuses its id after a failover (FinishTx). nil: checked by server only.
+	// reuses its id after a failover (FinishTx). nil: checked by server only (FinishBatch needs it).
 	RequestedAt *time.Time
 }
 

@@ -73,3 +73,22 @@ SELECT run.id AS run_id, false AS advanced, EXISTS (SELECT 1 FROM finished) AS j
 -- whose answer came late, a commit whose answer was lost) is not late, and the job was never
 -- abandoned.
 SELECT r.late FROM probe_runs AS r WHERE r.job_id = $1;
+
+-- name: FinishMany
+-- The set-based finish of a batch (probe_finish_many, migrations/00020_finish_set.sql): one row
+-- per job, in the batch's order (ord, from 1), each judged as FinishTx judges it; a job that is not
+-- the claim of its server made at its time comes back with no run (run_id NULL): nothing was
+-- written for it.
+SELECT f.ord, f.job_id, f.run_id, f.advanced, f.job_finished, f.finished_at
+  FROM probe_finish_many(p_job_ids           => @job_ids,
+                         p_server_ids        => @server_ids,
+                         p_requested_ats     => @requested_ats,
+                         p_claimed           => @claimed,
+                         p_outcomes          => @outcomes,
+                         p_errors            => @errors,
+                         p_started_ats       => @started_ats,
+                         p_check_finished_at => @check_finished_at,
+                         p_requests          => @requests,
+                         p_results           => @results::jsonb[],
+                         p_envelopes         => @envelopes::jsonb[],
+                         p_now               => @now::timestamptz) AS f;

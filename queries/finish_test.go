@@ -26,7 +26,16 @@ func claimOne(t *testing.T, db queries.DBTX) (queries.ClaimedJob, int64) {
 func finishParams(j queries.ClaimedJob, at time.Time) queries.FinishParams {
 	return queries.FinishParams{JobID: j.JobID, ServerID: j.ServerID, ClaimedNextCheckAt: j.ClaimedNextCheckAt,
 		Outcome: "ok", StartedAt: at.Add(-time.Second), CheckFinishedAt: at, Requests: 2,
-		Result: json.RawMessage(`{"outcome":"ok"}`), Envelope: json.RawMessage(`{"payloadType":"x"}`), Now: &at}
+		Result: json.RawMessage(`{"outcome":"ok"}`), Envelope: json.RawMessage(`{"payloadType":"x"}`), Now: &at,
+		RequestedAt: &j.RequestedAt}
+}
+
+// finishInBatch finishes p in a batch of one (queries.FinishBatch).
+func finishInBatch(t *testing.T, db queries.DBTX, p queries.FinishParams) (queries.FinishResult, error) {
+	out, err := queries.FinishBatch(t.Context(), db, []queries.FinishParams{p})
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	return out[0].Result, out[0].Err
 }
 
 // finishers are the two ways to finish, as the round calls them.
@@ -45,6 +54,11 @@ var finishers = []struct {
 		r, err := queries.FinishJob(t.Context(), db, p)
 		require.NoError(t, err)
 		r.Advanced = advanced
+		return r
+	}},
+	{"in a batch", func(t *testing.T, db queries.DBTX, p queries.FinishParams) queries.FinishResult {
+		r, err := finishInBatch(t, db, p)
+		require.NoError(t, err)
 		return r
 	}},
 }
@@ -179,6 +193,10 @@ func TestAFinishWhoseServerIsNotTheJobsAdvancesNothing(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, advanced, "a job never advances another server")
 			_, err = queries.FinishJob(t.Context(), db, p)
+			require.ErrorIs(t, err, queries.ErrClaimGone)
+		}},
+		{"in a batch", func(t *testing.T, db queries.DBTX, p queries.FinishParams) {
+			_, err := finishInBatch(t, db, p)
 			require.ErrorIs(t, err, queries.ErrClaimGone)
 		}},
 	}

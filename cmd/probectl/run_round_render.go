@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,7 +45,12 @@ type roundJSON struct {
 	AdvanceMisses       int       `json:"advance_misses"`
 	JobsClosedElsewhere int       `json:"jobs_closed_elsewhere"`
 	Fenced              int       `json:"fenced"`
-	Problems            []string  `json:"problems"`
+	// FinishBatches: batches of finishes sent; FinishBatchesFailed of them failed (their jobs were
+	// finished one at a time), counted by cause in FinishBatchCauses.
+	FinishBatches       int            `json:"finish_batches"`
+	FinishBatchesFailed int            `json:"finish_batches_failed"`
+	FinishBatchCauses   map[string]int `json:"finish_batch_causes"`
+	Problems            []string       `json:"problems"`
 	// Degraded: the storm guard judged the round degraded (docs/alerts.md).
 	Degraded bool `json:"degraded"`
 	// Spooled results could not be stored and wait in SpoolFile; Recovered were stored from the
@@ -72,7 +79,9 @@ func roundSummaryView(f *factory, s *probe.Summary, overrides []release.Override
 		OpenJobs: s.OpenJobs, RunsUnsigned: s.RunsUnsigned, CountsUnknown: s.CountsUnknown,
 		StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
 		AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
-		Problems: append([]string{}, s.Problems...), Settings: settings.RoundOf(s.Settings),
+		FinishBatches: s.FinishBatches.Batches, FinishBatchesFailed: s.FinishBatches.Failed,
+		FinishBatchCauses: maps.Clone(s.FinishBatches.Causes),
+		Problems:          append([]string{}, s.Problems...), Settings: settings.RoundOf(s.Settings),
 		Overrides:     toOverridesJSON(overrides),
 		PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures),
 		Degraded: degraded != nil}
@@ -159,6 +168,13 @@ func writeRoundSummary(f *factory, s *probe.Summary, overrides []release.Overrid
 	}
 	if s.JobsClosedElsewhere > 0 {
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%d job(s) had been closed as abandoned before their finish; their runs are stored", s.JobsClosedElsewhere)))
+	}
+	if s.FinishBatches.Failed > 0 {
+		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("%d of %d batch(es) of finishes failed; their jobs were finished one at a time",
+			s.FinishBatches.Failed, s.FinishBatches.Batches)))
+		for _, cause := range slices.Sorted(maps.Keys(s.FinishBatches.Causes)) {
+			fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("  %d× %s", s.FinishBatches.Causes[cause], render.Printable(cause))))
+		}
 	}
 	return writeRoundFailures(w, s.RoundID, failures)
 }

@@ -265,6 +265,16 @@ func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 		c = &t.claim
 	case strings.Contains(data.SQL, "probe_finish("):
 		c = &t.finish
+	case strings.Contains(data.SQL, "probe_finish_many("):
+		// A set-based batch (queries.FinishBatch) counts as many finishes as it holds.
+		for _, a := range data.Args {
+			if named, ok := a.(pgx.StrictNamedArgs); ok {
+				ids, _ := named["job_ids"].([]int64)
+				t.batches.Add(1)
+				return context.WithValue(ctx, batchKey{}, batchStart{n: len(ids), start: time.Now()})
+			}
+		}
+		return ctx
 	default:
 		return ctx
 	}
@@ -272,6 +282,11 @@ func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 }
 
 func (t *costTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	if s, ok := ctx.Value(batchKey{}).(batchStart); ok {
+		t.finish.n.Add(int64(s.n))
+		t.finish.total.Add(int64(time.Since(s.start)))
+		return
+	}
 	if s, ok := ctx.Value(traceKey{}).(traceStart); ok {
 		s.c.n.Add(1)
 		s.c.total.Add(int64(time.Since(s.start)))
