@@ -88,7 +88,8 @@ type SeriesPoint struct {
 // ServerSeries returns a server's runs over the 30 days before at, oldest first, without those at
 // probectl's fault.
 func ServerSeries(ctx context.Context, db DBTX, serverID int64, at time.Time) ([]SeriesPoint, error) {
-	return collect[SeriesPoint](ctx, db, "ServerSeries", serverID, at)
+	from, to := monthKeys(at)
+	return collect[SeriesPoint](ctx, db, "ServerSeries", serverID, at, from, to)
 }
 
 // RunTotal is the count and duration histogram of the runs of one kind and outcome.

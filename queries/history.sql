@@ -4,18 +4,21 @@
 -- fault (NULL when there is none). Latency: the duration of its ok checks over 30 days. Days whose
 -- runs a prune dropped (before the oldest kept partition, docs/retention.md) are counted from the
 -- rollup by day (server_run_days), which a prune leaves whole; their latency is gone with them.
+-- The runs are read within their partition keys $3..$4 (run_facts_keyed: migrations/00019), so
+-- that only the partitions of those days are read.
 WITH w AS (
     SELECT f.outcome, f.probectl_fault, f.started_at,
            f.finished_at - f.started_at AS took
-      FROM run_facts AS f
+      FROM run_facts_keyed AS f
      WHERE f.server_id = $1
        AND f.started_at >  $2::timestamptz - interval '30 days'
        AND f.started_at <= $2::timestamptz
+       AND (f.job_requested_at >= $3::timestamptz AND f.job_requested_at <= $4::timestamptz
+            OR f.job_requested_at IS NULL OR f.job_requested_at = '-infinity')
 ), kept AS (
-    SELECT CASE WHEN EXISTS (SELECT 1 FROM probe_partitions AS d WHERE d.dropped_at IS NOT NULL)
-                THEN (SELECT min(p.range_from) FROM probe_partitions AS p
-                       WHERE p.parent = 'probe_runs' AND p.dropped_at IS NULL AND p.range_to > '-infinity')
-           END AS kept_from
+    -- where the kept runs begin: the end of the newest range pruned (queries.OldestKept)
+    SELECT max(p.range_to) AS kept_from FROM probe_partitions AS p
+     WHERE p.parent = 'probe_runs' AND p.dropped_at IS NOT NULL
 ), pruned AS (
     SELECT coalesce(sum(d.ok) FILTER (WHERE d.day > ($2::timestamptz AT TIME ZONE 'UTC')::date - 7), 0) AS ok_7d,
            coalesce(sum(d.counted) FILTER (WHERE d.day > ($2::timestamptz AT TIME ZONE 'UTC')::date - 7), 0) AS counted_7d,
@@ -37,13 +40,16 @@ SELECT count(*) FILTER (WHERE w.outcome = 'ok' AND w.started_at > $2::timestampt
   FROM pruned AS pr LEFT JOIN w ON true;
 
 -- name: ServerCert
--- The certificate the server's newest run within 30 days before $2 saw (no row: none seen).
+-- The certificate the server's newest run within 30 days before $2 saw (no row: none seen); the
+-- runs read within their partition keys $3..$4, as ServerFigures.
 SELECT r.started_at AS seen_at,
        (jsonb_path_query_first(r.result, '$.requests[*].tls.cert_not_after') #>> '{}')::timestamptz AS cert_not_after
   FROM probe_runs AS r
  WHERE r.server_id = $1
    AND r.started_at >  $2::timestamptz - interval '30 days'
    AND r.started_at <= $2::timestamptz
+   AND (r.job_requested_at >= $3::timestamptz AND r.job_requested_at <= $4::timestamptz
+        OR r.job_requested_at IS NULL OR r.job_requested_at = '-infinity')
    AND jsonb_path_exists(r.result, '$.requests[*].tls.cert_not_after')
  ORDER BY r.started_at DESC
  LIMIT 1;
@@ -126,3 +132,37 @@ SELECT old.status AS status_from, EXISTS (SELECT 1 FROM log) AS changed FROM old
 
 -- name: ServerEndpoints
 SELECT s.id, s.endpoint_url FROM servers AS s WHERE s.id = ANY ($1::bigint[]);
+
+-- name: ServerRuns
+-- One server's runs newest first, as ListRuns (run_facts) gives them, from @since on when given,
+-- read only from the partitions of the jobs requested from @key_from on (and the legacy and
+-- default partitions, whose runs carry no usable key): '-infinity' reads them all.
+-- history.ListRuns widens @key_from until the answer cannot change
+-- (migrations/00019_partition_reads.sql). The newest runs are picked first, by started_at alone
+-- (with its ties), so that each partition is read along its (server_id, started_at) index; each
+-- picked run's job is then read in its partition, as run_facts reads it.
+SELECT r.id, r.job_id, j.round_id, r.server_id, s.slug AS server, s.kind,
+       coalesce(r.result->>'outcome', j.outcome, '') AS outcome,
+       coalesce(r.result->>'summary', '') AS summary,
+       nullif(r.result->>'error', '') AS error,
+       r.requests, r.started_at, r.finished_at,
+       r.envelope->'signatures'->0->>'keyid' AS key_id,
+       (r.result->>'fault' IS NOT DISTINCT FROM 'probectl'
+        OR r.result->>'summary' IS NOT DISTINCT FROM 'interrupted'
+        OR j.outcome IS NOT DISTINCT FROM 'abandoned') AS probectl_fault
+  FROM (SELECT n.* FROM probe_runs AS n
+         WHERE n.server_id = @server_id
+           AND (n.job_requested_at >= @key_from::timestamptz OR n.job_requested_at IS NULL OR n.job_requested_at = '-infinity')
+           AND (@since::timestamptz IS NULL OR n.started_at >= @since)
+         ORDER BY n.started_at DESC
+         FETCH FIRST (@limit::integer) ROWS WITH TIES) AS r
+  JOIN LATERAL (
+        SELECT k.round_id, k.outcome FROM probe_jobs AS k
+         WHERE k.id = r.job_id AND k.requested_at = r.job_requested_at
+        UNION ALL
+        SELECT k.round_id, k.outcome FROM probe_jobs AS k
+         WHERE k.id = r.job_id AND (r.job_requested_at IS NULL OR r.job_requested_at = '-infinity')
+       ) AS j ON true
+  JOIN servers AS s ON s.id = r.server_id
+ ORDER BY r.started_at DESC, r.id DESC
+ LIMIT @limit::integer;

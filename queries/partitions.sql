@@ -1,9 +1,11 @@
--- name: EnsurePartitions
--- Make the jobs and runs partitions from $1 up to $2 that no partition covers yet, moving the
--- rows a default partition holds for their range (migrations/00017_partitions.sql); $3 the unit
--- (NULL: the retention setting), $4 dry run. One row per partition made (or to make).
-SELECT parent, table_name, range_from, range_to, moved_rows
-  FROM probe_partitions_ensure(p_from => $1, p_to => $2, p_unit => $3::text, p_dry_run => $4);
+-- name: EnsureNextPartition
+-- Make the first jobs and runs partition from $1 up to $2 that no partition covers yet, moving the
+-- rows a default partition holds for its range, waiting at most $5 for each lock
+-- (migrations/00019_partition_reads.sql); a range a prune dropped comes back with pruned_at set
+-- and is not made again. $3 the unit (NULL: the retention setting), $4 dry run. No row: nothing
+-- left to make.
+SELECT parent, table_name, range_from, range_to, moved_rows, pruned_at, export_id
+  FROM probe_partitions_ensure_next(p_from => $1, p_to => $2, p_unit => $3::text, p_dry_run => $4, p_lock_timeout => $5);
 
 -- name: PrunablePartitions
 -- The partitions wholly before $1 still there, oldest first, with their runs and covering export.
@@ -22,20 +24,21 @@ SELECT oj.job_id, s.slug AS server, oj.requested_at
 
 -- name: DetachPartition
 -- Detach one partition, waiting at most $2 for the lock; false when it was detached already.
-SELECT probe_partition_detach(p_table => $1, p_lock_timeout => $2);
+-- Detached, a runs partition is refused (SQLSTATE PRB01, the detach undone) when it holds a run
+-- that export $3 does not reach (NULL: pruned without an export).
+SELECT probe_partition_detach(p_table => $1, p_lock_timeout => $2, p_export_id => $3::bigint);
 
 -- name: DropPartition
 -- Drop a detached partition and record it pruned, with the export ($2) that holds its runs.
 SELECT probe_partition_drop(p_table => $1, p_export_id => $2, p_lock_timeout => $3);
 
 -- name: OldestKept
--- Where the kept runs begin: the start of the oldest partition not pruned, when any was pruned
--- (NULL: nothing was pruned, every run is kept).
-SELECT CASE WHEN EXISTS (SELECT 1 FROM probe_partitions AS d WHERE d.dropped_at IS NOT NULL)
-            THEN (SELECT nullif(min(p.range_from), '-infinity') FROM probe_partitions AS p
-                   WHERE p.parent = 'probe_runs' AND p.dropped_at IS NULL
-                     AND p.range_to > '-infinity')  -- the empty legacy partition of a new database
-       END AS oldest_kept;
+-- Where the kept runs begin: the end of the newest range pruned, when any was (NULL: nothing was
+-- pruned, every run is kept). Not the start of the oldest partition kept: partitions made back
+-- before a pruned range (maintain --from, for a restore) do not fill it.
+SELECT max(p.range_to) AS oldest_kept
+  FROM probe_partitions AS p
+ WHERE p.parent = 'probe_runs' AND p.dropped_at IS NOT NULL;
 
 -- name: PrunedRun
 -- Where a run that is not stored went: the pruned runs partition whose id range holds it, and the

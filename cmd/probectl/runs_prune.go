@@ -98,6 +98,8 @@ func runRunsPrune(ctx context.Context, opts *runsPruneOptions) error {
 	for _, p := range pruned {
 		action, export := "dropped", "-"
 		switch {
+		case p.Kept && p.KeptWhy != "":
+			action = "kept: a run was stored after its export"
 		case p.Kept:
 			action = "kept: no export covers it"
 		case opts.DryRun:
