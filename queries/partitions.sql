@@ -60,3 +60,40 @@ SELECT partition_unit, keep, updated_by, updated_at FROM probe_retention;
 UPDATE probe_retention
    SET keep = $1, partition_unit = coalesce($2, partition_unit), updated_by = $3, updated_at = now()
 RETURNING partition_unit, keep, updated_by, updated_at;
+
+-- name: RedateStoppedPartitioning
+-- A run of 00017 that stopped after its CHECK constraints (its exclusive step waits at most 10 s
+-- for its locks) leaves probe_jobs unpartitioned with CHECK (requested_at < the first day of the
+-- partitions), NOT VALID but enforced: from that day on, every new job is refused until 00017 is
+-- run again and finishes. Before migrations run, a cutoff less than 2 days ahead is moved to 2
+-- days after the newest job (and today), as 00017 chose it, constraint and record alike: 00017,
+-- run again, validates the new constraint and partitions from there. Nothing when 00017 finished
+-- or never began.
+DO $redate$
+DECLARE
+    v_cut   timestamptz;
+    v_first timestamptz;
+BEGIN
+    IF to_regclass('probe_partitions') IS NULL OR to_regclass('probe_jobs_legacy') IS NOT NULL
+       OR NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'probe_jobs_legacy_range') THEN
+        RETURN;
+    END IF;
+    SELECT p.range_to INTO v_cut FROM probe_partitions AS p WHERE p.table_name = 'probe_jobs_legacy';
+    IF v_cut IS NULL OR v_cut >= date_trunc('day', now(), 'UTC') + interval '2 days' THEN
+        RETURN;
+    END IF;
+    PERFORM set_config('lock_timeout', '10s', true);
+    LOCK TABLE probe_jobs, probe_runs IN ACCESS EXCLUSIVE MODE;
+    IF to_regclass('probe_jobs_legacy') IS NOT NULL THEN
+        RETURN;  -- another migrate partitioned them meanwhile
+    END IF;
+    v_first := greatest(date_trunc('day', (SELECT max(j.requested_at) FROM probe_jobs AS j), 'UTC'),
+                        date_trunc('day', now(), 'UTC')) + interval '2 days';
+    EXECUTE format('ALTER TABLE probe_jobs DROP CONSTRAINT probe_jobs_legacy_range, '
+                   'ADD CONSTRAINT probe_jobs_legacy_range CHECK (requested_at < %L) NOT VALID', v_first);
+    EXECUTE format('ALTER TABLE probe_runs DROP CONSTRAINT IF EXISTS probe_runs_legacy_range, '
+                   'ADD CONSTRAINT probe_runs_legacy_range CHECK (job_requested_at < %L) NOT VALID', v_first);
+    UPDATE probe_partitions AS p SET range_to = v_first WHERE p.table_name IN ('probe_jobs_legacy', 'probe_runs_legacy');
+    RAISE NOTICE '00017 had stopped half-way with its cutoff at %: moved to %', v_cut, v_first;
+END
+$redate$;
