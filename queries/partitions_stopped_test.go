@@ -51,7 +51,7 @@ func TestAStoppedPartitionMigrationRunAgainAfterItsCutoffStillTakesJobs(t *testi
 	require.False(t, partitioned)
 
 	// Its cutoff passed (as if it had stopped 3 days ago): the CHECK made then refuses today's job.
-	cut := time.Now().UTC().Truncate(24*time.Hour).Add(-24 * time.Hour)
+	cut := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	for _, stmt := range []string{
 		`ALTER TABLE probe_jobs DROP CONSTRAINT probe_jobs_legacy_range, ADD CONSTRAINT probe_jobs_legacy_range CHECK (requested_at < '` + cut.Format(time.RFC3339) + `') NOT VALID`,
 		`ALTER TABLE probe_runs DROP CONSTRAINT probe_runs_legacy_range, ADD CONSTRAINT probe_runs_legacy_range CHECK (job_requested_at < '` + cut.Format(time.RFC3339) + `') NOT VALID`,
