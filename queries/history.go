@@ -35,6 +35,15 @@ func monthKeys(at time.Time) (from, to time.Time) {
 	return at.Add(-30*24*time.Hour - RunKeyLag), at.Add(RunKeyLag)
 }
 
+// OneServerPlanSettings makes the rest of the transaction plan without parallel workers, for the
+// reads of one server's runs (a few rows from each of many partitions).
+func OneServerPlanSettings(ctx context.Context, db DBTX) error {
+	if _, err := db.Exec(ctx, SQL("OneServerPlanSettings")); err != nil {
+		return fmt.Errorf("set the planner settings of a server's reads: %w", err)
+	}
+	return nil
+}
+
 // GetServerFigures reads a server's figures as of at.
 func GetServerFigures(ctx context.Context, db DBTX, serverID int64, at time.Time) (ServerFigures, error) {
 	from, to := monthKeys(at)

@@ -38,6 +38,9 @@ func ListRuns(ctx context.Context, db queries.DBTX, f queries.RunFilter) ([]quer
 			if err != nil {
 				return err
 			}
+			if err := queries.OneServerPlanSettings(ctx, db); err != nil {
+				return err
+			}
 			now, err := queries.StatusNow(ctx, db, nil)
 			if err != nil {
 				return err

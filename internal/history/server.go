@@ -65,6 +65,9 @@ func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Tim
 	if err != nil {
 		return nil, err
 	}
+	if err := queries.OneServerPlanSettings(ctx, db); err != nil {
+		return nil, err
+	}
 	at, err := queries.StatusNow(ctx, db, now)
 	if err != nil {
 		return nil, err
