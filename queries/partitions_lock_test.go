@@ -31,7 +31,7 @@ func TestMaintenanceWaitingForALockDoesNotHoldUpAFinish(t *testing.T) {
 	require.NoError(t, err)
 
 	// Maintenance of 3 days back (never made) waits for servers behind it.
-	from := time.Now().UTC().Truncate(24*time.Hour).Add(-5 * 24 * time.Hour)
+	from := time.Now().UTC().Truncate(24 * time.Hour).Add(-5 * 24 * time.Hour)
 	done := make(chan error, 1)
 	var made []queries.Partition
 	go func() {
