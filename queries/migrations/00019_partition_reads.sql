@@ -243,8 +243,48 @@ END
 $probe$;
 -- +goose StatementEnd
 
+-- Exactly once across partitions. UNIQUE (job_id) is each partition's own: a run of a job in its
+-- day's partition and one in the default partition (a previous binary's advance-first finish
+-- stores no key: NULL, the default partition) do not meet there, and a duplicate within a
+-- partition is reported under that partition's constraint name, which RunAlreadyStored (of this
+-- binary and the previous one) does not know. Before each insert, with the job's row locked (two
+-- finishes of one job take turns; probe_finish holds it already), this looks for a run of the job
+-- where another could be: the job's partition and the default one for a keyed run, every partition
+-- for a keyless one; and refuses the insert as the unpartitioned table did, unique_violation on
+-- probe_runs_job_id_key.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION probe_runs_once() RETURNS trigger
+LANGUAGE plpgsql
+AS $probe$
+DECLARE
+    v_run bigint;
+BEGIN
+    IF NEW.job_requested_at IS NULL THEN
+        PERFORM 1 FROM probe_jobs AS j WHERE j.id = NEW.job_id FOR NO KEY UPDATE;
+        SELECT r.id INTO v_run FROM probe_runs AS r WHERE r.job_id = NEW.job_id LIMIT 1;
+    ELSIF NEW.job_requested_at <> '-infinity' THEN
+        PERFORM 1 FROM probe_jobs AS j WHERE j.id = NEW.job_id AND j.requested_at = NEW.job_requested_at FOR NO KEY UPDATE;
+        SELECT r.id INTO v_run FROM probe_runs AS r
+         WHERE r.job_id = NEW.job_id AND (r.job_requested_at = NEW.job_requested_at OR r.job_requested_at IS NULL)
+         LIMIT 1;
+    END IF;
+    IF v_run IS NOT NULL THEN
+        RAISE EXCEPTION 'duplicate key value violates unique constraint "probe_runs_job_id_key"'
+              USING ERRCODE = 'unique_violation', CONSTRAINT = 'probe_runs_job_id_key', TABLE = 'probe_runs',
+                    DETAIL = format('Key (job_id)=(%s) already exists: run %s.', NEW.job_id, v_run);
+    END IF;
+    RETURN NEW;
+END
+$probe$;
+-- +goose StatementEnd
+
+DROP TRIGGER IF EXISTS probe_runs_once ON probe_runs;
+CREATE TRIGGER probe_runs_once BEFORE INSERT ON probe_runs FOR EACH ROW EXECUTE FUNCTION probe_runs_once();
+
 -- +goose Down
 -- probe_partitions_ensure stays as above (it calls probe_partitions_ensure_next, which stays too):
 -- made again under a pruned range's name, a partition would clear the record of the prune.
+DROP TRIGGER probe_runs_once ON probe_runs;
+DROP FUNCTION probe_runs_once();
 DROP FUNCTION probe_partition_detach(text, interval, bigint);
 DROP VIEW run_facts_keyed;
