@@ -3,6 +3,8 @@ package queries
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // OutcomeCount is how many active servers last ran with an outcome ("" for never).
@@ -88,7 +90,8 @@ type SeriesPoint struct {
 // ServerSeries returns a server's runs over the 30 days before at, oldest first, without those at
 // probectl's fault.
 func ServerSeries(ctx context.Context, db DBTX, serverID int64, at time.Time) ([]SeriesPoint, error) {
-	return collect[SeriesPoint](ctx, db, "ServerSeries", serverID, at)
+	from, to := monthKeys(at)
+	return collect[SeriesPoint](ctx, db, "ServerSeries", pgx.StrictNamedArgs{"server_id": serverID, "at": at, "key_from": from, "key_to": to})
 }
 
 // RunTotal is the count and duration histogram of the runs of one kind and outcome.

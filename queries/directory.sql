@@ -39,15 +39,17 @@ SELECT s.slug, s.kind, s.status, coalesce(r.last_outcome, '') AS last_outcome, r
  WHERE s.slug = $1;
 
 -- name: ServerSeries
--- A server's runs over the 30 days before $2, oldest first, for its charts: each run's outcome,
--- duration and tool count (NULL: none listed). Runs at probectl's fault are left out.
+-- A server's runs over the 30 days before @at, oldest first, for its charts: each run's outcome,
+-- duration and tool count (NULL: none listed). Runs at probectl's fault are left out. The runs are
+-- read within their partition keys @key_from..@key_to (run_facts_keyed: migrations/00019).
 SELECT f.started_at, f.outcome, f.finished_at - f.started_at AS duration,
-       (r.result->>'tools')::int AS tools
-  FROM run_facts AS f
-  JOIN probe_runs AS r ON r.id = f.id
- WHERE f.server_id = $1
-   AND f.started_at >  $2::timestamptz - interval '30 days'
-   AND f.started_at <= $2::timestamptz
+       (f.result->>'tools')::int AS tools
+  FROM run_facts_keyed AS f
+ WHERE f.server_id = @server_id
+   AND f.started_at >  @at::timestamptz - interval '30 days'
+   AND f.started_at <= @at::timestamptz
+   AND (f.job_requested_at >= @key_from::timestamptz AND f.job_requested_at <= @key_to::timestamptz
+        OR f.job_requested_at IS NULL OR f.job_requested_at = '-infinity')
    AND NOT f.probectl_fault
  ORDER BY f.started_at, f.id;
 

@@ -75,3 +75,40 @@ func RecordExport(ctx context.Context, db DBTX, e *Export) error {
 	}
 	return nil
 }
+
+// RunIDsDrawn returns the last run id handed out so far (0: none).
+func RunIDsDrawn(ctx context.Context, db DBTX) (int64, error) {
+	n, err := valueOf[int64](ctx, db, "RunIDsDrawn")
+	if err != nil {
+		return 0, fmt.Errorf("read the run ids drawn: %w", err)
+	}
+	return n, nil
+}
+
+// OpenTransactions returns the other client transactions of the database running now, by
+// virtual transaction id.
+func OpenTransactions(ctx context.Context, db DBTX) ([]string, error) {
+	out, err := scalars[string](ctx, db, "OpenTransactions")
+	if err != nil {
+		return nil, fmt.Errorf("read the open transactions: %w", err)
+	}
+	return out, nil
+}
+
+// TransactionsStillOpen returns which of the virtual transactions ids are still running.
+func TransactionsStillOpen(ctx context.Context, db DBTX, ids []string) ([]string, error) {
+	out, err := scalars[string](ctx, db, "TransactionsStillOpen", ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the open transactions: %w", err)
+	}
+	return out, nil
+}
+
+// scalars runs a named query of one column and collects its values.
+func scalars[T any](ctx context.Context, db DBTX, name string, args ...any) ([]T, error) {
+	rows, err := db.Query(ctx, SQL(name), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[T])
+}

@@ -16,3 +16,23 @@ SELECT r.id AS run_id, r.job_id, j.round_id, s.slug AS server, s.endpoint_url, s
 INSERT INTO probe_run_exports (file_name, before, range_from, runs, first_at, last_at, max_run_id, sha256, exported_by)
 VALUES (@file_name, @before, @range_from, @runs, @first_at, @last_at, @max_run_id, @sha256, @exported_by)
 RETURNING id, exported_at;
+
+-- name: RunIDsDrawn
+-- The last run id handed out so far (0: none): every run with an id up to it was drawn by a
+-- transaction running now or ended. Read before OpenTransactions.
+SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END AS drawn FROM probe_runs_id_seq AS s;
+
+-- name: OpenTransactions
+-- The other client transactions of this database running now, by virtual transaction id (their
+-- lock on it): an export waits for them to end (archive.Export).
+SELECT l.virtualxid
+  FROM pg_locks AS l
+  JOIN pg_stat_activity AS a ON a.pid = l.pid
+ WHERE l.locktype = 'virtualxid' AND l.granted AND l.pid <> pg_backend_pid()
+   AND a.datname = current_database() AND a.backend_type = 'client backend';
+
+-- name: TransactionsStillOpen
+-- Which of the virtual transactions $1 are still running.
+SELECT l.virtualxid
+  FROM pg_locks AS l
+ WHERE l.locktype = 'virtualxid' AND l.granted AND l.virtualxid = ANY ($1::text[]);

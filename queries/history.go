@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // ServerFigures are a server's run counts and latency over the 30 days before a moment.
@@ -22,9 +23,31 @@ type ServerFigures struct {
 	P95 *time.Duration `db:"p95"`
 }
 
+// RunKeyLag bounds how long after its job was requested a run's check starts (by the clocks of
+// the database and the prober): the claim starts it at once, and a job is closed as abandoned
+// after its in-flight window. A read of the runs started from T on reads only the partitions of
+// the jobs requested from T - RunKeyLag on (migrations/00019_partition_reads.sql); the same lag
+// bounds how much later than at a run started at at can be keyed.
+const RunKeyLag = 24 * time.Hour
+
+// monthKeys are the partition keys of the runs started in the 30 days before at.
+func monthKeys(at time.Time) (from, to time.Time) {
+	return at.Add(-30*24*time.Hour - RunKeyLag), at.Add(RunKeyLag)
+}
+
+// OneServerPlanSettings makes the rest of the transaction plan without parallel workers, for the
+// reads of one server's runs (a few rows from each of many partitions).
+func OneServerPlanSettings(ctx context.Context, db DBTX) error {
+	if _, err := db.Exec(ctx, SQL("OneServerPlanSettings")); err != nil {
+		return fmt.Errorf("set the planner settings of a server's reads: %w", err)
+	}
+	return nil
+}
+
 // GetServerFigures reads a server's figures as of at.
 func GetServerFigures(ctx context.Context, db DBTX, serverID int64, at time.Time) (ServerFigures, error) {
-	rows, err := db.Query(ctx, SQL("ServerFigures"), serverID, at)
+	from, to := monthKeys(at)
+	rows, err := db.Query(ctx, SQL("ServerFigures"), pgx.StrictNamedArgs{"server_id": serverID, "at": at, "key_from": from, "key_to": to})
 	if err != nil {
 		return ServerFigures{}, fmt.Errorf("read server figures: %w", err)
 	}
@@ -44,7 +67,8 @@ type ServerCert struct {
 // GetServerCert returns the certificate last seen, or nil when no run of the 30 days before at saw
 // one.
 func GetServerCert(ctx context.Context, db DBTX, serverID int64, at time.Time) (*ServerCert, error) {
-	return optionalRow[ServerCert](ctx, db, "ServerCert", serverID, at)
+	from, to := monthKeys(at)
+	return optionalRow[ServerCert](ctx, db, "ServerCert", pgx.StrictNamedArgs{"server_id": serverID, "at": at, "key_from": from, "key_to": to})
 }
 
 // ServerTools is the tool count a server's newest run listed and since when it has been so.
@@ -139,6 +163,22 @@ func ServerEndpoints(ctx context.Context, db DBTX, ids []int64) (map[int64]strin
 	out := make(map[int64]string, len(endpoints))
 	for _, e := range endpoints {
 		out[e.ID] = e.EndpointURL
+	}
+	return out, nil
+}
+
+// ServerRuns returns one server's runs newest first, as ListRuns does for a filter of the server
+// alone (and Since, Limit), from the partitions of the jobs requested from keyFrom on (and the
+// legacy and default ones); nil keyFrom: every partition.
+func ServerRuns(ctx context.Context, db DBTX, serverID int64, keyFrom *time.Time, since *time.Time, limit int) ([]Run, error) {
+	from := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	if keyFrom != nil {
+		from = pgtype.Timestamptz{Time: *keyFrom, Valid: true}
+	}
+	out, err := collect[Run](ctx, db, "ServerRuns", pgx.StrictNamedArgs{"server_id": serverID, "key_from": from,
+		"since": since, "limit": limit})
+	if err != nil {
+		return nil, fmt.Errorf("list the runs of server %d: %w", serverID, err)
 	}
 	return out, nil
 }

@@ -68,6 +68,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
 		return nil, err
 	}
 	defer p.Close()
+	// A 00017 stopped half-way refuses new jobs from its cutoff day on (RedateStoppedPartitioning).
+	if _, err := pool.Exec(ctx, SQL("RedateStoppedPartitioning")); err != nil {
+		return nil, fmt.Errorf("re-date the stopped partitioning of 00017: %w", err)
+	}
 	results, err := p.Up(ctx)
 	var partial *goose.PartialError
 	if errors.As(err, &partial) {

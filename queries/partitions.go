@@ -7,35 +7,69 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Partition is one partition of probe_jobs or probe_runs that maintenance made (or would make),
-// with how many rows it moved there from the default partition.
+// with how many rows it moved there from the default partition; or one a prune dropped, which
+// maintenance does not make again (PrunedAt set, nothing made).
 type Partition struct {
 	Parent    string    `db:"parent" json:"parent"`
 	Table     string    `db:"table_name" json:"table"`
 	RangeFrom time.Time `db:"range_from" json:"from"`
 	RangeTo   time.Time `db:"range_to" json:"to"`
 	MovedRows int64     `db:"moved_rows" json:"moved_rows"`
+	// PrunedAt: the range was pruned then, and is kept pruned; ExportID is the export that holds
+	// its runs (nil: pruned with --without-export).
+	PrunedAt *time.Time `db:"pruned_at" json:"pruned_at,omitempty"`
+	ExportID *int64     `db:"export_id" json:"export_id,omitempty"`
 }
 
 // PartitionsAhead is how far ahead maintenance makes partitions: a week, so that a missed daily
 // run (or six) never sends a finish to the default partition.
 const PartitionsAhead = 7 * 24 * time.Hour
 
+// PartitionLockTimeout is the longest one range of maintenance waits for a lock (the default
+// partitions', the parents', servers' for the foreign keys) in one try: a finish queued behind it
+// waits no longer. A try that times out is made again after PartitionLockPause, at most
+// PartitionLockTries times.
+const (
+	PartitionLockTimeout = 100 * time.Millisecond
+	PartitionLockPause   = 200 * time.Millisecond
+	PartitionLockTries   = 50
+)
+
 // EnsurePartitions makes the partitions of every day (or week, by the retention setting) from
-// from up to to that are missing; with dryRun it only says which. It is idempotent.
+// from up to to that are missing, one range per statement (and so per transaction: its locks are
+// held for that range only); with dryRun it only says which. A range a prune dropped is listed
+// with PrunedAt and not made again. It is idempotent.
 func EnsurePartitions(ctx context.Context, db DBTX, from, to time.Time, dryRun bool) ([]Partition, error) {
-	rows, err := db.Query(ctx, SQL("EnsurePartitions"), pgx.StrictNamedArgs{"from": from, "to": to, "unit": nil,
-		"dry_run": dryRun})
-	if err != nil {
-		return nil, fmt.Errorf("make partitions: %w", err)
+	var out []Partition
+	for {
+		var made []Partition
+		var err error
+		for try := 1; ; try++ {
+			made, err = rowsOf[Partition](ctx, db, "EnsureNextPartition", pgx.StrictNamedArgs{"from": from, "to": to,
+				"unit": nil, "dry_run": dryRun, "lock_timeout": PartitionLockTimeout})
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || try == PartitionLockTries { // lock_not_available
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return out, ctx.Err()
+			case <-time.After(PartitionLockPause):
+			}
+		}
+		if err != nil {
+			return out, fmt.Errorf("make partitions from %s: %w", from.UTC().Format(time.DateOnly), err)
+		}
+		if len(made) == 0 {
+			return out, nil
+		}
+		out = append(out, made...)
+		from = made[0].RangeTo
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Partition])
-	if err != nil {
-		return nil, fmt.Errorf("make partitions: %w", err)
-	}
-	return out, nil
 }
 
 // PrunableRange is a jobs partition and its runs partition, wholly before a prune's day.
@@ -78,11 +112,20 @@ func OldestOpenJobBefore(ctx context.Context, db DBTX, t time.Time) (*BlockingJo
 	return &j, nil
 }
 
+// ErrRunAfterExport says a runs partition, once detached, held a run its export does not reach
+// (stored after the export: a late run, a replayed spool); the detach was undone.
+var ErrRunAfterExport = errors.New("the partition holds a run stored after its export")
+
 // DetachPartition detaches table, waiting at most lockTimeout for the lock; false when it was
-// detached already.
-func DetachPartition(ctx context.Context, db DBTX, table string, lockTimeout time.Duration) (bool, error) {
+// detached already. A runs partition holding a run that export exportID (nil: none) does not
+// reach stays attached, and the error wraps ErrRunAfterExport.
+func DetachPartition(ctx context.Context, db DBTX, table string, lockTimeout time.Duration, exportID *int64) (bool, error) {
 	var did bool
-	if err := db.QueryRow(ctx, SQL("DetachPartition"), table, lockTimeout).Scan(&did); err != nil {
+	if err := db.QueryRow(ctx, SQL("DetachPartition"), table, lockTimeout, exportID).Scan(&did); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "PRB01" {
+			return false, fmt.Errorf("detach %s: %w: %s", table, ErrRunAfterExport, pgErr.Message)
+		}
 		return false, fmt.Errorf("detach %s: %w", table, err)
 	}
 	return did, nil

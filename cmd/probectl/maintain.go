@@ -34,7 +34,11 @@ and the worker's daily job run it too (docs/retention.md).
 --from DATE (YYYY-MM-DD, UTC) makes the partitions back to that day as well, before restoring
 runs from an archive. --dry-run says what it would make and changes nothing.
 
--o json prints {"partitions": [{"parent", "table", "from", "to", "moved_rows"}], "dry_run"}.`,
+A range a prune dropped is not made again: it is listed as pruned, and 'runs show' of its runs
+still names the archive that holds them.
+
+-o json prints {"partitions": [{"parent", "table", "from", "to", "moved_rows", "pruned_at",
+"export_id"}], "dry_run"} (pruned_at and export_id only for a pruned range).`,
 		Example: `  probectl maintain
   probectl maintain --dry-run
   probectl maintain --from 2026-09-01   # before a restore`,
@@ -81,11 +85,20 @@ func runMaintain(ctx context.Context, opts *maintainOptions) error {
 		Text: func() error { return renderPartitions(f.IO.Out, made, opts.DryRun) }})
 }
 
-// renderPartitions prints the partitions maintenance made, or would make.
+// renderPartitions prints the partitions maintenance made, or would make, and the pruned ranges
+// it passed over (not made again: the record of the prune stands).
 func renderPartitions(w io.Writer, made []queries.Partition, dryRun bool) error {
 	verb := "made"
 	if dryRun {
 		verb = "would make"
+	}
+	n, pruned := 0, 0
+	for _, p := range made {
+		if p.PrunedAt == nil {
+			n++
+		} else {
+			pruned++
+		}
 	}
 	if len(made) == 0 {
 		_, err := fmt.Fprintln(w, "partitions are made 7 days ahead already; nothing to do")
@@ -93,11 +106,21 @@ func renderPartitions(w io.Writer, made []queries.Partition, dryRun bool) error 
 	}
 	tbl := render.NewTable(w, "PARTITION", "FROM", "TO", "MOVED ROWS")
 	for _, p := range made {
-		tbl.Row(p.Table, p.RangeFrom.UTC().Format(time.RFC3339), p.RangeTo.UTC().Format(time.RFC3339), p.MovedRows)
+		moved := fmt.Sprint(p.MovedRows)
+		if p.PrunedAt != nil {
+			moved = "pruned " + p.PrunedAt.UTC().Format(time.RFC3339) + ": not made again"
+		}
+		tbl.Row(p.Table, p.RangeFrom.UTC().Format(time.RFC3339), p.RangeTo.UTC().Format(time.RFC3339), moved)
 	}
 	if err := tbl.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%s %d partition(s)\n", verb, len(made))
+	_, err := fmt.Fprintf(w, "%s %d partition(s)", verb, n)
+	if err == nil && pruned > 0 {
+		_, err = fmt.Fprintf(w, "; %d pruned partition(s) left pruned ('runs show' names their archives)", pruned)
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
+	}
 	return err
 }

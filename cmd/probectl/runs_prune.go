@@ -102,6 +102,8 @@ func writePruned(w io.Writer, pruned []retention.Pruned, opts *runsPruneOptions)
 	for _, p := range pruned {
 		action, export := "dropped", "-"
 		switch {
+		case p.Kept && p.KeptWhy != "":
+			action = "kept: a run was stored after its export"
 		case p.Kept:
 			action = "kept: no export covers it"
 		case opts.DryRun:

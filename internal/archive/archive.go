@@ -85,7 +85,19 @@ func Export(ctx context.Context, db queries.DBTX, req Request) (queries.Export, 
 		return queries.Export{}, fmt.Errorf("create archive: %w", err)
 	}
 	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
+	// Every run id up to drawn was handed out by a transaction running now or ended; once those
+	// running now end, every run up to drawn is committed (or never will be), and the export's
+	// snapshot, taken after, sees all of them. A run above drawn may still come in a range the
+	// export covers: the export is recorded as reaching drawn at most, and a prune keeps a
+	// partition with a run above it (queries.PrunablePartitions, the detach's check).
+	drawn, err := waitForDrawnRuns(ctx, db)
+	if err != nil {
+		return queries.Export{}, err
+	}
 	m, maxID, err := write(ctx, db, tmp, req)
+	if maxID != nil && *maxID > drawn {
+		maxID = &drawn
+	}
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -101,6 +113,52 @@ func Export(ctx context.Context, db queries.DBTX, req Request) (queries.Export, 
 		return queries.Export{}, err
 	}
 	return e, nil
+}
+
+// ExportWait bounds how long an export waits for the transactions running when it starts (one of
+// them may have drawn a run id and not yet stored its run); ExportWaitPoll is how often it looks.
+const (
+	ExportWait     = time.Minute
+	ExportWaitPoll = 20 * time.Millisecond
+)
+
+// WaitError says an export gave up waiting for transactions older than it (could not work).
+type WaitError struct {
+	Open []string
+}
+
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("%d transaction(s) running since before the export are still open after %s (virtual transaction ids %s): "+
+		"one may hold a run the export would miss; end them (pg_stat_activity, pg_locks) and export again",
+		len(e.Open), ExportWait, strings.Join(e.Open, ", "))
+}
+
+// waitForDrawnRuns reads the last run id handed out, then waits until every other transaction
+// running then has ended, and returns that id.
+func waitForDrawnRuns(ctx context.Context, db queries.DBTX) (int64, error) {
+	drawn, err := queries.RunIDsDrawn(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	open, err := queries.OpenTransactions(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(ExportWait)
+	for len(open) > 0 {
+		if time.Now().After(deadline) {
+			return 0, &WaitError{Open: open}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(ExportWaitPoll):
+		}
+		if open, err = queries.TransactionsStillOpen(ctx, db, open); err != nil {
+			return 0, err
+		}
+	}
+	return drawn, nil
 }
 
 // write streams the lines and the manifest into f, compressed by the file name's extension.

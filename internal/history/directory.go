@@ -191,7 +191,7 @@ func readServerHistory(ctx context.Context, db queries.DBTX, slug string, now *t
 		return nil, err
 	}
 	h := &ServerHistory{ServerView: v}
-	if h.Bar, err = queries.ListRuns(ctx, db, queries.RunFilter{Server: slug, Limit: BarRuns}); err != nil {
+	if h.Bar, err = serverRuns(ctx, db, v.Server.ID, queries.RunFilter{Server: slug, Limit: BarRuns}, v.At); err != nil {
 		return nil, err
 	}
 	slices.Reverse(h.Bar)

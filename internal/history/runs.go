@@ -31,19 +31,60 @@ func ListRuns(ctx context.Context, db queries.DBTX, f queries.RunFilter) ([]quer
 	}
 	var runs []queries.Run
 	err := read(ctx, db, func(db queries.DBTX) error {
+		var err error
 		if f.Server != "" {
 			// An unknown slug is a mistake to report, not a server without runs.
-			if _, err := queries.GetServerBySlug(ctx, db, f.Server); err != nil {
+			s, err := queries.GetServerBySlug(ctx, db, f.Server)
+			if err != nil {
 				return err
 			}
-		}
-		var err error
-		if runs, err = queries.ListRuns(ctx, db, f); err != nil {
+			if err := queries.OneServerPlanSettings(ctx, db); err != nil {
+				return err
+			}
+			now, err := queries.StatusNow(ctx, db, nil)
+			if err != nil {
+				return err
+			}
+			if runs, err = serverRuns(ctx, db, s.ID, f, now); err != nil {
+				return err
+			}
+		} else if runs, err = queries.ListRuns(ctx, db, f); err != nil {
 			return err
 		}
 		return markDegraded(ctx, db, runs)
 	})
 	return runs, err
+}
+
+// keyWindows are how far back from now a read of one server's runs first looks by partition key,
+// in turn, before it reads every partition: most servers' newest runs lie in the last days, and a
+// read bounded by the key reads only their partitions (docs/retention.md).
+var keyWindows = []time.Duration{2 * 24 * time.Hour, 8 * 24 * time.Hour, 32 * 24 * time.Hour, 128 * 24 * time.Hour}
+
+// serverRuns returns what queries.ListRuns returns for f (whose Server is the server serverID),
+// reading the fewest partitions it can. A run starts within queries.RunKeyLag of its key (its
+// job's request), so a read of the runs keyed from K on is the answer once it is full and its
+// oldest run started at or after K + RunKeyLag: a run keyed before K started before that. A
+// filter by round or outcome is read as ListRuns reads it.
+func serverRuns(ctx context.Context, db queries.DBTX, serverID int64, f queries.RunFilter, now time.Time) ([]queries.Run, error) {
+	if f.RoundID != nil || len(f.Outcomes) > 0 {
+		return queries.ListRuns(ctx, db, f)
+	}
+	if f.Since != nil {
+		from := f.Since.Add(-queries.RunKeyLag)
+		return queries.ServerRuns(ctx, db, serverID, &from, f.Since, f.Limit)
+	}
+	for _, w := range keyWindows {
+		from := now.Add(-w)
+		runs, err := queries.ServerRuns(ctx, db, serverID, &from, nil, f.Limit)
+		if err != nil {
+			return nil, err
+		}
+		if len(runs) == f.Limit && !runs[len(runs)-1].StartedAt.Before(from.Add(queries.RunKeyLag)) {
+			return runs, nil
+		}
+	}
+	return queries.ServerRuns(ctx, db, serverID, nil, nil, f.Limit)
 }
 
 // markDegraded sets RoundDegraded on the runs whose round the storm guard judged degraded.

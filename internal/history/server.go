@@ -67,6 +67,9 @@ func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Tim
 	if err != nil {
 		return nil, err
 	}
+	if err := queries.OneServerPlanSettings(ctx, db); err != nil {
+		return nil, err
+	}
 	at, err := queries.StatusNow(ctx, db, now)
 	if err != nil {
 		return nil, err
@@ -103,7 +106,7 @@ func showServer(ctx context.Context, db queries.DBTX, slug string, now *time.Tim
 		// Its tools were not seen: an older run's count is not presented as current.
 		v.Tools = nil
 	}
-	if v.LastRuns, err = queries.ListRuns(ctx, db, queries.RunFilter{Server: slug, Limit: LastRuns}); err != nil {
+	if v.LastRuns, err = serverRuns(ctx, db, s.ID, queries.RunFilter{Server: slug, Limit: LastRuns}, at); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -64,8 +64,11 @@ type Pruned struct {
 	RunsTable string     `json:"runs_partition"`
 	Runs      int64      `json:"runs"`
 	ExportID  *int64     `json:"export_id"`
-	// Kept: not dropped, because no recorded export covers it (and --without-export was not given).
-	Kept bool `json:"kept"`
+	// Kept: not dropped, because no recorded export covers it (and --without-export was not given),
+	// or because, once detached, it held a run stored after the export (KeptWhy says so; the
+	// detach was undone).
+	Kept    bool   `json:"kept"`
+	KeptWhy string `json:"kept_why,omitempty"`
 }
 
 // Request is one prune.
@@ -106,17 +109,24 @@ func Prune(ctx context.Context, db queries.DB, req Request) ([]Pruned, error) {
 			continue
 		}
 		if err := dropRange(ctx, db, p); err != nil {
+			if errors.Is(err, queries.ErrRunAfterExport) {
+				// Nothing of the range was detached: it stays, and a later export and prune take it.
+				out[len(out)-1].Kept, out[len(out)-1].KeptWhy = true, err.Error()
+				continue
+			}
 			return out, err
 		}
 	}
 	return out, nil
 }
 
-// dropRange detaches the runs then the jobs partition, then drops them.
+// dropRange detaches the runs then the jobs partition, then drops them. The runs partition, once
+// detached, is checked again against the export (a run stored in the range since the export was
+// judged to cover it: queries.ErrRunAfterExport, and the detach is undone).
 func dropRange(ctx context.Context, db queries.DB, p Pruned) error {
 	for _, table := range []string{p.RunsTable, p.JobsTable} {
 		if err := retryLock(ctx, table, func() error {
-			_, err := queries.DetachPartition(ctx, db, table, LockTimeout)
+			_, err := queries.DetachPartition(ctx, db, table, LockTimeout, p.ExportID)
 			return err
 		}); err != nil {
 			return err
