@@ -178,8 +178,18 @@ func TestTheSetFinishMigrationRollsBackAndForth(t *testing.T) {
 			WHERE tgrelid = 'probe_runs'::regclass AND tgname IN ('probe_runs_alert', 'probe_runs_rollup') AND tgtype & 1 = 1`).Scan(&rows))
 		return rows
 	}
-	finishes := func() {
-		j, _ := claimOne(t, pool)
+	// The claim each side's binary sends: below 00021 this binary's probe_claim_due is not there
+	// yet, and the binary that runs there claims with probe_claim_lease.
+	finishes := func(previous bool) {
+		var j queries.ClaimedJob
+		if previous {
+			testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(time.Hour)})
+			jobs := claimAsPreviousLeasing(t, pool, testfactory.Round(ctx, t, pool, nil), 1, &now)
+			require.Len(t, jobs, 1)
+			j = jobs[0]
+		} else {
+			j, _ = claimOne(t, pool)
+		}
 		r, err := queries.FinishTx(ctx, pool, finishParams(j, now.Add(time.Second)))
 		require.NoError(t, err)
 		require.True(t, r.JobFinished)
@@ -188,15 +198,15 @@ func TestTheSetFinishMigrationRollsBackAndForth(t *testing.T) {
 		require.Equal(t, 1, rollups)
 	}
 	require.Zero(t, perRow(), "per statement")
-	finishes()
+	finishes(false)
 	_, err = p.DownTo(ctx, finishSetVersion-1)
 	require.NoError(t, err)
 	require.Equal(t, 2, perRow(), "per row again")
-	finishes()
+	finishes(true)
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 	require.Zero(t, perRow())
-	finishes()
+	finishes(false)
 }
 
 const finishSetVersion = 20
