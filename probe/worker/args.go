@@ -45,6 +45,35 @@ func Invocations(id int64, startedAt time.Time, s probe.Settings) []river.Insert
 	return out
 }
 
+// MarshalJSON writes the settings in both shapes for one release: this release's keys and the
+// previous release's (Go field names, durations in nanoseconds). A worker of the previous release
+// that takes an invocation this one queued (during a rolling deploy, or after going back one
+// version) decodes its untagged settings by field name, case-insensitively: with this release's
+// keys alone it would read the claim limit, the spacing and the budgets as zeros and claim
+// nothing. The keys of the two shapes that match the same field ("fanout", "Fanout") carry equal
+// values. The previous shape can go in the release after next.
+func (a InvocationArgs) MarshalJSON() ([]byte, error) {
+	type plain InvocationArgs
+	both := map[string]json.RawMessage{}
+	for _, shape := range []any{a.Settings, previousOf(a.Settings)} {
+		b, err := json.Marshal(shape)
+		if err != nil {
+			return nil, fmt.Errorf("invocation settings: %w", err)
+		}
+		if err := json.Unmarshal(b, &both); err != nil {
+			return nil, fmt.Errorf("invocation settings: %w", err)
+		}
+	}
+	settingsJSON, err := json.Marshal(both)
+	if err != nil {
+		return nil, fmt.Errorf("invocation settings: %w", err)
+	}
+	return json.Marshal(struct {
+		plain
+		Settings json.RawMessage `json:"settings"`
+	}{plain(a), settingsJSON})
+}
+
 // UnmarshalJSON reads both shapes of the settings: this release's (snake_case, seconds) and the
 // previous release's, which stored them untagged (Go field names, durations in nanoseconds). An
 // invocation queued by a worker of the previous release, before a rolling deploy, still runs.
@@ -65,7 +94,7 @@ func (a *InvocationArgs) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(raw.Settings, &keys); err != nil {
 		return fmt.Errorf("invocation settings: %w", err)
 	}
-	if _, previous := keys["ClaimLimit"]; !previous {
+	if _, current := keys["claim_limit"]; current {
 		return json.Unmarshal(raw.Settings, &a.Settings)
 	}
 	var old previousSettings
@@ -91,6 +120,14 @@ type previousSettings struct {
 	Version             string
 	Contact             string
 	ReleaseID           *int64
+}
+
+// previousOf is s in the previous release's shape.
+func previousOf(s settings.Settings) previousSettings {
+	return previousSettings{Fanout: s.Fanout, ClaimLimit: s.ClaimLimit, Concurrency: s.Concurrency,
+		MinSpacing: s.MinSpacing.D(), MaxDuration: s.MaxDuration.D(), RequestTimeout: s.RequestTimeout.D(),
+		MaxBodyBytes: s.MaxBodyBytes, Finish: s.Finish, AllowPrivateTargets: s.AllowPrivateTargets,
+		Trigger: s.Trigger, Version: s.Version, Contact: s.Contact, ReleaseID: s.ReleaseID}
 }
 
 func (p previousSettings) settings() settings.Settings {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
@@ -47,6 +48,26 @@ func TestInvocationArgsKeepTheirPinnedShape(t *testing.T) {
 	require.Equal(t, argsFixture(), back, "this release's shape reads back as written")
 }
 
+// A worker of the previous release reads an invocation this release queued with the same
+// settings: it decodes them untagged, by Go field name (a rolling deploy, or one version back).
+func TestThePreviousReleasesWorkerReadsAnInvocationThisReleaseQueued(t *testing.T) {
+	t.Parallel()
+	queued, err := json.Marshal(argsFixture())
+	require.NoError(t, err)
+	var previous struct {
+		RoundID        int64            `json:"round_id"`
+		Invocation     int              `json:"invocation"`
+		StartedAt      time.Time        `json:"started_at"`
+		Settings       previousSettings `json:"settings"`
+		TimeoutSeconds float64          `json:"timeout_seconds"`
+	}
+	require.NoError(t, json.Unmarshal(queued, &previous))
+	want := argsFixture()
+	require.Equal(t, want.Settings, previous.Settings.settings(), "no setting read as zero")
+	require.Equal(t, want.RoundID, previous.RoundID)
+	require.Equal(t, want.StartedAt, previous.StartedAt)
+}
+
 func TestAnInvocationQueuedByThePreviousReleaseReadsTheSame(t *testing.T) {
 	t.Parallel()
 	prev, err := os.ReadFile("testdata/invocation_args_previous.json")
@@ -70,11 +91,7 @@ func previousArgs(a InvocationArgs) any {
 		StartedAt      time.Time        `json:"started_at"`
 		Settings       previousSettings `json:"settings"`
 		TimeoutSeconds float64          `json:"timeout_seconds"`
-	}{a.RoundID, a.Invocation, a.StartedAt, previousSettings{Fanout: s.Fanout, ClaimLimit: s.ClaimLimit,
-		Concurrency: s.Concurrency, MinSpacing: s.MinSpacing.D(), MaxDuration: s.MaxDuration.D(),
-		RequestTimeout: s.RequestTimeout.D(), MaxBodyBytes: s.MaxBodyBytes, Finish: s.Finish,
-		AllowPrivateTargets: s.AllowPrivateTargets, Trigger: s.Trigger, Version: s.Version, Contact: s.Contact,
-		ReleaseID: s.ReleaseID}, a.TimeoutSeconds}
+	}{a.RoundID, a.Invocation, a.StartedAt, previousOf(s), a.TimeoutSeconds}
 }
 
 // recordingChecker answers ok and keeps the settings each invocation's checker was made with.
@@ -180,4 +197,17 @@ func TestAWorkersRoundRecordsTheSettingsItsChecksUse(t *testing.T) {
 	require.Equal(t, "https://probe.example/about", got.Contact, "the release's contact reaches the worker's checks")
 	require.Equal(t, got.Contact, record.Contact, "and the round records it")
 	require.Equal(t, got, record.Settings, "every setting recorded is the one the checks used")
+}
+
+// An invocation whose settings cannot be used (a shape misread as zeros) is cancelled, visibly,
+// before it claims anything: not run as a round that claims nothing and reads as done.
+func TestAnInvocationWithSettingsItCannotUseIsCancelledNotDone(t *testing.T) {
+	t.Parallel()
+	args := argsFixture()
+	args.Settings.ClaimLimit = 0
+	w := &invocationWorker{p: &process{cfg: Config{Log: testLog(t)}}}
+	err := w.Work(t.Context(), &river.Job[InvocationArgs]{Args: args})
+	var cancel *rivertype.JobCancelError
+	require.ErrorAs(t, err, &cancel)
+	require.ErrorContains(t, err, "claim_limit")
 }

@@ -214,6 +214,12 @@ func (w *invocationWorker) Work(ctx context.Context, j *river.Job[InvocationArgs
 	cfg := w.p.cfg
 	s := j.Args.Settings
 	s.AllowPrivateTargets = cfg.AllowPrivateTargets
+	if err := s.Validate(); err != nil {
+		// Args no attempt can change (a shape this worker misreads would claim nothing and read as
+		// done): the job fails visibly, once, and its round's servers stay due.
+		return river.JobCancel(fmt.Errorf("invocation %d of round %d: its settings cannot be used: %w",
+			j.Args.Invocation, j.Args.RoundID, err))
+	}
 	var c probe.Checker
 	if cfg.NewChecker != nil {
 		c = cfg.NewChecker(s)
