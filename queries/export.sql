@@ -23,13 +23,20 @@ RETURNING id, exported_at;
 SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END AS drawn FROM probe_runs_id_seq AS s;
 
 -- name: OpenTransactions
--- The other client transactions of this database running now, by virtual transaction id (their
--- lock on it): an export waits for them to end (archive.Export).
+-- The other client transactions of this database running now that may hold a run id drawn and not
+-- yet committed, by virtual transaction id (their lock on it): an export waits for them to end
+-- (archive.Export). A run is drawn inside an INSERT (the statement is active) by a transaction
+-- that has locked its job (it has a transaction id): one idle in a transaction without an id only
+-- read, and is not waited for (a backup's snapshot, a forgotten psql BEGIN). A session whose state
+-- this role may not see (NULL) is waited for.
 SELECT l.virtualxid
   FROM pg_locks AS l
   JOIN pg_stat_activity AS a ON a.pid = l.pid
  WHERE l.locktype = 'virtualxid' AND l.granted AND l.pid <> pg_backend_pid()
-   AND a.datname = current_database() AND a.backend_type = 'client backend';
+   AND a.datname = current_database() AND a.backend_type = 'client backend'
+   AND (a.backend_xid IS NOT NULL
+        OR a.state IS NULL
+        OR a.state NOT IN ('idle in transaction', 'idle in transaction (aborted)'));
 
 -- name: TransactionsStillOpen
 -- Which of the virtual transactions $1 are still running.
