@@ -122,6 +122,10 @@ func batchCause(err error) string {
 	case errors.Is(err, queries.ErrBatchShape):
 		return queries.ErrBatchShape.Error()
 	default:
+		// The innermost error: the wrappers name the batch's size and jobs.
+		for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+			err = u
+		}
 		return err.Error()
 	}
 }

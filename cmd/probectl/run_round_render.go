@@ -80,7 +80,7 @@ func roundSummaryView(f *factory, s *probe.Summary, overrides []release.Override
 		StoppedClaiming: s.StoppedClaiming, Interrupted: s.Interrupted,
 		AdvanceMisses: s.AdvanceMisses, JobsClosedElsewhere: s.JobsClosedElsewhere, Fenced: s.Fenced,
 		FinishBatches: s.FinishBatches.Batches, FinishBatchesFailed: s.FinishBatches.Failed,
-		FinishBatchCauses: maps.Clone(s.FinishBatches.Causes),
+		FinishBatchCauses: causesOrNone(s.FinishBatches.Causes),
 		Problems:          append([]string{}, s.Problems...), Settings: settings.RoundOf(s.Settings),
 		Overrides:     toOverridesJSON(overrides),
 		PerInvocation: make([]invocationJSON, 0, len(s.PerInvocation)), Failures: toRoundFailuresJSON(failures),
@@ -290,4 +290,12 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// causesOrNone is the failed batches' causes, {} rather than null when no batch ran (advance-first).
+func causesOrNone(c map[string]int) map[string]int {
+	if c == nil {
+		return map[string]int{}
+	}
+	return maps.Clone(c)
 }

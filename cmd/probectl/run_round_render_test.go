@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,4 +51,12 @@ func TestARoundSummaryWhoseCountsAreUnknownDoesNotSayZero(t *testing.T) {
 	f = newFactory(io, testEnv(t), buildInfo{Version: "test"})
 	require.NoError(t, renderRoundSummary(f, "json", sum, nil, nil, nil))
 	assert.Contains(t, out.String(), `"counts_unknown": true`)
+}
+
+// A round without batches (advance-first) says its failed batches' causes as {}, not null: the
+// documented shape is an object.
+func TestARoundWithoutBatchesSaysNoCausesAsAnEmptyObject(t *testing.T) {
+	b, err := json.Marshal(roundJSON{FinishBatchCauses: causesOrNone(nil)})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"finish_batch_causes":{}`)
 }
