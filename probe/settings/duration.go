@@ -31,10 +31,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &secs); err != nil {
 		return fmt.Errorf("duration in seconds: %w", err)
 	}
-	if math.IsNaN(secs) || math.Abs(secs) > math.MaxInt64/float64(time.Second) {
+	ns := math.Round(secs * float64(time.Second))
+	// float64(math.MaxInt64) is 2^63, one past the largest duration: at or past it would wrap.
+	if math.IsNaN(ns) || ns >= float64(math.MaxInt64) || ns < math.MinInt64 {
 		return fmt.Errorf("duration in seconds: %v is out of range", secs)
 	}
-	*d = Duration(math.Round(secs * float64(time.Second)))
+	*d = Duration(ns)
 	return nil
 }
 

@@ -26,4 +26,9 @@ func TestADurationTooLongForGoIsRefusedNotWrapped(t *testing.T) {
 	var d Duration
 	require.ErrorContains(t, json.Unmarshal([]byte("1e12"), &d), "out of range", "10^12 s is past 292 years")
 	require.Error(t, json.Unmarshal([]byte(`"10m"`), &d), "seconds are a number")
+	require.ErrorContains(t, json.Unmarshal([]byte("9223372036.854775807"), &d), "out of range",
+		"the largest duration's seconds round to 2^63 ns, one past it: refused, not wrapped negative")
+	require.ErrorContains(t, json.Unmarshal([]byte("-9223372037"), &d), "out of range")
+	require.NoError(t, json.Unmarshal([]byte("9223372035"), &d))
+	require.Positive(t, d)
 }

@@ -91,8 +91,16 @@ DECLARE
 BEGIN
     -- Layer 4's companion, as probe_claim_lease runs it: jobs past the in-flight window are closed
     -- as abandoned; their servers' leases ended with them (next_check_at = requested_at + window
-    -- <= now), so they are due again. The job rows are locked in the order a finish takes them,
-    -- each by its partition key; the trigger on probe_jobs removes their open-job rows.
+    -- <= now), so they are due again. The job rows are locked first in the order a finish takes
+    -- them (by id, as probe_finish_many does), each by its partition key, so that the sweep and a
+    -- batch of finishes cannot deadlock; the trigger on probe_jobs removes their open-job rows.
+    PERFORM 1
+       FROM probe_jobs AS j
+       JOIN probe_open_jobs AS oj ON j.id = oj.job_id AND j.requested_at = oj.requested_at
+      WHERE oj.requested_at <= v_now - p_in_flight
+        AND j.finished_at IS NULL
+      ORDER BY j.id
+        FOR UPDATE OF j;
     UPDATE probe_jobs AS j
        SET finished_at = v_now,
            outcome     = 'abandoned',
