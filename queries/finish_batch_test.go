@@ -139,3 +139,36 @@ func TestProbeFinishManyRefusesABatchOfTheWrongShape(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_runs WHERE job_id = $1", j.JobID).Scan(&runs))
 	require.Zero(t, runs)
 }
+
+// A job that holds two runs (one keyed, one stored by a previous binary's advance-first finish in
+// the default partition before 00019's probe_runs_once) replays in a batch as the first of them:
+// its lookup asked for one row and failed the whole batch.
+func TestABatchReplaysAJobThatHoldsTwoRuns(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	day := now.Truncate(24 * time.Hour)
+	_, err := queries.EnsurePartitions(ctx, pool, day, day.Add(24*time.Hour), false) // the first run's day
+	require.NoError(t, err)
+	j, _ := claimOne(t, pool)
+	p := finishParams(j, now.Add(3*time.Second))
+	first, err := queries.FinishTx(ctx, pool, p)
+	require.NoError(t, err)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	_, err = tx.Exec(ctx, "ALTER TABLE probe_runs DISABLE TRIGGER probe_runs_once")
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result)
+		SELECT job_id, NULL, server_id, started_at, finished_at, requests, result FROM probe_runs WHERE id = $1`, first.RunID)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "ALTER TABLE probe_runs ENABLE TRIGGER probe_runs_once")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+
+	got, err := queries.FinishBatch(ctx, pool, []queries.FinishParams{p})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.NoError(t, got[0].Err)
+	require.Equal(t, first.RunID, got[0].Result.RunID, "the run stored first")
+}

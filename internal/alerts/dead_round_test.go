@@ -145,6 +145,41 @@ func TestThePreviousBinarysJudgementLeavesARecoveredRoundUnalerted(t *testing.T)
 	require.Empty(t, events(ctx, t, pool))
 }
 
+// The previous binary knows no round.recovered: its judgement (alert_emit_dead_rounds) alerts a
+// round dead as before but never recovers one, which this binary's judgement does later.
+func TestThePreviousBinarysJudgementSendsNoRecoveryItCannotSay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := migrated.Pool(t)
+	srv := testfactory.Server(ctx, t, pool, nil)
+	hb := time.Now().Add(-2 * time.Minute)
+	round := testfactory.Round(ctx, t, pool, &testfactory.RoundOpts{HeartbeatAt: &hb})
+	openJob := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
+	previous := func() int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT alert_emit_dead_rounds($1::interval, $2::interval, $3::integer)`,
+			queries.RoundDeadAfter, queries.RoundDeadWithoutHeartbeat, 100).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, previous(), "alerted dead")
+	now := time.Now().UTC()
+	_, err := queries.FinishTx(ctx, pool, queries.FinishParams{JobID: openJob, ServerID: srv, ClaimedNextCheckAt: now,
+		Outcome: "ok", StartedAt: now, CheckFinishedAt: now, Requests: 1, Result: []byte(`{"outcome":"ok"}`), Kind: "http"})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE alert_dead_rounds SET checked_at = now() - interval '1 hour'`)
+	require.NoError(t, err)
+	require.Zero(t, previous(), "the previous binary recovers nothing")
+	var types []string
+	for _, e := range events(ctx, t, pool) {
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []string{alerts.TypeRoundDead}, types)
+
+	n, err := alerts.EmitDeadRounds(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "this binary recovers it")
+}
+
 // A dead round is over: the failures it held (a round's failures count once the round is judged
 // on all its checks) are settled when it is judged dead, so a server that went down in it is
 // alerted then, not at its next check of another round, a whole check interval later.

@@ -88,7 +88,7 @@ BEGIN
         -- Only the claim named (its id, server and time); a replay finds its run stored already
         -- (runs stored before 00017 are keyed -infinity, a previous binary's advance-first NULL).
         SELECT i.*, j.finished_at IS NULL AS open,
-               (SELECT r.id FROM probe_runs AS r
+               (SELECT min(r.id) FROM probe_runs AS r -- two, stored before 00019's probe_runs_once
                  WHERE r.job_id = i.job_id
                    AND (r.job_requested_at = i.requested_at OR r.job_requested_at = '-infinity'
                         OR r.job_requested_at IS NULL)) AS stored_run

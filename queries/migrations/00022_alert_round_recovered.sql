@@ -160,15 +160,16 @@ END
 $probe$;
 -- +goose StatementEnd
 
--- The previous binary's call judges the same way (recovery included), with this binary's
--- window and period (queries.RoundRecoverWithin, RoundRecoverRecheck).
+-- The previous binary's call judges rounds dead the same way, but never recovers one: it knows no
+-- round.recovered event (its Alertmanager payload would have no alert name, its Slack text a bare
+-- type), so a recovery within zero time is none; this binary's judgement recovers the rounds later.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION alert_emit_dead_rounds(p_dead_after interval, p_without_heartbeat interval, p_limit integer)
 RETURNS integer
 LANGUAGE sql VOLATILE
 AS $probe$
     SELECT count(*)::integer
-      FROM alert_judge_dead_rounds(p_dead_after, p_without_heartbeat, p_limit, interval '24 hours', interval '1 minute')
+      FROM alert_judge_dead_rounds(p_dead_after, p_without_heartbeat, p_limit, interval '0 seconds', interval '1 minute')
 $probe$;
 -- +goose StatementEnd
 
