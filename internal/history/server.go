@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
@@ -140,12 +141,12 @@ func nextCheck(s queries.Server, n queries.ServerNextCheck, change *queries.Stat
 	case "abandoned":
 		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("job %d, requested at %s, is still open past the in-flight window of %s: "+
 			"the next round closes it as abandoned when it starts, then claims the server", deref(n.OpenJobID),
-			n.OpenRequestedAt.Format(time.RFC3339), queries.InFlightWindow)}
+			n.OpenRequestedAt.Format(time.RFC3339), render.Duration(queries.InFlightWindow))}
 	case "scheduled":
-		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("every %s (%s plan) after its last check", s.CheckInterval, s.Plan)}
+		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("every %s (%s plan) after its last check", render.Duration(s.CheckInterval), s.Plan)}
 	case "spacing":
 		return NextCheck{State: n.State, At: n.ClaimableAt, Why: fmt.Sprintf("due, held by the spacing guard: its last job was requested at %s, less than %s before",
-			n.SpacedSince.Format(time.RFC3339), n.MinSpacing)}
+			n.SpacedSince.Format(time.RFC3339), render.Duration(n.MinSpacing))}
 	case "claimable":
 		due := s.NextCheckAt
 		why := "due now: the next round claims it"
