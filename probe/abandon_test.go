@@ -1,11 +1,16 @@
 package probe
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -29,4 +34,38 @@ func TestARoundStartClosesAnAbandonedJobAndClaimsItsServer(t *testing.T) {
 	var outcome string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT outcome FROM probe_jobs WHERE id = $1", dead).Scan(&outcome))
 	require.Equal(t, "abandoned", outcome)
+}
+
+// breakFirstSweep is a pgx tracer that, the first time a connection sends the round start's sweep,
+// has that connection's backend terminated first: the statement meets a dead connection, as it
+// does when the database fails over while a round starts.
+type breakFirstSweep struct {
+	admin *pgxpool.Pool
+	once  sync.Once
+}
+
+func (b *breakFirstSweep) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if data.SQL == queries.SQL("CloseAbandoned") {
+		b.once.Do(func() {
+			_, _ = b.admin.Exec(ctx, "SELECT pg_terminate_backend($1, 5000)", conn.PgConn().PID())
+		})
+	}
+	return ctx
+}
+
+func (b *breakFirstSweep) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A round whose start meets a connection broken by a failover tries its sweep again on a fresh
+// connection within its write budget, as every write of a round, rather than exit 3 (seen in the
+// failover test: "start round: close abandoned jobs: unexpected EOF").
+func TestARoundStartsWhenItsSweepMeetsABrokenConnection(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := migrated.NewDB(t)
+	admin := dbtest.Pool(t, url)
+	pool := dbtest.Pool(t, url, dbtest.MaxConns(8), dbtest.Tracer(&breakFirstSweep{admin: admin}))
+	dueServers(t, pool, 2)
+	sum, err := (&Round{DB: pool, Settings: testSettings(FinishTx), Checker: &okChecker{}}).Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, sum.Runs)
 }

@@ -20,9 +20,23 @@ import (
 // claims do not (probe_claim_due), and skip a server whose job is open past the window until a
 // round's start closes it.
 func StartRound(ctx context.Context, db queries.DBTX, s Settings, keyID string) (int64, time.Time, error) {
-	if _, err := queries.CloseAbandoned(ctx, db, queries.InFlightWindow, nil); err != nil {
-		return 0, time.Time{}, fmt.Errorf("start round: %w", err)
+	if err := closeAbandoned(ctx, db); err != nil {
+		return 0, time.Time{}, err
 	}
+	return insertRound(ctx, db, s, keyID)
+}
+
+// closeAbandoned closes the jobs open past the in-flight window as abandoned (a round's start).
+// Running it again closes nothing more: a caller may retry it.
+func closeAbandoned(ctx context.Context, db queries.DBTX) error {
+	if _, err := queries.CloseAbandoned(ctx, db, queries.InFlightWindow, nil); err != nil {
+		return fmt.Errorf("start round: %w", err)
+	}
+	return nil
+}
+
+// insertRound records the round (StartRound's second step).
+func insertRound(ctx context.Context, db queries.DBTX, s Settings, keyID string) (int64, time.Time, error) {
 	id, startedAt, err := queries.InsertRound(ctx, db, settings.RecordOf(s, keyID), nil)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("start round: %w", err)

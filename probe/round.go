@@ -244,7 +244,20 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		recovered = &rec
 	}
 	s := r.Settings
-	roundID, startedAt, err := StartRound(ctx, r.DB, s, keyID)
+	// The sweep is retried within the write budget, as every write a round makes: a database
+	// failing over as the round starts is not a reason to stop (the insert that follows is not:
+	// an insert whose answer was lost would leave a round that never runs, seen dead).
+	all, each := r.finishBudgets()
+	sctx, cancel := context.WithTimeout(ctx, all)
+	err := retry(sctx, each, r.Log, string(writeCloseAbandoned), func(ctx context.Context) error {
+		r.hooks.before(ctx, writeCloseAbandoned)
+		return closeAbandoned(ctx, r.DB)
+	})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	roundID, startedAt, err := insertRound(ctx, r.DB, s, keyID)
 	if err != nil {
 		return nil, err
 	}

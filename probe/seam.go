@@ -24,10 +24,12 @@ type testKnobs struct {
 type write string
 
 const (
-	writeClaim     write = "claim"      // probe_claim_lease
-	writeFinishTx  write = "finish-tx"  // probe_finish
-	writeAdvance   write = "advance"    // first write of an advance-first finish
-	writeFinishJob write = "finish-job" // second write: the run and the job
+	writeClaim write = "claim" // probe_claim_due
+	// writeCloseAbandoned is the round start's sweep (probe_close_abandoned).
+	writeCloseAbandoned write = "close-abandoned"
+	writeFinishTx       write = "finish-tx"  // probe_finish
+	writeAdvance        write = "advance"    // first write of an advance-first finish
+	writeFinishJob      write = "finish-job" // second write: the run and the job
 )
 
 // hooks let tests stop or delay a round at the exact point they are about. Nil hooks do nothing.
