@@ -137,6 +137,12 @@ CREATE FUNCTION probe_claim_due(
     requested_at          timestamptz
 )
 LANGUAGE plpgsql VOLATILE
+-- No JIT: the planner cannot tell how many due servers the state filter passes, so a claim of a
+-- few dozen servers is costed as the whole due range and crossed jit_above_cost; compiling its
+-- ~200 expressions then cost more than the claim itself (tens to hundreds of ms a claim, measured
+-- with pg_stat_statements' jit columns under BenchmarkThroughput). The claim is an index walk of
+-- at most p_limit servers: nothing JIT could pay for (queries/audit.sql turns it off likewise).
+SET jit = off
 AS $probe$
 DECLARE
     v_isolation text;
