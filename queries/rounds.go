@@ -61,8 +61,10 @@ const (
 	RoundRunning  = "running"
 	RoundFinished = "finished"
 	RoundDead     = "dead"
-	// RoundRecovered is a dead round none of whose jobs is open any more: every job it claimed
-	// was finished after all (runs recover stored what its spool held). Nothing of it is lost.
+	// RoundRecovered is a dead round that claimed jobs and every one of them has its run (runs
+	// recover stored what its spool held): the alerts' rule (alert_round_recovered, 00022), under
+	// which its round.dead is resolved. Nothing of it is lost. A dead round whose jobs were closed
+	// as abandoned without a run stays RoundDead, though none of its jobs is open.
 	RoundRecovered = "recovered"
 )
 

@@ -74,7 +74,9 @@ type RecentRound struct {
 	// Failures are jobs whose outcome is failed or error.
 	Failures  int `db:"failures"`
 	Abandoned int `db:"abandoned"`
-	OpenJobs  int `db:"open_jobs"`
+	// Lost are the abandoned jobs without a run: checks the round claimed and nothing stored.
+	Lost     int `db:"lost"`
+	OpenJobs int `db:"open_jobs"`
 	// HeartbeatAt is the round's last heartbeat (nil for a round of a binary from before them);
 	// State is running, finished, dead or recovered (RoundRunning, RoundFinished, RoundDead,
 	// RoundRecovered).

@@ -40,14 +40,17 @@ SELECT s.id AS server_id, s.slug, s.next_check_at
 -- state is running, finished, dead or recovered as of @now: dead when the heartbeat is older than
 -- @dead_after (an interval) or, for a round without one (a binary from before 00005), when it
 -- started more than @dead_without_heartbeat ago (queries.RoundDeadAfter,
--- RoundDeadWithoutHeartbeat); recovered when dead but none of its jobs is open (runs recover stored
--- them).
+-- RoundDeadWithoutHeartbeat); recovered when dead but it claimed jobs and every one of them has its
+-- run (runs recover stored them): the alerts' rule, alert_round_recovered (00022), so a round the
+-- screens call recovered is one whose round.dead is resolved, and a dead round whose jobs were
+-- closed as abandoned without a run stays dead. lost counts those jobs: checks the round claimed and
+-- nothing stored.
 SELECT r.id, r.trigger, r.version, r.fanout, r.claim_limit, r.concurrency, r.started_at, r.finished_at,
-       c.jobs, c.runs, c.servers, c.failures, c.abandoned, c.open_jobs, r.heartbeat_at,
+       c.jobs, c.runs, c.servers, c.failures, c.abandoned, c.lost, c.open_jobs, r.heartbeat_at,
        CASE WHEN r.finished_at IS NOT NULL THEN 'finished'
             WHEN coalesce(r.heartbeat_at + @dead_after::interval,
                           r.started_at + @dead_without_heartbeat::interval) >= @now::timestamptz THEN 'running'
-            WHEN c.jobs > 0 AND c.open_jobs = 0 THEN 'recovered'
+            WHEN alert_round_recovered(r.id) THEN 'recovered'
             ELSE 'dead' END AS state
   FROM (SELECT * FROM probe_rounds ORDER BY started_at DESC, id DESC LIMIT @limit) AS r
  CROSS JOIN LATERAL (
@@ -56,6 +59,7 @@ SELECT r.id, r.trigger, r.version, r.fanout, r.claim_limit, r.concurrency, r.sta
                count(DISTINCT j.server_id)                           AS servers,
                count(*) FILTER (WHERE j.outcome IN ('failed', 'error')) AS failures,
                count(*) FILTER (WHERE j.outcome = 'abandoned')       AS abandoned,
+               count(*) FILTER (WHERE j.outcome = 'abandoned' AND pr.id IS NULL) AS lost,
                count(*) FILTER (WHERE j.finished_at IS NULL)         AS open_jobs
           FROM probe_jobs AS j
           LEFT JOIN probe_runs AS pr ON pr.job_id = j.id

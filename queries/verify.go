@@ -19,10 +19,14 @@ type VerifyRound struct {
 	Servers             int        `db:"servers"`
 	OpenJobs            int        `db:"open_jobs"`
 	RunsMissingEnvelope int        `db:"runs_missing_envelope"`
+	// Lost are its jobs closed as abandoned without a run: checks it claimed and nothing stored.
+	Lost int `db:"lost"`
 	// HeartbeatAt is the round's last heartbeat (nil before 00005); Dead: unfinished and its
-	// heartbeat stopped (RoundDeadAfter).
+	// heartbeat stopped (RoundDeadAfter); Recovered: dead, but it claimed jobs and every one of
+	// them has its run (the alerts' rule, alert_round_recovered).
 	HeartbeatAt *time.Time `db:"heartbeat_at"`
 	Dead        bool       `db:"dead"`
+	Recovered   bool       `db:"recovered"`
 }
 
 // VerifyRounds returns the first limit rounds that started at or after since under the release

@@ -6,26 +6,35 @@
 -- release: rounds recorded by a binary that did not know releases), with what each left in the
 -- database. dead: unfinished, and its heartbeat older than @dead_after by the database's clock (a
 -- round without one, from a binary before 00005: started more than @dead_without_heartbeat ago),
--- less a standby's replay lag (00014).
-SELECT r.id, r.started_at, r.finished_at,
-       c.jobs, c.runs, c.servers, c.open_jobs, c.runs_missing_envelope, r.heartbeat_at,
-       r.finished_at IS NULL
-       AND coalesce(r.heartbeat_at + @dead_after::interval, r.started_at + @dead_without_heartbeat::interval) < now() - probectl_replay_lag() AS dead
-  FROM probe_rounds AS r
- CROSS JOIN LATERAL (
-       SELECT count(*)                                        AS jobs,
-              count(pr.id)                                    AS runs,
-              count(DISTINCT j.server_id)                     AS servers,
-              count(*) FILTER (WHERE j.finished_at IS NULL)   AS open_jobs,
-              count(pr.id) FILTER (WHERE pr.envelope IS NULL) AS runs_missing_envelope
-         FROM probe_jobs AS j
-         LEFT JOIN probe_runs AS pr ON pr.job_id = j.id
-        WHERE j.round_id = r.id
-       ) AS c
- WHERE r.started_at >= @since
-   AND (r.release_id IS NULL OR r.release_id = @release_id)
- ORDER BY r.started_at, r.id
- LIMIT @limit;
+-- less a standby's replay lag (00014). recovered: dead, but it claimed jobs and every one of them
+-- has its run, by the alerts' rule (alert_round_recovered, 00022): a dead round whose jobs were
+-- closed as abandoned without a run is not recovered, its round.dead stands. lost counts those jobs.
+SELECT d.id, d.started_at, d.finished_at, d.jobs, d.runs, d.servers, d.open_jobs, d.lost,
+       d.runs_missing_envelope, d.heartbeat_at, d.dead,
+       CASE WHEN d.dead THEN alert_round_recovered(d.id) ELSE false END AS recovered
+  FROM (
+        SELECT r.id, r.started_at, r.finished_at,
+               c.jobs, c.runs, c.servers, c.open_jobs, c.lost, c.runs_missing_envelope, r.heartbeat_at,
+               r.finished_at IS NULL
+               AND coalesce(r.heartbeat_at + @dead_after::interval, r.started_at + @dead_without_heartbeat::interval) < now() - probectl_replay_lag() AS dead
+          FROM probe_rounds AS r
+         CROSS JOIN LATERAL (
+               SELECT count(*)                                        AS jobs,
+                      count(pr.id)                                    AS runs,
+                      count(DISTINCT j.server_id)                     AS servers,
+                      count(*) FILTER (WHERE j.finished_at IS NULL)   AS open_jobs,
+                      count(*) FILTER (WHERE j.outcome = 'abandoned' AND pr.id IS NULL) AS lost,
+                      count(pr.id) FILTER (WHERE pr.envelope IS NULL) AS runs_missing_envelope
+                 FROM probe_jobs AS j
+                 LEFT JOIN probe_runs AS pr ON pr.job_id = j.id
+                WHERE j.round_id = r.id
+               ) AS c
+         WHERE r.started_at >= @since
+           AND (r.release_id IS NULL OR r.release_id = @release_id)
+         ORDER BY r.started_at, r.id
+         LIMIT @limit
+       ) AS d
+ ORDER BY d.started_at, d.id;
 
 -- name: VerifyRoundProgress
 -- How many of the first @limit rounds after @since under release @release_id exist, and how many

@@ -85,11 +85,14 @@ type RoundReport struct {
 	EnvelopesInvalid    int           `json:"envelopes_invalid"`
 	SecondClaims        []SecondClaim `json:"second_claims"`
 	// State is running, finished, dead or recovered: a dead round's heartbeat stopped, its process
-	// is gone; a recovered one is dead too, but every job it claimed is finished (runs recover
-	// stored what its spool held), so nothing of it is lost or open.
+	// is gone; a recovered one is dead too, but every job it claimed has its run (runs recover
+	// stored what its spool held), so nothing of it is lost or open: the alerts' rule, under which
+	// its round.dead is resolved. A dead round whose jobs were closed as abandoned without a run is
+	// dead, not recovered.
 	State string `json:"state"`
-	// deadOpenJobs name a dead round's open jobs, for the check that fails it.
-	deadOpenJobs []string
+	// deadOpenJobs and deadLostJobs name a dead round's open jobs and its jobs abandoned without a
+	// run, for the check that fails it.
+	deadOpenJobs, deadLostJobs []string
 }
 
 // SecondClaim is a duplicate pair whose second job is in the round.
@@ -242,11 +245,11 @@ func report(ctx context.Context, tx pgx.Tx, req VerifyRequest) (*Report, error) 
 		switch {
 		case r.FinishedAt != nil:
 			rr.State = queries.RoundFinished
-		case r.Dead && r.Jobs > 0 && r.OpenJobs == 0:
+		case r.Dead && r.Recovered:
 			rr.State = queries.RoundRecovered
 		case r.Dead:
 			rr.State = queries.RoundDead
-			if rr.deadOpenJobs, err = openJobsOf(ctx, tx, r.ID); err != nil {
+			if rr.deadOpenJobs, rr.deadLostJobs, err = deadJobsOf(ctx, tx, r.ID); err != nil {
 				return nil, err
 			}
 		}

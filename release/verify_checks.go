@@ -56,7 +56,7 @@ func inconclusive(name, detail string) Check {
 
 // finished are the rounds whose counts are final: a running round's open jobs and missing runs
 // are work in progress, not defects. A recovered round's are final too: its prober is gone and
-// every job it claimed is finished.
+// every job it claimed has its run.
 func finished(rep *Report) []RoundReport {
 	var out []RoundReport
 	for _, r := range rep.Rounds {
@@ -72,8 +72,13 @@ func checkRoundsFound(rep *Report) Check {
 	var dead []string
 	for _, r := range rep.Rounds {
 		if r.State == queries.RoundDead {
-			dead = append(dead, fmt.Sprintf("round %d is dead (no heartbeat for %s), open jobs: %s", r.ID,
-				render.Duration(queries.RoundDeadAfter), strings.Join(r.deadOpenJobs, ", ")))
+			line := fmt.Sprintf("round %d is dead (no heartbeat for %s), open jobs: %s", r.ID,
+				render.Duration(queries.RoundDeadAfter), strings.Join(r.deadOpenJobs, ", "))
+			if len(r.deadLostJobs) > 0 {
+				line += fmt.Sprintf("; %d check(s) lost, abandoned without a run: %s", len(r.deadLostJobs),
+					strings.Join(r.deadLostJobs, ", "))
+			}
+			dead = append(dead, line)
 		}
 	}
 	recovered := ""
@@ -97,22 +102,27 @@ func checkRoundsFound(rep *Report) Check {
 		done, rep.RoundsWanted, recovered))
 }
 
-// openJobsOf names a round's open jobs: "job 12 (weather)".
-func openJobsOf(ctx context.Context, tx pgx.Tx, roundID int64) ([]string, error) {
+// deadJobsOf names a dead round's open jobs ("none" when there are none) and its jobs closed as
+// abandoned without a run (the checks it lost): "job 12 (weather)".
+func deadJobsOf(ctx context.Context, tx pgx.Tx, roundID int64) (open, lost []string, err error) {
 	jobs, err := queries.ListRoundJobs(ctx, tx, roundID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := []string{}
+	open = []string{}
 	for _, j := range jobs {
-		if j.FinishedAt == nil {
-			out = append(out, fmt.Sprintf("job %d (%s)", j.JobID, j.Slug))
+		name := fmt.Sprintf("job %d (%s)", j.JobID, j.Slug)
+		switch {
+		case j.FinishedAt == nil:
+			open = append(open, name)
+		case j.Outcome != nil && *j.Outcome == "abandoned" && j.RunID == nil:
+			lost = append(lost, name)
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, "none")
+	if len(open) == 0 {
+		open = append(open, "none")
 	}
-	return out, nil
+	return open, lost, nil
 }
 
 func checkJobsFound(rep *Report) Check {

@@ -122,3 +122,30 @@ func TestVerifyShowsADeadRoundWhoseJobsWereStoredSinceAsRecovered(t *testing.T) 
 }
 
 func testPtr[T any](v T) *T { return &v }
+
+// A dead round whose jobs were closed as abandoned without a run has no job open, but it is not
+// recovered: the checks are lost, and the alerts (alert_round_recovered) keep its round.dead. Verify
+// agrees with them: dead, failed, naming the lost job.
+func TestVerifyShowsADeadRoundWhoseJobsWereAbandonedWithoutRunsAsDead(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 4)
+	s.round(time.Minute, true, job{server: 0}, job{server: 1})
+	second := s.round(6*time.Minute, false, job{server: 2}, job{server: 3, noRun: true, outcome: "abandoned"})
+	_, err := s.pool.Exec(s.ctx, "UPDATE probe_rounds SET heartbeat_at = now() - interval '2 minutes' WHERE id = $1", second)
+	require.NoError(t, err)
+	var alertsRecovered bool
+	require.NoError(t, s.pool.QueryRow(s.ctx, "SELECT alert_round_recovered($1)", second).Scan(&alertsRecovered))
+	require.False(t, alertsRecovered)
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, release.VerdictFail, rep.Verdict, "%+v", rep.Checks)
+	require.Equal(t, queries.RoundDead, rep.Rounds[1].State)
+	require.Equal(t, 0, rep.Rounds[1].OpenJobs)
+	rounds := checkNamed(t, rep, release.CheckRounds)
+	require.Equal(t, release.VerdictFail, rounds.Status)
+	require.NotContains(t, rounds.Detail, "recovered")
+	require.Len(t, rounds.Items, 1)
+	require.Contains(t, rounds.Items[0], "open jobs: none; 1 check(s) lost, abandoned without a run: job ")
+	require.Contains(t, rounds.Items[0], "("+s.servers[3].slug+")")
+}

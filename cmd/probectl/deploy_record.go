@@ -90,7 +90,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	req := release.RecordRequest{Version: opts.Version, Settings: opts.Settings.Carried, WaysBack: ways,
 		DefaultWaysBack: !opts.waysBackGiven, Every: opts.Every, Note: opts.Note, Actor: actorFrom(f, opts.Actor), DryRun: opts.DryRun}
 	if err := release.ValidateRecord(req); err != nil {
-		return inFlagWords(err)
+		return err
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
@@ -98,7 +98,7 @@ func runDeployRecord(ctx context.Context, opts *deployRecordOptions) error {
 	}
 	rec, err := release.Record(ctx, pool, req)
 	if err != nil {
-		return inFlagWords(err)
+		return err
 	}
 	out := map[string]any{"release": toReleaseJSON(rec.Release), "replaced": nil, "event": toEventJSON(rec.Event),
 		"dry_run": opts.DryRun, "ways_back_defaulted": rec.WaysBackDefaulted}

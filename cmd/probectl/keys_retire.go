@@ -85,7 +85,7 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 		req.At = &t
 	}
 	// Before connecting: a retirement from the future is refused without a database.
-	if err := atFlag(req.Validate()); err != nil {
+	if err := req.Validate(); err != nil {
 		return err
 	}
 	pool, err := f.Pool(ctx)
@@ -103,7 +103,6 @@ func runKeysRetire(ctx context.Context, opts *keysRetireOptions, keyID string) e
 	if err == nil && !opts.DryRun {
 		r, err = keys.Retire(ctx, pool, req)
 	}
-	err = atFlag(err)
 	if errors.Is(err, queries.ErrNoSuchKey) {
 		return exit.UsageError(fmt.Errorf("no signing key %q is registered; 'probectl keys list' shows the keys", keyID))
 	}
@@ -146,13 +145,4 @@ func retireWords(keyID string, r queries.KeyRetirement, dryRun bool) string {
 	default:
 		return fmt.Sprintf("retired signing key %s from %s on: runs it signs from then on fail verification", keyID, when)
 	}
-}
-
-// atFlag names --at in a retirement refused for its moment.
-func atFlag(err error) error {
-	var future *keys.FutureError
-	if errors.As(err, &future) {
-		return exit.UsageError(fmt.Errorf("--at: %w", err))
-	}
-	return err
 }

@@ -139,7 +139,7 @@ func (o *runRoundOptions) resolve(ctx context.Context, db queries.DBTX) (setting
 	s, overrides, err := release.SettingsForRound(ctx, db, release.RoundRequest{BinaryVersion: o.f.Build.Version,
 		IgnoreVersion: o.IgnoreVersion, Flags: o.flags(), Changed: changedSetting(o.changed), Bounds: true})
 	if err != nil {
-		return s, nil, ignoreVersionHint(inFlagWords(err))
+		return s, nil, ignoreVersionHint(err)
 	}
 	return s, overrides, nil
 }
@@ -175,7 +175,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	}
 	// The flags alone, before anything connects: bad input exits 2 without a database.
 	if _, _, err := settings.Resolve(settings.Request{Flags: opts.flags(), Bounds: true}); err != nil {
-		return inFlagWords(err)
+		return err
 	}
 	memlimit.Set() // checks run in this process: its memory is bounded as a worker's is
 	if err := opts.checkQueueFlags(); err != nil {

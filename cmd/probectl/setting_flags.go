@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/probe/worker"
 	"github.com/probectl/probectl/release"
@@ -71,29 +70,8 @@ func addSettingFlags(fl *pflag.FlagSet, s *settings.Settings, keep func(settings
 	}
 }
 
-// inFlagWords says every *settings.Error in err with the flags of the command line, keeping
-// err's shape (joined errors stay joined, exit codes stay); other errors pass unchanged.
-func inFlagWords(err error) error {
-	switch e := err.(type) {
-	case nil:
-		return nil
-	case *settings.Error:
-		return &flagError{text: e.Say(flagOf), err: e}
-	case *exit.Error:
-		return &exit.Error{Code: e.Code, Err: inFlagWords(e.Err)}
-	case interface{ Unwrap() []error }:
-		errs := e.Unwrap()
-		out := make([]error, len(errs))
-		for i, one := range errs {
-			out[i] = inFlagWords(one)
-		}
-		return errors.Join(out...)
-	}
-	return err
-}
-
-// flagError is a settings error as a command says it; it unwraps to the domain's error, whose
-// exit code it keeps.
+// flagError is a domain error as a command says it (sayInputs, ignoreVersionHint); it unwraps to
+// the domain's error, whose type and exit code it keeps.
 type flagError struct {
 	text string
 	err  error

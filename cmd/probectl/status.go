@@ -161,7 +161,14 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 			if d := rd.Duration(); d != nil {
 				duration = render.Plain(render.Duration(*d))
 			} else if rd.State == queries.RoundDead {
-				duration = render.Styled(st.Fail, rd.State)
+				// Dead with checks lost (abandoned without a run): never recovered, its round.dead stands.
+				text := rd.State
+				if rd.Lost == 1 {
+					text = "dead, 1 check lost"
+				} else if rd.Lost > 1 {
+					text = fmt.Sprintf("dead, %d checks lost", rd.Lost)
+				}
+				duration = render.Styled(st.Fail, text)
 			}
 			servers := render.Plain(fmt.Sprint(rd.Servers))
 			if rd.Servers < rd.Jobs {

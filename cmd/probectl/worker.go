@@ -95,7 +95,7 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 	cfg := worker.Config{MaxWorkers: opts.MaxWorkers, AllowPrivateTargets: opts.Settings.AllowPrivateTargets, ArchiveDir: opts.ArchiveDir,
 		Version: f.Build.Version, Log: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}
 	if err := cfg.Validate(); err != nil {
-		return inFlagWords(err)
+		return err
 	}
 	if limit, from := memlimit.Set(); from != "" {
 		cfg.Log.Info("soft memory limit set", "bytes", limit, "from", from)

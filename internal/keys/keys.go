@@ -9,12 +9,12 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/queries"
 )
@@ -47,13 +47,19 @@ type Retirement struct {
 	Now time.Time
 }
 
+// InputAt is the moment a retirement is asked from (Retirement.At; see internal/input).
+const InputAt input.Name = "at"
+
 // FutureError says a retirement was asked from a moment still to come: rounds could go on signing
 // with a key its owner wants gone. It is bad input (exit 2); nothing is written.
 type FutureError struct{ At time.Time }
 
-func (e *FutureError) Error() string {
-	return fmt.Sprintf("%s is in the future; a key is retired from now or from a time past",
-		e.At.UTC().Format(time.RFC3339Nano))
+func (e *FutureError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap is the error's text with InputAt kept apart, for a caller to say its own way.
+func (e *FutureError) Unwrap() error {
+	return input.Errorf("%s: %s is in the future; a key is retired from now or from a time past",
+		InputAt, e.At.UTC().Format(time.RFC3339Nano))
 }
 
 // ExitCode: a retirement from the future is bad input.

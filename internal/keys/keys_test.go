@@ -33,7 +33,7 @@ func TestARetirementFromTheFutureIsRefusedAndWritesNothing(t *testing.T) {
 	var future *keys.FutureError
 	require.ErrorAs(t, r.Validate(), &future, "refused without a database")
 	assert.Equal(t, exit.Usage, exit.Code(r.Validate()))
-	assert.EqualError(t, r.Validate(), "2026-11-28T14:00:01Z is in the future; a key is retired from now or from a time past")
+	assert.EqualError(t, r.Validate(), "at: 2026-11-28T14:00:01Z is in the future; a key is retired from now or from a time past")
 	_, err = keys.Preview(t.Context(), pool, r)
 	require.ErrorAs(t, err, &future)
 	_, err = keys.Retire(t.Context(), pool, r)

@@ -128,8 +128,10 @@ type OpenJob = audit.OpenJob
 
 // Round is a recent round and what it left: its FinishedAt is nil while it runs (or if it died);
 // its HeartbeatAt is its last sign of life (nil for a round of a binary from before heartbeats);
-// its State is running, finished or dead (queries.RoundDeadAfter): a dead round's process is gone,
-// and its open jobs wait for the in-flight window.
+// its State is running, finished, dead (queries.RoundDeadAfter) or recovered: a dead round's
+// process is gone, and its open jobs wait for the in-flight window; a recovered one claimed jobs
+// and every one of them has its run (the alerts' rule, alert_round_recovered). Lost counts a
+// round's jobs abandoned without a run: a dead round with any is never recovered.
 type Round struct {
 	queries.RecentRound
 	// Degraded is set when the storm guard judged the round degraded (its failures counted toward

@@ -1,9 +1,8 @@
 package settings
 
 import (
-	"fmt"
-
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 )
 
 // Setting names one of the settings where an error or an override speaks of it, so that each
@@ -28,7 +27,9 @@ const (
 )
 
 // Error is a setting that cannot be used; nothing was claimed. Its text names settings as
-// Setting values; Say names them the caller's way.
+// Setting values, kept apart as input.Names in the input.Text it unwraps to: a command says them
+// as its flags the way it says every domain input (input.Say), a stored release's check or a log
+// as the names themselves.
 type Error struct {
 	// Setting is the setting at fault; "" when Subject says what is (the lease, a release).
 	Setting Setting
@@ -44,26 +45,24 @@ func NewError(setting Setting, format string, args ...any) *Error {
 	return &Error{Setting: setting, format: format, args: args}
 }
 
-func (e *Error) Error() string { return e.Say(nil) }
+func (e *Error) Error() string { return e.Unwrap().Error() }
 
-// Say is the error with every setting named by name (nil: by its Setting value), as a command
-// that names its flags shows it.
-func (e *Error) Say(name func(Setting) string) string {
-	if name == nil {
-		name = func(s Setting) string { return string(s) }
+// Unwrap is the error's text with every setting (the one at fault and any among its arguments) an
+// input.Name, named as the setting is ("claim_limit"), for the caller to say its own way.
+func (e *Error) Unwrap() error {
+	args := make([]any, 0, len(e.args)+1)
+	if e.Subject != "" {
+		args = append(args, e.Subject)
+	} else {
+		args = append(args, input.Name(e.Setting))
 	}
-	args := make([]any, len(e.args))
-	for i, a := range e.args {
+	for _, a := range e.args {
 		if s, ok := a.(Setting); ok {
-			a = name(s)
+			a = input.Name(s)
 		}
-		args[i] = a
+		args = append(args, a)
 	}
-	subject := e.Subject
-	if subject == "" {
-		subject = name(e.Setting)
-	}
-	return subject + ": " + fmt.Sprintf(e.format, args...)
+	return input.Errorf("%s: "+e.format, args...)
 }
 
 // ExitCode: a bad setting is bad input.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 )
 
 func TestTheLeaseCheckCountsTheFinishInAJobsWorstCase(t *testing.T) {
@@ -60,9 +61,12 @@ func TestASettingsErrorNamesTheSettingAndLetsTheCallerSayItsFlag(t *testing.T) {
 	require.ErrorAs(t, err, &bad)
 	require.Equal(t, ClaimLimit, bad.Setting)
 	require.Equal(t, exit.Usage, exit.Code(err))
-	flag := func(s Setting) string { return "--" + strings.ReplaceAll(string(s), "_", "-") }
-	require.Equal(t, "--claim-limit: must be at least 1, got 0", bad.Say(flag))
+	flag := func(n input.Name) string { return "--" + strings.ReplaceAll(string(n), "_", "-") }
+	said, ok := input.Say(bad, flag)
+	require.True(t, ok)
+	require.Equal(t, "--claim-limit: must be at least 1, got 0", said)
 	lease := err.(interface{ Unwrap() []error }).Unwrap()[1].(*Error)
+	said, _ = input.Say(lease, flag)
 	require.Equal(t, "lease: 8 requests × --request-timeout 1m0s + --max-duration 10m0s + finish 30s = 18m30s does not fit "+
-		"the 15m0s in-flight window; lower --request-timeout or --max-duration", lease.Say(flag))
+		"the 15m0s in-flight window; lower --request-timeout or --max-duration", said)
 }
