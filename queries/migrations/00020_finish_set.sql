@@ -11,10 +11,11 @@
 --
 -- The rollups (00007) and the alerts' judgement (00016) run once per statement on the runs it
 -- inserted (a transition table), not once per run: a batch's totals, days and tallies are each
--- upserted once per key, in key order, and an ok check of a server that is up, holds nothing and
--- whose tools and auth did not change (nearly every run) is judged in one UPDATE for the batch.
--- Every other run is judged one at a time, in server and run order, by probe_runs_alert_run, the
--- row trigger's body. The triggers keep their names. A statement inserting one run (the previous
+-- upserted once per key, in key order, and a run that changes no server's state and emits no event
+-- (an ok check of a server up whose tools and auth did not change, a failure held by its running
+-- round, a failure counted below down_after: nearly every run) is judged in one UPDATE for the
+-- batch. Every other run is judged one at a time, in server and run order, by
+-- probe_runs_alert_run, the row trigger's body. The triggers keep their names. A statement inserting one run (the previous
 -- binary's probe_finish, its advance-first finish) is a transition table of one row, and gets the
 -- same rollups and the same events as before.
 --
