@@ -650,6 +650,10 @@ END
 $probe$;
 -- +goose StatementEnd
 
+-- Every judged run rewrites its server's state row: room on its page keeps the new version there
+-- (a HOT update, no index entry; the table's only index is its key, never updated).
+ALTER TABLE alert_states SET (fillfactor = 50);
+
 DROP TRIGGER probe_runs_rollup ON probe_runs;
 CREATE TRIGGER probe_runs_rollup AFTER INSERT ON probe_runs
     REFERENCING NEW TABLE AS new_runs
@@ -660,6 +664,7 @@ CREATE TRIGGER probe_runs_alert AFTER INSERT ON probe_runs
     FOR EACH STATEMENT EXECUTE FUNCTION probe_runs_alert_batch();
 
 -- +goose Down
+ALTER TABLE alert_states RESET (fillfactor);
 DROP TRIGGER probe_runs_alert ON probe_runs;
 CREATE TRIGGER probe_runs_alert AFTER INSERT ON probe_runs
     FOR EACH ROW EXECUTE FUNCTION probe_runs_alert();
