@@ -3,6 +3,7 @@ package queries_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,6 +130,76 @@ func TestTheStatementTriggersLeaveWhatTheRowTriggersLeft(t *testing.T) {
 			}
 			_, err := queries.FinishRound(ctx, pool, round, nil)
 			require.NoError(t, err)
+		}
+	}
+	// Then the runs the statement trigger judges in one UPDATE besides an ok check of a server up
+	// (00020's fast paths), between runs that change a state: failures counted with no round
+	// (below down_after; of a server down already), ok checks of a server down that do not reach
+	// up_after (2 now), failures held by a running round and an ok check superseding its own
+	// round's held failure (a second job of that round).
+	for k, pool := range pools {
+		_, err := pool.Exec(ctx, "UPDATE alert_policy SET up_after = 2")
+		require.NoError(t, err)
+		round, storm := testfactory.Round(ctx, t, pool, nil), testfactory.Round(ctx, t, pool, nil)
+		held, later := testfactory.Round(ctx, t, pool, nil), testfactory.Round(ctx, t, pool, nil)
+		steps := []struct {
+			round  *int64
+			only   []int // the servers checked (nil: all)
+			failed []int // the servers that fail; the others answer ok
+			finish bool  // the round is finished after the step
+		}{
+			{nil, nil, []int{0, 1, 2, 3, 4, 5}, false},         // counted, below down_after
+			{nil, nil, []int{0, 1}, false},                     // down (one at a time); 2..5 ok after a failure
+			{nil, nil, []int{0}, false},                        // 0 down already; 1 ok but still down (up_after 2)
+			{&round, nil, []int{2, 3}, false},                  // held by the running round
+			{&round, nil, []int{3}, true},                      // 2 ok in its own round; 3's held failure replaced; 1 recovers
+			{&round, []int{4, 5}, []int{4, 5}, false},          // counted: their round is over (not degraded)
+			{&storm, nil, []int{0, 1, 2, 3, 4, 5, 6, 7}, true}, // degraded
+			{&storm, []int{4, 8}, []int{4, 8}, false},          // failures of a degraded round, over: not counted
+			{&held, []int{9, 11}, []int{9, 11}, false},         // held by a round that stays running
+			{&held, []int{11}, nil, false},                     // 11 ok in that round: its held failure superseded
+			{&later, []int{9, 10}, []int{9}, false},            // a failure held from another round is settled first
+			{&round, []int{10}, []int{10}, false},              // counted (its round is over), the server's last run
+		}
+		for n, st := range steps {
+			at := base.Add(7*time.Hour + time.Duration(n)*10*time.Minute)
+			var ps []queries.FinishParams
+			for i, srv := range ids[k] {
+				if st.only != nil && !slices.Contains(st.only, i) {
+					continue
+				}
+				res := result{outcome: "ok", summary: "ok", tools: "t1", version: "1.0", auth: "none"}
+				switch {
+				case slices.Contains(st.failed, i):
+					res.outcome, res.summary = "failed", "failed"
+				case i == 2:
+					res.tools = "t2"
+				case i == 3:
+					res.auth = "oauth"
+				}
+				requested := at.Add(-time.Minute)
+				job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: st.round, RequestedAt: &requested})
+				started := at.Add(time.Duration(i) * time.Second)
+				ps = append(ps, queries.FinishParams{JobID: job, ServerID: srv, ClaimedNextCheckAt: at, Outcome: res.outcome,
+					StartedAt: started, CheckFinishedAt: started.Add(time.Second), Requests: 1, Result: body(res), Now: &at,
+					RequestedAt: &requested, Kind: "http"})
+			}
+			if k == 0 {
+				for _, p := range ps {
+					_, err := queries.FinishTx(ctx, pool, p)
+					require.NoError(t, err)
+				}
+			} else {
+				out, err := queries.FinishBatch(ctx, pool, ps)
+				require.NoError(t, err)
+				for _, o := range out {
+					require.NoError(t, o.Err)
+				}
+			}
+			if st.finish {
+				_, err := queries.FinishRound(ctx, pool, *st.round, nil)
+				require.NoError(t, err)
+			}
 		}
 	}
 	tables := []struct{ name, query string }{

@@ -11,10 +11,11 @@
 --
 -- The rollups (00007) and the alerts' judgement (00016) run once per statement on the runs it
 -- inserted (a transition table), not once per run: a batch's totals, days and tallies are each
--- upserted once per key, in key order, and an ok check of a server that is up, holds nothing and
--- whose tools and auth did not change (nearly every run) is judged in one UPDATE for the batch.
--- Every other run is judged one at a time, in server and run order, by probe_runs_alert_run, the
--- row trigger's body. The triggers keep their names. A statement inserting one run (the previous
+-- upserted once per key, in key order, and a run that changes no server's state and emits no event
+-- (an ok check of a server up whose tools and auth did not change, a failure held by its running
+-- round, a failure counted below down_after: nearly every run) is judged in one UPDATE for the
+-- batch. Every other run is judged one at a time, in server and run order, by
+-- probe_runs_alert_run, the row trigger's body. The triggers keep their names. A statement inserting one run (the previous
 -- binary's probe_finish, its advance-first finish) is a transition table of one row, and gets the
 -- same rollups and the same events as before.
 --
@@ -507,7 +508,18 @@ END
 $probe$;
 -- +goose StatementEnd
 
--- The alerts' judgement of the runs a statement inserted.
+-- The alerts' judgement of the runs a statement inserted. A run that cannot change its server's
+-- state, and so emits no event, is judged in one UPDATE for the statement with the others of its
+-- kind (nearly every run):
+--   - an ok check of a server whose tools and auth are as they were, holding no failure from
+--     another round, and not down or not yet recovering (up_after not reached);
+--   - a failure held by its round still running (it counts toward nothing until the round ends),
+--     holding no failure from another round;
+--   - a failure counted (no round, or its round is over and was not degraded) that does not take
+--     the server down (below down_after, or down already), holding no failure from another round.
+-- Every other run (a transition, a tools or auth change, a failure held from another round to
+-- settle first, a failure of a degraded round) is judged by probe_runs_alert_run, as is every run
+-- of a server with more than one in the statement.
 -- +goose StatementBegin
 CREATE FUNCTION probe_runs_alert_batch() RETURNS trigger
 LANGUAGE plpgsql
@@ -517,24 +529,26 @@ DECLARE
     v_multi boolean;
     v_run   probe_runs;
 BEGIN
-    -- The servers' states are taken in server order, all before any is written.
+    -- The servers' states are taken in server order, all before any is written (by their key:
+    -- not a scan of every state).
     PERFORM 1 FROM alert_states AS a
-     WHERE a.server_id IN (SELECT n.server_id FROM new_runs AS n)
+     WHERE a.server_id = ANY (ARRAY(SELECT n.server_id FROM new_runs AS n))
      ORDER BY a.server_id
        FOR UPDATE;
 
     WITH x AS (
-        -- What the row trigger reads of each run (its result's fields, its job, its server's
-        -- state), for the servers with one run in the statement; a server with more is judged
-        -- run by run below, each run seeing the state the one before left.
+        -- What the row trigger reads of each run (its result's fields, its job, its round, its
+        -- server's state), for the servers with one run in the statement; a server with more is
+        -- judged run by run below, each run seeing the state the one before left.
         SELECT n.id, n.server_id, n.started_at, j.round_id, s.kind,
                coalesce(n.result->>'outcome', '') AS outcome,
                nullif(n.result->>'tools_fingerprint', '') AS tools_fingerprint,
                coalesce(n.result->>'server_version', '') AS server_version,
                coalesce(nullif(n.result->>'auth', ''), 'none') AS auth,
-               coalesce(p.up_after, 1) AS up_after,
-               a.state, a.consecutive_ok, a.streak_runs, a.held_round_id, a.changed_at,
+               coalesce(p.up_after, 1) AS up_after, coalesce(p.down_after, 2) AS down_after,
+               a.state, a.consecutive_ok, a.consecutive_failed, a.streak_runs, a.held_round_id, a.changed_at,
                a.tools_fingerprint AS last_tools, a.server_version AS last_version, a.auth AS last_auth,
+               pr.finished_at AS round_finished_at,
                -- the row trigger's reasons to leave a run out
                (coalesce(n.result->>'outcome', '') IN ('ok', 'failed', 'error')
                 AND n.result->>'fault' IS DISTINCT FROM 'probectl'
@@ -552,15 +566,27 @@ BEGIN
                ) AS j ON true
           JOIN servers AS s ON s.id = j.server_id
           JOIN alert_states AS a ON a.server_id = n.server_id
+          LEFT JOIN probe_rounds AS pr ON pr.id = j.round_id
           LEFT JOIN alert_policy AS p ON true
          WHERE NOT EXISTS (SELECT 1 FROM new_runs AS m WHERE m.server_id = n.server_id AND m.id <> n.id)
     ), fast AS (
-        -- An ok check of a server not down, holding no failure, whose tools and auth are as they
-        -- were: no event, only the counts move (the row trigger's ok branch, for the batch).
-        SELECT x.* FROM x
-         WHERE x.judged AND x.outcome = 'ok' AND x.held_round_id IS NULL AND x.state <> 'down'
-           AND (x.tools_fingerprint IS NULL OR x.last_tools IS NULL OR x.last_tools = x.tools_fingerprint)
-           AND (x.last_auth IS NULL OR x.last_auth = x.auth)
+        -- The runs judged here, and how (see above); a failure held from its own round before the
+        -- run is superseded by it (ok) or replaced by it (held), as in the row trigger.
+        SELECT x.*,
+               CASE WHEN x.outcome = 'ok' THEN 'ok'
+                    WHEN x.round_id IS NOT NULL AND x.round_finished_at IS NULL THEN 'held'
+                    ELSE 'counted' END AS how
+          FROM x
+         WHERE x.judged
+           AND (x.held_round_id IS NULL OR x.held_round_id = x.round_id)
+           AND CASE WHEN x.outcome = 'ok' THEN
+                        (x.state <> 'down' OR x.consecutive_ok + 1 < x.up_after)
+                        AND (x.tools_fingerprint IS NULL OR x.last_tools IS NULL OR x.last_tools = x.tools_fingerprint)
+                        AND (x.last_auth IS NULL OR x.last_auth = x.auth)
+                    WHEN x.round_id IS NOT NULL AND x.round_finished_at IS NULL THEN true
+                    ELSE (x.state = 'down' OR x.consecutive_failed + 1 < x.down_after)
+                         AND NOT EXISTS (SELECT 1 FROM alert_degraded_rounds AS d WHERE d.round_id = x.round_id)
+               END
     ), tally AS (
         -- The storm guard's tallies of every judged run of these servers, one upsert per key, in key order.
         INSERT INTO alert_round_tallies AS t (round_id, kind, outcome, shard, runs)
@@ -572,20 +598,27 @@ BEGIN
         ON CONFLICT (round_id, kind, outcome, shard) DO UPDATE SET runs = t.runs + EXCLUDED.runs
     ), moved AS (
         UPDATE alert_states AS a
-           SET state              = CASE WHEN f.consecutive_ok + 1 >= f.up_after THEN 'up' ELSE f.state END,
-               changed_at         = CASE WHEN f.consecutive_ok + 1 >= f.up_after AND f.state <> 'up' THEN now()
-                                         ELSE f.changed_at END,
-               consecutive_ok     = f.consecutive_ok + 1,
-               consecutive_failed = 0,
-               streak_runs        = CASE WHEN f.consecutive_ok = 0 THEN ARRAY[f.id]
+           SET state              = CASE WHEN f.how = 'ok' AND f.consecutive_ok + 1 >= f.up_after THEN 'up' ELSE f.state END,
+               changed_at         = CASE WHEN f.how = 'ok' AND f.consecutive_ok + 1 >= f.up_after AND f.state <> 'up'
+                                         THEN now() ELSE f.changed_at END,
+               consecutive_ok     = CASE f.how WHEN 'ok' THEN f.consecutive_ok + 1
+                                               WHEN 'counted' THEN 0 ELSE f.consecutive_ok END,
+               consecutive_failed = CASE f.how WHEN 'ok' THEN 0
+                                               WHEN 'counted' THEN f.consecutive_failed + 1 ELSE f.consecutive_failed END,
+               streak_runs        = CASE WHEN f.how = 'held' THEN f.streak_runs
+                                         WHEN (f.how = 'ok' AND f.consecutive_ok = 0)
+                                              OR (f.how = 'counted' AND f.consecutive_failed = 0) THEN ARRAY[f.id]
                                          ELSE (f.streak_runs || f.id)[greatest(1, cardinality(f.streak_runs) - 8):] END,
-               held_round_id      = NULL,
-               held_run_id        = NULL,
+               held_round_id      = CASE f.how WHEN 'ok' THEN NULL WHEN 'held' THEN f.round_id ELSE a.held_round_id END,
+               held_run_id        = CASE f.how WHEN 'ok' THEN NULL WHEN 'held' THEN f.id ELSE a.held_run_id END,
                last_run_id        = f.id,
                last_run_at        = f.started_at,
-               tools_fingerprint  = coalesce(f.tools_fingerprint, f.last_tools),
-               server_version     = CASE WHEN f.tools_fingerprint IS NOT NULL THEN f.server_version ELSE f.last_version END,
-               auth               = f.auth
+               -- what the server says it is, from its answers (ok runs only)
+               tools_fingerprint  = CASE WHEN f.how = 'ok' THEN coalesce(f.tools_fingerprint, f.last_tools)
+                                         ELSE f.last_tools END,
+               server_version     = CASE WHEN f.how = 'ok' AND f.tools_fingerprint IS NOT NULL THEN f.server_version
+                                         ELSE f.last_version END,
+               auth               = CASE WHEN f.how = 'ok' THEN f.auth ELSE f.last_auth END
           FROM fast AS f
          WHERE a.server_id = f.server_id
         RETURNING f.id
@@ -617,6 +650,10 @@ END
 $probe$;
 -- +goose StatementEnd
 
+-- Every judged run rewrites its server's state row: room on its page keeps the new version there
+-- (a HOT update, no index entry; the table's only index is its key, never updated).
+ALTER TABLE alert_states SET (fillfactor = 50);
+
 DROP TRIGGER probe_runs_rollup ON probe_runs;
 CREATE TRIGGER probe_runs_rollup AFTER INSERT ON probe_runs
     REFERENCING NEW TABLE AS new_runs
@@ -627,6 +664,7 @@ CREATE TRIGGER probe_runs_alert AFTER INSERT ON probe_runs
     FOR EACH STATEMENT EXECUTE FUNCTION probe_runs_alert_batch();
 
 -- +goose Down
+ALTER TABLE alert_states RESET (fillfactor);
 DROP TRIGGER probe_runs_alert ON probe_runs;
 CREATE TRIGGER probe_runs_alert AFTER INSERT ON probe_runs
     FOR EACH ROW EXECUTE FUNCTION probe_runs_alert();
