@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -87,7 +86,7 @@ func runReceiversAdd(ctx context.Context, opts *receiversAddOptions, name string
 		r.Events = strings.Split(opts.Events, ",")
 	}
 	if opts.SecretFile != "" {
-		secret, err := readSmallFile(opts.SecretFile, maxSecretFile)
+		secret, err := readBounded(opts.SecretFile, maxSecretFile)
 		if err != nil {
 			return exit.UsageError(fmt.Errorf("--secret-file: %w", err))
 		}
@@ -105,20 +104,6 @@ func runReceiversAdd(ctx context.Context, opts *receiversAddOptions, name string
 	}
 	fmt.Fprintf(f.IO.Out, "receiver %s added (%s, %s)\n", name, opts.Format, alerts.RedactURL(opts.URL))
 	return nil
-}
-
-func readSmallFile(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	buf := make([]byte, limit+1)
-	n, _ := fh.Read(buf)
-	if int64(n) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return buf[:n], nil
 }
 
 type receiversListOptions struct{ f *factory }

@@ -41,8 +41,9 @@ with exit 3, naming the partition; what it dropped stays dropped, and a later pr
 counts) do not read the runs, and stay whole. 'runs show' of a pruned run says which archive
 holds it; 'audit duplicates' and 'deploy verify' refuse a window reaching before what is kept.
 
--o json prints {"partitions": [{"from", "to", "jobs_partition", "runs_partition", "runs_estimate",
-"export_id", "kept"}], "dry_run"}; runs_estimate is the planner's estimate of the partition's runs.`,
+-o json prints {"partitions": [{"from", "to", "jobs_partition", "runs_partition", "runs",
+"export_id", "kept", "kept_why"}], "dry_run"}; runs is the planner's estimate of the partition's
+runs, kept_why is present when a run was stored after its export.`,
 		Example: `  probectl runs export --before 2026-09-01 --out runs-before-2026-09-01.jsonl.gz
   probectl runs prune --before 2026-09-01 --dry-run
   probectl runs prune --before 2026-09-01`,
@@ -100,7 +101,7 @@ func writePruned(w io.Writer, pruned []retention.Pruned, opts *runsPruneOptions)
 	tbl := render.NewTable(w, "RUNS PARTITION", "FROM", "TO", "RUNS (ESTIMATE)", "EXPORT", "ACTION")
 	dropped := 0
 	for _, p := range pruned {
-		action, export := "dropped", "-"
+		action, export := "dropped", orDash(p.ExportID)
 		switch {
 		case p.Kept && p.KeptWhy != "":
 			action = "kept: a run was stored after its export"
@@ -110,9 +111,6 @@ func writePruned(w io.Writer, pruned []retention.Pruned, opts *runsPruneOptions)
 			action = "would drop"
 		default:
 			dropped++
-		}
-		if p.ExportID != nil {
-			export = fmt.Sprint(*p.ExportID)
 		}
 		tbl.Row(p.RunsTable, timeOrDash(p.From), p.To.UTC().Format(time.RFC3339), p.Runs, export, action)
 	}

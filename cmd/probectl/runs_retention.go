@@ -117,11 +117,9 @@ func runRunsRetention(ctx context.Context, opts *runsRetentionOptions, set bool)
 	if err != nil {
 		return err
 	}
-	out := retentionJSON{Unit: r.Unit, UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}
+	out := retentionJSON{Unit: r.Unit, KeepSeconds: durationSeconds(r.Keep), UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}
 	keepText := "for ever"
 	if r.Keep != nil {
-		s := r.Keep.Seconds()
-		out.KeepSeconds = &s
 		keepText = render.Duration(*r.Keep)
 	}
 	return render.Output(f.IO.Out, format, render.View{JSON: out, Text: func() error {

@@ -182,7 +182,7 @@ func renderSync(w io.Writer, s *render.Streams, res directory.SyncResult) error 
 		if i == shownChanges {
 			break
 		}
-		t.Row(c.Change, c.Slug, render.Printable(c.Name), dashIfEmpty(render.Printable(c.From)), dashIfEmpty(render.Printable(c.To)))
+		t.Row(c.Change, c.Slug, render.Printable(c.Name), dash(render.Printable(c.From)), dash(render.Printable(c.To)))
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -199,13 +199,6 @@ func countOf(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-func dashIfEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func syncSchedule(ctx context.Context, opts *serversSyncOptions, format string) error {

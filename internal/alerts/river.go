@@ -61,7 +61,7 @@ type deliveryWorker struct {
 
 // Timeout: one attempt, and the transaction that records it.
 func (w *deliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
-	return AttemptTimeout + 20*time.Second
+	return Lease
 }
 
 // NextRetry follows the delivery's backoff.

@@ -22,8 +22,9 @@ const (
 	maxAnswer = 4 << 10
 )
 
-// Sender posts to receivers: through the SSRF guard's dialer with private addresses allowed and
-// cloud metadata endpoints always refused (check.ReceiverDialContext), without following
+// Sender posts to receivers: through the SSRF guard's dialer with private and loopback addresses
+// allowed (an Alertmanager or a webhook relay usually lives on an internal network) and cloud
+// metadata endpoints always refused (check.GuardedDialContext(true)), without following
 // redirects (a receiver that redirects has not taken the event), each request bounded by
 // AttemptTimeout.
 type Sender struct {
@@ -32,7 +33,7 @@ type Sender struct {
 
 // NewSender makes a Sender.
 func NewSender() *Sender {
-	tr := &http.Transport{DialContext: check.ReceiverDialContext(), Proxy: nil,
+	tr := &http.Transport{DialContext: check.GuardedDialContext(true), Proxy: nil,
 		TLSHandshakeTimeout: AttemptTimeout, ResponseHeaderTimeout: AttemptTimeout, MaxIdleConnsPerHost: 4}
 	return &Sender{client: &http.Client{Transport: tr, Timeout: AttemptTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}

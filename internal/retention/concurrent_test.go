@@ -154,7 +154,8 @@ func waitForWaiter(t *testing.T, db queries.DBTX, table string) {
 	for time.Now().Before(deadline) {
 		var n int
 		require.NoError(t, db.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks
-			WHERE NOT granted AND relation = to_regclass($1)`, table).Scan(&n))
+			WHERE NOT granted AND relation = to_regclass($1)
+			  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, table).Scan(&n))
 		if n > 0 {
 			return
 		}

@@ -72,7 +72,8 @@ func TestTheTickEmitsOneRoundDeadPerRoundWhoseHeartbeatStopped(t *testing.T) {
 	// Commit only once the other caller waits on the mark: it then must find the round judged.
 	require.Eventually(t, func() bool {
 		var waiting bool
-		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted)`).Scan(&waiting)
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting)
 		return err == nil && waiting
 	}, 30*time.Second, 10*time.Millisecond)
 	require.NoError(t, tx.Commit(ctx))
