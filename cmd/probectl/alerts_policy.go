@@ -98,11 +98,12 @@ func newAlertsPolicySetCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set",
 		Short: "Change the directory-wide alert policy",
-		Long: `Change the settings given; the others stay. Bounds: --down-after and --up-after 1 to 100,
---storm-share 1 to 100 (per cent), --storm-min 1 to 100000, --resend-every 1s to 1h (it must stay
+		Long: fmt.Sprintf(`Change the settings given; the others stay. Bounds: --down-after and --up-after 1 to %d,
+--storm-share 1 to %d (per cent), --storm-min 1 to %d, --resend-every %s to %s (it must stay
 below your Alertmanager's resolve_timeout, 5m by default). A value out of bounds exits 2 and
 changes nothing; --dry-run shows the change without making it. The new policy judges the next
-runs stored; states already reached stay until a run changes them.`,
+runs stored; states already reached stay until a run changes them.`, alerts.MaxAfter, alerts.MaxStormShare,
+			alerts.MaxStormMin, render.Duration(alerts.MinResendEvery), render.Duration(alerts.MaxResendEvery)),
 		Example: `  probectl alerts policy set --down-after 3
   probectl alerts policy set --storm-share 60 --storm-min 20 --dry-run
   probectl alerts policy set --resend-every 30s`,
@@ -112,12 +113,20 @@ runs stored; states already reached stay until a run changes them.`,
 			return runAlertsPolicySet(cmd.Context(), opts)
 		},
 	}
+	// The defaults shown are a new database's, the bounds the policy's (internal/alerts).
+	def := alerts.DefaultPolicy()
 	fl := cmd.Flags()
-	fl.IntVar(&opts.DownAfter, "down-after", 2, "consecutive failed checks that take a server down (1-100)")
-	fl.IntVar(&opts.UpAfter, "up-after", 1, "consecutive ok checks that bring a down server up (1-100)")
-	fl.IntVar(&opts.StormShare, "storm-share", 50, "per cent of a round's checks failed that make it degraded (1-100)")
-	fl.IntVar(&opts.StormMin, "storm-min", 10, "checks a round must have made to be judged degraded (1-100000)")
-	fl.DurationVar(&opts.ResendEvery, "resend-every", time.Minute, "how often an open alert is sent to Alertmanager again (1s-1h)")
+	fl.IntVar(&opts.DownAfter, "down-after", def.DownAfter,
+		fmt.Sprintf("consecutive failed checks that take a server down (1-%d)", alerts.MaxAfter))
+	fl.IntVar(&opts.UpAfter, "up-after", def.UpAfter,
+		fmt.Sprintf("consecutive ok checks that bring a down server up (1-%d)", alerts.MaxAfter))
+	fl.IntVar(&opts.StormShare, "storm-share", def.StormShare,
+		fmt.Sprintf("per cent of a round's checks failed that make it degraded (1-%d)", alerts.MaxStormShare))
+	fl.IntVar(&opts.StormMin, "storm-min", def.StormMin,
+		fmt.Sprintf("checks a round must have made to be judged degraded (1-%d)", alerts.MaxStormMin))
+	fl.DurationVar(&opts.ResendEvery, "resend-every", def.ResendEvery,
+		fmt.Sprintf("how often an open alert is sent to Alertmanager again (%s-%s)",
+			render.Duration(alerts.MinResendEvery), render.Duration(alerts.MaxResendEvery)))
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the change, make none")
 	return cmd
 }
@@ -146,19 +155,7 @@ func runAlertsPolicySet(ctx context.Context, opts *alertsPolicySetOptions) error
 		return exit.UsageError(fmt.Errorf("name at least one setting to change: --down-after, --up-after, --storm-share, --storm-min or --resend-every"))
 	}
 	// Bounds first, so bad input exits 2 without a database.
-	bounds := queries.AlertPolicy{DownAfter: 2, UpAfter: 1, StormShare: 50, StormMin: 10, ResendEvery: time.Minute}
-	for _, set := range []struct {
-		v   *int
-		dst *int
-	}{{c.DownAfter, &bounds.DownAfter}, {c.UpAfter, &bounds.UpAfter}, {c.StormShare, &bounds.StormShare}, {c.StormMin, &bounds.StormMin}} {
-		if set.v != nil {
-			*set.dst = *set.v
-		}
-	}
-	if c.ResendEvery != nil {
-		bounds.ResendEvery = *c.ResendEvery
-	}
-	if err := alerts.Validate(bounds); err != nil {
+	if err := alerts.CheckChange(c); err != nil {
 		return alertsError(err)
 	}
 	pool, err := f.Pool(ctx)

@@ -23,10 +23,17 @@ const (
 // The policy's bounds (the table's checks say the same).
 const (
 	MaxAfter       = 100
+	MaxStormShare  = 100
 	MaxStormMin    = 100000
 	MinResendEvery = time.Second
 	MaxResendEvery = time.Hour
 )
+
+// DefaultPolicy is the policy a new database starts with: alert_policy's column defaults
+// (queries/migrations/00016_alerts.sql), said once for the commands that show them.
+func DefaultPolicy() queries.AlertPolicy {
+	return queries.AlertPolicy{DownAfter: 2, UpAfter: 1, StormShare: 50, StormMin: 10, ResendEvery: time.Minute}
+}
 
 // SettingError is bad input: a setting out of its bounds, or a receiver field that is wrong.
 type SettingError struct {
@@ -54,14 +61,38 @@ func Validate(p queries.AlertPolicy) error {
 		return settingErr(SettingDownAfter, "must be 1 to %d, got %d", MaxAfter, p.DownAfter)
 	case p.UpAfter < 1 || p.UpAfter > MaxAfter:
 		return settingErr(SettingUpAfter, "must be 1 to %d, got %d", MaxAfter, p.UpAfter)
-	case p.StormShare < 1 || p.StormShare > 100:
-		return settingErr(SettingStormShare, "must be 1 to 100 (per cent), got %d", p.StormShare)
+	case p.StormShare < 1 || p.StormShare > MaxStormShare:
+		return settingErr(SettingStormShare, "must be 1 to %d (per cent), got %d", MaxStormShare, p.StormShare)
 	case p.StormMin < 1 || p.StormMin > MaxStormMin:
 		return settingErr(SettingStormMin, "must be 1 to %d, got %d", MaxStormMin, p.StormMin)
 	case p.ResendEvery < MinResendEvery || p.ResendEvery > MaxResendEvery:
 		return settingErr(SettingResendEvery, "must be %s to %s, got %s", MinResendEvery, MaxResendEvery, p.ResendEvery)
 	}
 	return nil
+}
+
+// CheckChange judges the settings a change gives by the policy's bounds, without a database: a
+// command calls it before it connects, so that bad input exits 2 whether or not the database
+// answers. SetPolicy judges the whole policy again.
+func CheckChange(c PolicyChange) error {
+	return Validate(c.apply(DefaultPolicy()))
+}
+
+// apply is p with the settings c gives.
+func (c PolicyChange) apply(p queries.AlertPolicy) queries.AlertPolicy {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&p.DownAfter, c.DownAfter)
+	set(&p.UpAfter, c.UpAfter)
+	set(&p.StormShare, c.StormShare)
+	set(&p.StormMin, c.StormMin)
+	if c.ResendEvery != nil {
+		p.ResendEvery = *c.ResendEvery
+	}
+	return p
 }
 
 // ReadPolicy reads the directory-wide policy.
@@ -76,19 +107,7 @@ func SetPolicy(ctx context.Context, db queries.DB, c PolicyChange, dryRun bool) 
 	if err != nil {
 		return before, after, err
 	}
-	after = before
-	set := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&after.DownAfter, c.DownAfter)
-	set(&after.UpAfter, c.UpAfter)
-	set(&after.StormShare, c.StormShare)
-	set(&after.StormMin, c.StormMin)
-	if c.ResendEvery != nil {
-		after.ResendEvery = *c.ResendEvery
-	}
+	after = c.apply(before)
 	after.UpdatedBy = c.By
 	if err := Validate(after); err != nil {
 		return before, before, err
