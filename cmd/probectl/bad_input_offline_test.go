@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +14,10 @@ import (
 // new commands still exits 2 and names the flag, not 3 for the unreachable database.
 func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	notAKey := filepath.Join(dir, "probe.pub")
+	require.NoError(t, os.WriteFile(notAKey, []byte("not a key"), 0o600))
+	missing := filepath.Join(dir, "missing.key")
 	cases := []struct {
 		args []string
 		flag string
@@ -26,6 +32,9 @@ func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
 		{[]string{"runs", "retention", "set", "--keep", "1d"}, "--keep"},
 		{[]string{"runs", "retention", "set", "--unit", "month"}, "--unit"},
 		{[]string{"deploy", "verify", "--max-ok-drop", "101"}, "--max-ok-drop"},
+		// keys register reads and judges its key file before it connects.
+		{[]string{"keys", "register", missing}, "KEY_FILE: signing key " + missing},
+		{[]string{"keys", "register", notAKey}, "KEY_FILE: signing key " + notAKey},
 	}
 	for _, c := range cases {
 		res := runCLI(t, append([]string{"--database-url", nowhere}, c.args...)...)

@@ -60,15 +60,20 @@ func runKeysRegister(ctx context.Context, opts *keysRegisterOptions) error {
 	if err != nil {
 		return err
 	}
+	// The key file first: a missing or bad one is bad input, said without a database.
+	signer, err := attest.LoadSigner(opts.File)
+	var fileErr *attest.KeyFileError
+	if errors.As(err, &fileErr) {
+		return exit.UsageError(fmt.Errorf("KEY_FILE: %w", err))
+	}
+	if err != nil {
+		return err
+	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
-	reg, err := keys.Register(ctx, pool, opts.File)
-	var fileErr *attest.KeyFileError
-	if errors.As(err, &fileErr) {
-		return exit.UsageError(err)
-	}
+	reg, err := keys.Register(ctx, pool, signer)
 	if err != nil {
 		return err
 	}

@@ -24,16 +24,12 @@ type Registered struct {
 	RetiredAt *time.Time
 }
 
-// Register registers the public half of the private key file at path (the file a round signs
-// with, as 'keys generate' wrote it) in the database: a key made for one database then signs
-// runs that verify in another too. Only the public half is stored. A file that cannot be read
-// as a key is an *attest.KeyFileError (the caller's input). Registering a key again changes
-// nothing and says so.
-func Register(ctx context.Context, pool *pgxpool.Pool, path string) (Registered, error) {
-	signer, err := attest.LoadSigner(path)
-	if err != nil {
-		return Registered{}, err
-	}
+// Register registers the public half of signer's key (read from the private key file a round
+// signs with, as 'keys generate' wrote it: the caller reads and judges the file with
+// attest.LoadSigner before it connects) in the database: a key made for one database then signs
+// runs that verify in another too. Only the public half is stored. Registering a key again
+// changes nothing and says so.
+func Register(ctx context.Context, pool *pgxpool.Pool, signer *attest.Signer) (Registered, error) {
 	reg := Registered{KeyID: signer.KeyID(), PublicKey: signer.PublicKey()}
 	known, err := queries.VerificationKeys(ctx, pool)
 	if err != nil {
