@@ -179,6 +179,16 @@ type Retention struct {
 	UpdatedAt *time.Time     `db:"updated_at" json:"updated_at"`
 }
 
+// SetRetentionUnit sets the span of the partitions made from then on, and leaves how long runs are
+// kept as it is (in the same statement).
+func SetRetentionUnit(ctx context.Context, db DBTX, unit, who string) (Retention, error) {
+	r, err := rowOf[Retention](ctx, db, "SetRetentionUnit", unit, who)
+	if err != nil {
+		return Retention{}, fmt.Errorf("set the partition unit: %w", err)
+	}
+	return r, nil
+}
+
 // GetRetention reads the retention setting.
 func GetRetention(ctx context.Context, db DBTX) (Retention, error) {
 	r, err := rowOf[Retention](ctx, db, "GetRetention")

@@ -56,6 +56,13 @@ SELECT p.table_name, nullif(p.range_from, '-infinity') AS range_from, p.range_to
 -- The retention setting (one row, 00017).
 SELECT partition_unit, keep, updated_by, updated_at FROM probe_retention;
 
+-- name: SetRetentionUnit
+-- Set the partition unit ($1) and leave how long runs are kept as it is: one statement, so that a
+-- change of keep made meanwhile is never written back over with the value read before it.
+UPDATE probe_retention
+   SET partition_unit = $1, updated_by = $2, updated_at = now()
+RETURNING partition_unit, keep, updated_by, updated_at;
+
 -- name: SetRetention
 -- Set how long runs are kept ($1, NULL: for ever) and the partition unit ($2, NULL: unchanged).
 UPDATE probe_retention

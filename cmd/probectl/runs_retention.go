@@ -99,14 +99,8 @@ func runRunsRetention(ctx context.Context, opts *runsRetentionOptions, set bool)
 	}
 	var r queries.Retention
 	if set {
-		if keep == nil && !opts.Forever {
-			cur, err := retention.Get(ctx, pool)
-			if err != nil {
-				return err
-			}
-			keep = cur.Keep
-		}
-		r, err = retention.Set(ctx, pool, keep, opts.Unit, actorFrom(f, opts.Actor))
+		r, err = retention.Set(ctx, pool, retention.Change{Keep: keep, Forever: opts.Forever, Unit: opts.Unit},
+			actorFrom(f, opts.Actor))
 	} else {
 		r, err = retention.Get(ctx, pool)
 	}

@@ -107,6 +107,9 @@ func TestMaintainExportPruneVerifyAndShowFromTheCommandLine(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "runs", "retention", "set", "--keep", "90d")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "runs kept: 90d")
+	res = runCLI(t, "--database-url", url, "runs", "retention", "set", "--unit", "week")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Equal(t, "runs kept: 90d; partitions: one a week\n", res.Stdout, "--unit alone leaves the keep")
 	res = runCLI(t, "--database-url", url, "runs", "retention", "set", "--keep", "1d")
 	require.Equal(t, 2, res.Code)
 }

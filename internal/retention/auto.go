@@ -45,13 +45,29 @@ func (e *SettingError) Unwrap() error {
 	return e.text
 }
 
-// Set sets how long runs are kept (nil: for ever) and, unless unit is "", the span of the
-// partitions made from then on ("day" or "week").
-func Set(ctx context.Context, db queries.DBTX, keep *time.Duration, unit, who string) (queries.Retention, error) {
-	if err := CheckSetting(keep, unit); err != nil {
+// Change is a change of the retention setting, as 'runs retention set' gives it.
+type Change struct {
+	// Keep is how long runs are kept; nil leaves it as it is, unless Forever.
+	Keep *time.Duration
+	// Forever keeps runs for ever (Keep nil).
+	Forever bool
+	// Unit is the span of the partitions made from then on, "day" or "week"; "" leaves it.
+	Unit string
+}
+
+// Set makes the change c as who, in one statement: what it leaves as it is is never read and
+// written back, so a change made meanwhile by another stands.
+func Set(ctx context.Context, db queries.DBTX, c Change, who string) (queries.Retention, error) {
+	if err := CheckSetting(c.Keep, c.Unit); err != nil {
 		return queries.Retention{}, err
 	}
-	return queries.SetRetention(ctx, db, keep, unit, who)
+	if c.Keep == nil && !c.Forever {
+		if c.Unit == "" {
+			return queries.Retention{}, settingError("give %s or %s", InputKeep, InputUnit)
+		}
+		return queries.SetRetentionUnit(ctx, db, c.Unit, who)
+	}
+	return queries.SetRetention(ctx, db, c.Keep, c.Unit, who)
 }
 
 // CheckSetting judges a retention setting as Set does, without a database: a command calls it

@@ -214,10 +214,10 @@ func TestTheDailyRetentionExportsThenPrunesOnlyWithAnArchiveDir(t *testing.T) {
 	require.Nil(t, res.Export)
 	require.Empty(t, res.Pruned)
 
-	_, err = retention.Set(ctx, pool, testfactory.Ptr(2*24*time.Hour), "", "tester")
+	_, err = retention.Set(ctx, pool, retention.Change{Keep: testfactory.Ptr(2 * 24 * time.Hour)}, "tester")
 	var se *retention.SettingError
 	require.ErrorAs(t, err, &se, "under 3 days is refused")
-	_, err = retention.Set(ctx, pool, testfactory.Ptr(5*24*time.Hour), "", "tester")
+	_, err = retention.Set(ctx, pool, retention.Change{Keep: testfactory.Ptr(5 * 24 * time.Hour)}, "tester")
 	require.NoError(t, err)
 
 	// No archive dir: nothing is pruned.

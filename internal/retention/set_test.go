@@ -1,0 +1,68 @@
+package retention_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/retention"
+	"github.com/probectl/probectl/queries"
+)
+
+// 'runs retention set --unit week' changes the unit and nothing else: a keep another sets
+// meanwhile stands. The other's change holds the row, uncommitted, while the set runs; a set that
+// read keep first (before that change) and wrote it back with the unit would put it back to
+// "for ever" once the other commits.
+func TestSettingTheUnitLeavesAKeepSetMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+
+	other, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback(ctx) }()
+	keep := 30 * 24 * time.Hour
+	_, err = queries.SetRetention(ctx, other, &keep, "", "other")
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := retention.Set(ctx, pool, retention.Change{Unit: "week"}, "tester")
+		done <- err
+	}()
+	waitForRowLockWait(t, pool)
+	require.NoError(t, other.Commit(ctx))
+	require.NoError(t, <-done)
+
+	r, err := retention.Get(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, "week", r.Unit)
+	require.NotNil(t, r.Keep, "the keep set meanwhile was written back over")
+	require.Equal(t, keep, *r.Keep)
+	require.Equal(t, "tester", *r.UpdatedBy)
+
+	// A change that gives nothing is refused, and changes nothing.
+	var se *retention.SettingError
+	_, err = retention.Set(ctx, pool, retention.Change{}, "tester")
+	require.ErrorAs(t, err, &se)
+	after, err := retention.Get(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, r, after)
+}
+
+// waitForRowLockWait waits until a session of this test's database waits for a lock (a row
+// lock's wait is on a transaction id, which names no database: the session says which).
+func waitForRowLockWait(t *testing.T, db queries.DBTX) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		require.NoError(t, db.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatal("no session waited for a lock")
+}
