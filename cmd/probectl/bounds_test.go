@@ -44,7 +44,7 @@ func TestEveryRoundSettingOutOfBoundsIsRefusedByRunRoundAndDeployRecord(t *testi
 	}
 }
 
-// A body cap has a bound, at check and run round alike.
+// A body cap has a bound, at check and run round alike: the field table's, said the same way.
 func TestABodyCapOver8MiBIsRefused(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -52,7 +52,9 @@ func TestABodyCapOver8MiBIsRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"check", "https://example.com/mcp", "--max-body", "8388609"},
-			"--max-body 8388609: must be positive and at most 8388608 (8 MiB, a round's bound)"},
+			"--max-body: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},
+		{[]string{"check", "https://example.com/mcp", "--request-timeout", "61s"},
+			"--request-timeout: 1m1s is out of bounds: must be at most 1m"},
 		{[]string{"run", "round", "--unsigned", "--max-body", "8388609"},
 			"--max-body: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},
 	} {

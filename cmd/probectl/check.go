@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -65,11 +65,14 @@ server's doing: failed, exit 1.
 	fl.StringVar(&opts.Kind, "kind", "", "mcp or http (default: mcp when the path ends in /mcp or /sse, else http)")
 	fl.StringVar(&opts.Transport, "transport", "", "an mcp server's transport: streamable-http (the default) or sse")
 	fl.BoolVar(&opts.Settings.AllowPrivateTargets, "allow-private-targets", false, "allow loopback and private addresses, a test network (never cloud metadata or link-local)")
-	fl.DurationVar((*time.Duration)(&opts.Settings.RequestTimeout), "request-timeout", opts.Settings.RequestTimeout.D(), "timeout of each request")
-	fl.Int64Var(&opts.Settings.MaxBodyBytes, "max-body", opts.Settings.MaxBodyBytes, "most bytes read of each response body (at most 8 MiB)")
+	addSettingFlags(fl, &opts.Settings, func(f settings.Field) bool { return slices.Contains(checkSettings, f.Name) })
 	fl.StringVar(&opts.SigningKey, "signing-key", "", "ed25519 private key file: also print the signed envelope")
 	return cmd
 }
+
+// checkSettings are the round settings check takes from the field table: their flags, usage and
+// bounds are a round's.
+var checkSettings = []settings.Setting{settings.RequestTimeout, settings.MaxBody}
 
 // metadataHelp lists the guard's table of cloud metadata endpoints, with their sources.
 func metadataHelp() string {
@@ -150,13 +153,8 @@ func (o *checkOptions) validate() error {
 	if o.Transport != "" && (o.Kind == "http" || (o.Kind == "" && probe.GuessKind(o.URL) == "http")) {
 		return exit.UsageError(fmt.Errorf("--transport: only mcp servers have a transport (add --kind mcp)"))
 	}
-	if o.Settings.RequestTimeout <= 0 || o.Settings.RequestTimeout.D() > settings.MaxRequestTimeout {
-		return exit.UsageError(fmt.Errorf("--request-timeout %s: must be positive and at most %s (a round's bound)",
-			render.Duration(o.Settings.RequestTimeout.D()), render.Duration(settings.MaxRequestTimeout)))
-	}
-	if o.Settings.MaxBodyBytes <= 0 || o.Settings.MaxBodyBytes > settings.MaxMaxBody {
-		return exit.UsageError(fmt.Errorf("--max-body %d: must be positive and at most %d (8 MiB, a round's bound)",
-			o.Settings.MaxBodyBytes, settings.MaxMaxBody))
+	if err := o.Settings.Check(checkSettings...); err != nil {
+		return err
 	}
 	// The URL a round could hold: the directory's rule (length, scheme, host, no credentials).
 	if err := directory.ValidateURL(o.URL); err != nil {

@@ -29,3 +29,22 @@ func TestEverySettingADomainErrorNamesIsSaidAsAFlagTheCommandHas(t *testing.T) {
 	assert.Equal(t, "--claim-limit", flagOf(settings.ClaimLimit))
 	assert.Equal(t, "lease", flagOf("lease"), "a name without a flag is said as it is")
 }
+
+// check's round settings are the field table's rows: the same flag, usage, default and value type
+// as run round's, so their help and bounds cannot drift apart.
+func TestChecksRoundSettingFlagsAreTheFieldTables(t *testing.T) {
+	t.Parallel()
+	io, _, _, _ := testStreams()
+	f := newFactory(io, testEnv(t), buildInfo{Version: "test"})
+	check, runRound := newCheckCmd(f), newRunRoundCmd(f, nil)
+	require.NotEmpty(t, checkSettings)
+	for _, name := range checkSettings {
+		field, ok := settings.Lookup(name)
+		require.True(t, ok, "%s is a row of the field table", name)
+		got, want := check.Flags().Lookup(field.Flag), runRound.Flags().Lookup(field.Flag)
+		require.NotNil(t, got, "check has --%s", field.Flag)
+		assert.Equal(t, field.Usage, got.Usage, "--%s", field.Flag)
+		assert.Equal(t, want.DefValue, got.DefValue, "--%s", field.Flag)
+		assert.Equal(t, want.Value.Type(), got.Value.Type(), "--%s", field.Flag)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/probectl/probectl/internal/render"
@@ -274,6 +275,28 @@ func (s Settings) Validate() error {
 func (s Settings) CheckBounds() error {
 	var errs []error
 	for _, f := range Fields {
+		if f.in != nil && !f.in(s) {
+			errs = append(errs, NewError(f.Name, "%s is out of bounds: must be %s", f.Value(s), f.Bound))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Check judges the settings names only, by their rows' checks and bounds (an *Error each, exit
+// 2), as Validate and CheckBounds judge them all: for a command that sets only some of them
+// (check's --request-timeout and --max-body).
+func (s Settings) Check(names ...Setting) error {
+	var errs []error
+	for _, f := range Fields {
+		if !slices.Contains(names, f.Name) {
+			continue
+		}
+		if f.valid != nil {
+			if why := f.valid(s); why != "" {
+				errs = append(errs, NewError(f.Name, "%s", why))
+				continue
+			}
+		}
 		if f.in != nil && !f.in(s) {
 			errs = append(errs, NewError(f.Name, "%s is out of bounds: must be %s", f.Value(s), f.Bound))
 		}
