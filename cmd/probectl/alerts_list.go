@@ -12,6 +12,7 @@ import (
 	"github.com/probectl/probectl/internal/alerts"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
 )
 
 type alertsListOptions struct {
@@ -115,7 +116,7 @@ func runAlertsList(ctx context.Context, opts *alertsListOptions) error {
 			if e.ResolvedAt != nil {
 				resolved = f.IO.Time(*e.ResolvedAt)
 			}
-			tbl.Row(e.ID, e.Type, dashIfNone(e.Server), dashIfNone(e.State), f.IO.Time(e.CreatedAt), resolved, deliveriesText(e))
+			tbl.Row(e.ID, e.Type, dashIfNone(e.Server), dashIfNone(e.State), f.IO.Time(e.CreatedAt), resolved, deliveriesText(e.Deliveries))
 		}
 		return tbl.Render()
 	}})
@@ -129,12 +130,12 @@ func dashIfNone(s *string) string {
 }
 
 // deliveriesText: "oncall delivered (3 attempts); pager pending (2 attempts, last: the receiver answered 503 ...)".
-func deliveriesText(e alerts.Listed) string {
-	if len(e.Deliveries) == 0 {
+func deliveriesText(ds []queries.EventDelivery) string {
+	if len(ds) == 0 {
 		return "-"
 	}
-	parts := make([]string, len(e.Deliveries))
-	for i, d := range e.Deliveries {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
 		s := fmt.Sprintf("%s %s (%d attempts", d.Receiver, d.State, d.Attempts)
 		if d.State != "delivered" && d.LastError != nil {
 			s += ", last: " + render.Printable(*d.LastError)

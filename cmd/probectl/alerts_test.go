@@ -21,6 +21,8 @@ import (
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/fakefleet"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/status"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -120,21 +122,71 @@ func TestStatusShowsTheOpenAlerts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url, pool := migratedDB(t)
+	require.Equal(t, 0, runCLI(t, "--database-url", url, "receivers", "add", "chat", "--url", "http://127.0.0.1:1/hook",
+		"--format", "slack").Code)
 	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "weather"})
+	var runs []string
 	for range 2 {
 		job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv})
 		now := time.Now().UTC()
-		_, err := queries.FinishTx(ctx, pool, queries.FinishParams{JobID: job, ServerID: srv, ClaimedNextCheckAt: now,
+		fr, err := queries.FinishTx(ctx, pool, queries.FinishParams{JobID: job, ServerID: srv, ClaimedNextCheckAt: now,
 			Outcome: "failed", StartedAt: now, CheckFinishedAt: now, Requests: 1, Result: []byte(`{"outcome":"failed"}`)})
 		require.NoError(t, err)
+		runs = append(runs, fmt.Sprint(fr.RunID))
 	}
 	res := runCLI(t, "--database-url", url, "status")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "OPEN ALERTS")
-	require.Contains(t, res.Stdout, "weather")
+	require.Regexp(t, `weather +\S+ +`+strings.Join(runs, ",")+` +chat pending \(0 attempts\)`, res.Stdout)
+	require.Less(t, strings.Index(res.Stdout, "OPEN ALERTS"), strings.Index(res.Stdout, "as of "), "a section of the report")
+
+	// -o json shows the same alert, with its runs and deliveries.
+	res = runCLI(t, "--database-url", url, "status", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var rep struct {
+		Alerts []struct {
+			Server     string `json:"server"`
+			Runs       []any  `json:"runs"`
+			Deliveries []struct {
+				Receiver string `json:"receiver"`
+				State    string `json:"state"`
+				Attempts int    `json:"attempts"`
+			} `json:"deliveries"`
+		} `json:"alerts"`
+		AlertsTotal int `json:"alerts_total"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rep))
+	require.Equal(t, 1, rep.AlertsTotal)
+	require.Len(t, rep.Alerts, 1)
+	require.Equal(t, "weather", rep.Alerts[0].Server)
+	require.Len(t, rep.Alerts[0].Runs, 2)
+	require.Len(t, rep.Alerts[0].Deliveries, 1)
+	require.Equal(t, "chat", rep.Alerts[0].Deliveries[0].Receiver)
+	require.Equal(t, "pending", rep.Alerts[0].Deliveries[0].State)
+
 	res = runCLI(t, "--database-url", url, "alerts", "list", "--open")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "server.down")
+}
+
+// status's text renders the report it is given, open alerts included: it reads nothing itself, so
+// the text and -o json show the same alerts, from one snapshot.
+func TestStatusTextRendersTheReportsOpenAlerts(t *testing.T) {
+	t.Parallel()
+	io, _, out, _ := testStreams()
+	last := "the receiver answered 503 Service Unavailable\x1b[2J"
+	rep := &status.Report{GeneratedAt: time.Date(2026, 10, 7, 21, 0, 0, 0, time.UTC), AlertsTotal: status.MaxOpenAlerts + 3}
+	for i := range status.MaxOpenAlerts {
+		rep.Alerts = append(rep.Alerts, status.OpenAlert{ID: fmt.Sprint(i), Type: "server.down", Server: fmt.Sprintf("site-%02d", i),
+			State: "down", OpenedAt: rep.GeneratedAt.Add(-time.Hour), Runs: []int64{int64(2 * i), int64(2*i + 1)},
+			Deliveries: []queries.EventDelivery{{EventID: fmt.Sprint(i), Receiver: "pager", State: "pending", Attempts: 2, LastError: &last}}})
+	}
+	require.NoError(t, writeStatus(io, render.StylesFor(io), rep))
+	text := out.String()
+	require.Contains(t, text, "OPEN ALERTS")
+	require.Regexp(t, `site-07 +2026-10-07T20:00:00Z +14,15 +pager pending \(2 attempts, last: the receiver answered 503`, text)
+	require.NotContains(t, text, "\x1b", "server text is sanitised")
+	require.Contains(t, text, "... and 3 more: probectl alerts list --open")
 }
 
 // run round, with no worker anywhere, delivers its own round's events before it exits: here a

@@ -79,10 +79,7 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		return exit.UnavailableError(err)
 	}
 	return render.Output(f.IO.Out, format, render.View{JSON: rep, Text: func() error {
-		if err := writeStatus(f.IO, render.StylesFor(f.IO), rep); err != nil {
-			return err
-		}
-		return writeOpenAlerts(ctx, f, pool) // alerts (cmd/probectl/alerts_status.go)
+		return writeStatus(f.IO, render.StylesFor(f.IO), rep)
 	}})
 }
 
@@ -220,6 +217,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 		p.linef("%s", st.Fail.Render(fmt.Sprintf("%d result(s) in %d file(s) in %s could not be stored: "+
 			"'probectl runs recover' (or the next run round) stores them", sp.Results, sp.Files, sp.Dir)))
 	}
+	writeOpenAlerts(p, io, st, r) // alerts (cmd/probectl/alerts_status.go)
 	p.title(st, "")
 	p.linef("%s", st.Muted.Render("as of "+statusTime(r.GeneratedAt)))
 	if r.Standby != nil {

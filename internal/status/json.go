@@ -34,11 +34,23 @@ type reportJSON struct {
 }
 
 type alertJSON struct {
-	ID       string    `json:"id"`
-	Type     string    `json:"type"`
-	Server   string    `json:"server"`
-	State    string    `json:"state"`
-	OpenedAt time.Time `json:"opened_at"`
+	ID         string              `json:"id"`
+	Type       string              `json:"type"`
+	Server     string              `json:"server"`
+	State      string              `json:"state"`
+	OpenedAt   time.Time           `json:"opened_at"`
+	Runs       []int64             `json:"runs"`
+	Deliveries []alertDeliveryJSON `json:"deliveries"`
+}
+
+// alertDeliveryJSON is one receiver's delivery of an open alert, with the keys 'alerts list' uses.
+type alertDeliveryJSON struct {
+	Receiver      string     `json:"receiver"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	LastStatus    *int       `json:"last_status"`
+	LastError     *string    `json:"last_error"`
+	LastAttemptAt *time.Time `json:"last_attempt_at"`
 }
 
 type standbyJSON struct {
@@ -158,8 +170,13 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Alerts:  make([]alertJSON, 0, len(r.Alerts)), AlertsTotal: r.AlertsTotal,
 	}
 	for _, a := range r.Alerts {
-		out.Alerts = append(out.Alerts, alertJSON{ID: a.ID, Type: a.Type, Server: a.Server, State: a.State,
-			OpenedAt: a.OpenedAt.UTC()})
+		aj := alertJSON{ID: a.ID, Type: a.Type, Server: a.Server, State: a.State, OpenedAt: a.OpenedAt.UTC(),
+			Runs: append([]int64{}, a.Runs...), Deliveries: make([]alertDeliveryJSON, 0, len(a.Deliveries))}
+		for _, d := range a.Deliveries {
+			aj.Deliveries = append(aj.Deliveries, alertDeliveryJSON{Receiver: d.Receiver, State: d.State,
+				Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, LastAttemptAt: d.LastAttemptAt})
+		}
+		out.Alerts = append(out.Alerts, aj)
 	}
 	if r.Standby != nil {
 		out.Standby = &standbyJSON{ReplayLagSeconds: audit.Seconds(r.Standby.ReplayLag)}

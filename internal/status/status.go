@@ -238,6 +238,10 @@ type OpenAlert struct {
 	Server   string
 	State    string
 	OpenedAt time.Time
+	// Runs are the runs that took the server down.
+	Runs []int64
+	// Deliveries are how its deliveries went, one per receiver, by receiver name.
+	Deliveries []queries.EventDelivery
 }
 
 func openAlerts(ctx context.Context, tx pgx.Tx) ([]OpenAlert, int, error) {
@@ -249,9 +253,21 @@ func openAlerts(ctx context.Context, tx pgx.Tx) ([]OpenAlert, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("open alerts: %w", err)
 	}
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	ds, err := queries.EventDeliveries(ctx, tx, ids)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open alerts' deliveries: %w", err)
+	}
+	byEvent := map[string][]queries.EventDelivery{}
+	for _, d := range ds {
+		byEvent[d.EventID] = append(byEvent[d.EventID], d)
+	}
 	out := make([]OpenAlert, 0, len(evs))
 	for _, e := range evs {
-		a := OpenAlert{ID: e.ID, Type: e.Type, OpenedAt: e.CreatedAt}
+		a := OpenAlert{ID: e.ID, Type: e.Type, OpenedAt: e.CreatedAt, Runs: e.Runs, Deliveries: byEvent[e.ID]}
 		if e.Server != nil {
 			a.Server = *e.Server
 		}
