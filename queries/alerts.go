@@ -222,6 +222,18 @@ func RecordAttempt(ctx context.Context, db DBTX, k DeliveryKey, a Attempt, lease
 	return tag.RowsAffected() == 1, nil
 }
 
+// AttemptRecorded says whether attempt a of delivery k is recorded, as it ended (its status and
+// error): a RecordAttempt tried again after a broken connection asks it when it finds the lease
+// freed, to tell an earlier try that committed unheard from a lease lost to another deliverer.
+func AttemptRecorded(ctx context.Context, db DBTX, k DeliveryKey, a Attempt) (bool, error) {
+	ok, err := valueOf[bool](ctx, db, "AttemptRecorded", pgx.StrictNamedArgs{"event_id": k.EventID,
+		"receiver_id": k.ReceiverID, "attempt": a.Attempt, "status_code": a.StatusCode, "error": a.Error})
+	if err != nil {
+		return false, fmt.Errorf("read attempt %d of event %s to receiver %d: %w", a.Attempt, k.EventID, k.ReceiverID, err)
+	}
+	return ok, nil
+}
+
 // ExpiredLeases lists up to limit pending deliveries whose attempt began and was never recorded.
 func ExpiredLeases(ctx context.Context, db DBTX, limit int) ([]DeliveryKey, error) {
 	return collect[DeliveryKey](ctx, db, "ExpiredLeases", pgx.NamedArgs{"limit": limit})

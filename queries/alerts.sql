@@ -109,6 +109,15 @@ WITH d AS (
 INSERT INTO alert_delivery_attempts (event_id, receiver_id, attempt, status_code, error)
 SELECT d.event_id, d.receiver_id, @attempt, @status_code, @error FROM d;
 
+-- name: AttemptRecorded
+-- Whether an attempt is recorded as it ended (its number, status and error): a record retried after
+-- a broken connection asks whether the try whose answer it lost had committed.
+SELECT EXISTS (
+    SELECT 1 FROM alert_delivery_attempts
+     WHERE event_id = @event_id::uuid AND receiver_id = @receiver_id AND attempt = @attempt
+       AND status_code IS NOT DISTINCT FROM @status_code::integer AND error IS NOT DISTINCT FROM @error::text
+) AS recorded;
+
 -- name: ExpiredLeases
 -- Pending deliveries whose attempt began and was never recorded (its deliverer crashed): their
 -- lease ran out. Oldest event first.

@@ -1,10 +1,68 @@
 package queries
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// The backoff between two attempts of a write: it doubles from RetryFirstWait up to RetryMaxWait.
+// A restart of PostgreSQL takes about a second; a failover tens of seconds, and each write's
+// budget bounds how long it waits for one.
+const (
+	RetryFirstWait = 100 * time.Millisecond
+	RetryMaxWait   = 2 * time.Second
+)
+
+// Retry makes write until it succeeds, fails with an error that trying again cannot change (not
+// Transient, or one of final: an answer, not a failure), or ctx, the write's whole budget, ends;
+// each attempt has at most each of it. It returns the last error. An attempt after a failure runs
+// on a fresh connection: the pool destroys a connection that broke, and pings one that sat idle
+// for more than a second before it lends it. Every write of a round (probe) and the record of an
+// alert's delivery attempt (internal/alerts) retry through it.
+func Retry(ctx context.Context, each time.Duration, log *slog.Logger, what string,
+	write func(ctx context.Context) error, final ...error) error {
+	wait := RetryFirstWait
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, each)
+		err := write(actx)
+		cancel()
+		if err == nil || isOneOf(err, final) || !Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("write failed; trying again on a fresh connection", "write", what, "attempt", attempt,
+			"retry_in", wait, "err", err)
+		if !Pause(ctx, wait) {
+			return err
+		}
+		wait = min(2*wait, RetryMaxWait)
+	}
+}
+
+func isOneOf(err error, targets []error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Pause waits d before a write is tried again, and says false when ctx, the write's budget, ends
+// first: a retry then has no time left.
+func Pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 // runJobUnique is the unique constraint on probe_runs.job_id: one run per job.
 const runJobUnique = "probe_runs_job_id_key"

@@ -70,15 +70,51 @@ var ErrBusy = queries.ErrDeliveryBusy
 // its lease, which the next attempt then takes.
 const Lease = AttemptTimeout + 20*time.Second
 
-// recordTimeout bounds the record of an attempt, made even when the attempt's context ended.
-const recordTimeout = 5 * time.Second
+// The record of an attempt, made even when the attempt's context ended, is tried again on a fresh
+// connection while recordTimeout lasts (each try at most recordEach): a database that blinks
+// between the receiver's answer and the record loses neither.
+const (
+	recordTimeout = 10 * time.Second
+	recordEach    = 3 * time.Second
+)
+
+// record records attempt a of delivery k, with then (the next attempt's schedule) in the same
+// transaction, if the attempt still holds its lease (leaseUntil); false: it lost it, nothing was
+// recorded. A try that fails on a broken connection is tried again (queries.Retry); a try after
+// one whose answer was lost asks whether that one committed (the lease then is freed, by it).
+func (d *Deliverer) record(ctx context.Context, k queries.DeliveryKey, a queries.Attempt, leaseUntil time.Time,
+	then func(ctx context.Context, tx pgx.Tx) error) (bool, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	var held bool
+	tries := 0
+	err := queries.Retry(rctx, recordEach, d.Log, "record a delivery attempt", func(ctx context.Context) error {
+		tries++
+		return queries.InTx(ctx, d.DB, func(tx pgx.Tx) error {
+			var err error
+			if held, err = queries.RecordAttempt(ctx, tx, k, a, leaseUntil); err != nil {
+				return err
+			}
+			if !held {
+				if tries > 1 {
+					held, err = queries.AttemptRecorded(ctx, tx, k, a)
+				}
+				return err
+			}
+			return then(ctx, tx)
+		})
+	})
+	return held, err
+}
 
 // Attempt makes one attempt at one delivery. It leases the delivery (committed at once, so no
 // connection or transaction is held during the request), sends, and records the attempt only if
 // it still holds the lease: two processes never send the same delivery at once, and a delivery
-// recorded as delivered is never sent again. The one way a receiver that answered 2xx gets the
-// same webhook-id again is a crash (or a lost database) between its answer and the record: the
-// attempt is then not recorded, and once its lease runs out it is made again.
+// recorded as delivered is never sent again. The record is tried again on a fresh connection
+// within its budget (a database that blinks loses it not); the one way a receiver that answered
+// 2xx gets the same webhook-id again is a crash (or a database lost for longer than that budget)
+// between its answer and the record: the attempt is then not recorded, and once its lease runs out
+// it is made again.
 func (d *Deliverer) Attempt(ctx context.Context, k queries.DeliveryKey) (Result, error) {
 	return d.attempt(ctx, k, nil)
 }
@@ -129,20 +165,12 @@ func (d *Deliverer) attempt(ctx context.Context, k queries.DeliveryKey, retry sc
 		}
 	}
 	a.State = res.State
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	var held bool
-	if retry != nil && res.State == "pending" {
-		err = queries.InTx(rctx, d.DB, func(tx pgx.Tx) error {
-			var err error
-			if held, err = queries.RecordAttempt(rctx, tx, k, a, *del.LeaseUntil); err != nil || !held {
-				return err
-			}
-			return retry(rctx, tx, k, res.Next)
-		})
-	} else {
-		held, err = queries.RecordAttempt(rctx, d.DB, k, a, *del.LeaseUntil)
-	}
+	held, err := d.record(ctx, k, a, *del.LeaseUntil, func(ctx context.Context, tx pgx.Tx) error {
+		if retry == nil || res.State != "pending" {
+			return nil
+		}
+		return retry(ctx, tx, k, res.Next)
+	})
 	if err != nil {
 		return Result{}, err
 	}
