@@ -30,8 +30,10 @@ type Plan struct {
 	// holds, and moves each one's next check time to its job's lease end (claim + the in-flight
 	// window); its finish sets the real next time, and if its prober dies it is due again then.
 	Leased int
-	// Refused counts the claimable servers the SSRF guard will refuse (PreviewGuarded).
-	Refused int
+	// Refused counts the claimable servers the SSRF guard will refuse (PreviewGuarded);
+	// RefusedPrivate, those among them that allowing private targets would let through (the
+	// others are metadata or link-local addresses, which no setting allows).
+	Refused, RefusedPrivate int
 }
 
 // PlannedServer is one due server and what the round would do with it.

@@ -46,10 +46,13 @@ func PreviewGuarded(ctx context.Context, db queries.DBTX, s Settings, now *time.
 	refused := judgeHosts(ctx, c.Refusal, endpoints, guardTotal)
 	for i := range plan.Servers {
 		p := &plan.Servers[i]
-		if why, ok := refused[p.ServerID]; ok {
-			p.Refused = why
-			p.Why += "; the SSRF guard will refuse it: " + why
+		if r, ok := refused[p.ServerID]; ok {
+			p.Refused = r.Error()
+			p.Why += "; the SSRF guard will refuse it: " + p.Refused
 			plan.Refused++
+			if !r.Always {
+				plan.RefusedPrivate++
+			}
 		}
 	}
 	return plan, nil
@@ -58,7 +61,7 @@ func PreviewGuarded(ctx context.Context, db queries.DBTX, s Settings, now *time.
 // judgeHosts asks judge about each endpoint, one resolution per host (scheme and port included), a
 // few at a time, for at most total: no lookup starts after it, and those under way are cut short.
 func judgeHosts(ctx context.Context, judge func(context.Context, string) *check.RefusedError,
-	endpoints map[int64]string, total time.Duration) map[int64]string {
+	endpoints map[int64]string, total time.Duration) map[int64]*check.RefusedError {
 	ctx, cancelAll := context.WithTimeout(ctx, total)
 	defer cancelAll()
 	byHost := map[string][]int64{}
@@ -72,7 +75,7 @@ func judgeHosts(ctx context.Context, judge func(context.Context, string) *check.
 		sample[key] = raw
 	}
 	var mu sync.Mutex
-	out := map[int64]string{}
+	out := map[int64]*check.RefusedError{}
 	sem := make(chan struct{}, guardLookups)
 	var wg sync.WaitGroup
 	for key, ids := range byHost {
@@ -95,7 +98,7 @@ func judgeHosts(ctx context.Context, judge func(context.Context, string) *check.
 			}
 			mu.Lock()
 			for _, id := range ids {
-				out[id] = r.Error()
+				out[id] = r
 			}
 			mu.Unlock()
 		}()

@@ -61,13 +61,16 @@ func (e *SpoolError) Error() string { return e.Msg }
 func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 
 // prepareSpoolDir makes dir (0700) if it is missing and refuses one another user could write:
-// a symbolic link, a directory owned by another user, or one group or others may write. Any of
-// them would let another user plant results for the next replay, or remove the ones this user
-// spooled. It judges the directory it opened (fstat on the descriptor, opened without following
+// a symbolic link, a directory owned by another user, or one group or others may write, or one
+// with a parent another user could change (checkSpoolParents). Any of them would let another user
+// plant results for the next replay, or remove the ones this user spooled. It judges the directory it opened (fstat on the descriptor, opened without following
 // a link), not a name that could be swapped between a look and an open.
 func prepareSpoolDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+	}
+	if err := checkSpoolParents(dir); err != nil {
+		return err
 	}
 	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -97,6 +100,64 @@ func prepareSpoolDir(dir string) error {
 			"chmod 700 it or choose another %s", dir, fi.Mode().Perm(), InputSpoolDir)
 	}
 	return nil
+}
+
+// checkSpoolParents refuses a spool directory whose parents, up to /, another user could change:
+// one owned by a user other than this one or root, or one others may write, or a group other than
+// this process's effective group, without the sticky bit. Whoever can write a parent can rename
+// the spool directory away and put their own in its place. A parent writable by all with the
+// sticky bit, owned by root or this user (/tmp), lets no one else rename what it holds, and
+// passes; so does one writable by the process's own group (a user-private group, or the fsGroup
+// of a Kubernetes volume's root that runAsGroup names, docs/deploy.md). The parents are those of
+// the path as given and, when one of them is a symbolic link, those of the directory it leads to.
+func checkSpoolParents(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+	}
+	seen := map[string]bool{}
+	for _, p := range []string{abs, real} {
+		for parent := filepath.Dir(p); !seen[parent]; parent = filepath.Dir(parent) {
+			seen[parent] = true
+			fi, err := os.Stat(parent)
+			if err != nil {
+				return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %s above it: %v", dir, parent, err)}
+			}
+			if msg := unsafeParent(fi); msg != "" {
+				return newSpoolError("spool directory %s: %s above it %s: that user could replace the spool "+
+					"directory with their own; fix the parent's owner or mode, or choose another %s", dir, parent, msg, InputSpoolDir)
+			}
+		}
+	}
+	return nil
+}
+
+// unsafeParent says how another user could change the directory fi ("" when no one can).
+func unsafeParent(fi os.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "has no owner this system reports"
+	}
+	if st.Uid != 0 {
+		if msg := notOwnedByMe(fi); msg != "" {
+			return msg + " or root"
+		}
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case fi.Mode()&os.ModeSticky != 0:
+		return ""
+	case perm&0o002 != 0:
+		return fmt.Sprintf("has mode %v: others may write it and it has no sticky bit", perm)
+	case perm&0o020 != 0 && int(st.Gid) != os.Getegid():
+		return fmt.Sprintf("has mode %v: its group (gid %d), not this process's own (gid %d), may write it "+
+			"and it has no sticky bit", perm, st.Gid, os.Getegid())
+	}
+	return ""
 }
 
 // openSpoolFile opens a spool file to read or replay it, without following a symbolic link, and

@@ -55,8 +55,10 @@ type Report struct {
 	Rounds        []RoundReport `json:"rounds"`
 	Checks        []Check       `json:"checks"`
 	// Health is the figures of the health check.
-	Health  Health `json:"health"`
-	Verdict string `json:"verdict"`
+	Health Health `json:"health"`
+	// Functions is the figures of the functions check.
+	Functions Functions `json:"functions"`
+	Verdict   string    `json:"verdict"`
 }
 
 // ReleaseSummary is the release a report is about.
@@ -107,6 +109,14 @@ type SecondClaim struct {
 	RequestGapSeconds     float64  `json:"request_gap_seconds"`
 	// Explained is an explicit re-check (maintainer claim or manual), which does not fail verify.
 	Explained bool `json:"explained"`
+}
+
+// Functions names the database functions the functions check compared: every one this probectl
+// ships, and those the database lacks or has otherwise (another body, or other overloads).
+type Functions struct {
+	Shipped []string `json:"shipped"`
+	Missing []string `json:"missing"`
+	Changed []string `json:"changed"`
 }
 
 // Check is one check and its outcome: pass, fail or inconclusive. Items name what failed
@@ -265,7 +275,7 @@ func report(ctx context.Context, tx pgx.Tx, req VerifyRequest) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	functions, err := checkFunctions(ctx, tx)
+	functions, fnFigures, err := checkFunctions(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +283,7 @@ func report(ctx context.Context, tx pgx.Tx, req VerifyRequest) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	rep.Health = figures
+	rep.Health, rep.Functions = figures, fnFigures
 	rep.Checks = append(rep.Checks, envelopes, dups, functions, checkLease(tg.release), health)
 	rep.Verdict = verdict(rep.Checks)
 	return rep, nil

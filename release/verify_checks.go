@@ -273,11 +273,12 @@ func secondClaim(p audit.Pair) SecondClaim {
 }
 
 // checkFunctions is the drift check: the claim and finish functions in the database must be the
-// ones this binary ships, or the guards the tests proved are not the ones running.
-func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, error) {
+// ones this binary ships, or the guards the tests proved are not the ones running. The check's
+// line says counts (a table row fits a terminal); its items and the figures name the functions.
+func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 	shipped, err := queries.ShippedFunctionBodies()
 	if err != nil {
-		return Check{}, fmt.Errorf("read the functions this probectl ships: %w", err)
+		return Check{}, Functions{}, fmt.Errorf("read the functions this probectl ships: %w", err)
 	}
 	names := make([]string, 0, len(shipped))
 	for name := range shipped {
@@ -285,31 +286,36 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, error) {
 	}
 	sort.Strings(names)
 	if len(names) == 0 {
-		return Check{}, errors.New("this probectl ships no database functions: its migrations are incomplete")
+		return Check{}, Functions{}, errors.New("this probectl ships no database functions: its migrations are incomplete")
 	}
 	live, err := queries.LiveFunctionBodies(ctx, tx, names)
 	if err != nil {
-		return Check{}, err
+		return Check{}, Functions{}, err
 	}
+	figures := Functions{Shipped: names, Missing: []string{}, Changed: []string{}}
 	var bad []string
 	for _, name := range names {
 		body, ok := live[name]
 		switch {
 		case !ok:
+			figures.Missing = append(figures.Missing, name)
 			bad = append(bad, name+": missing from the database")
 		case queries.Forms(body) != queries.Forms(shipped[name]):
+			figures.Changed = append(figures.Changed, name)
 			bad = append(bad, fmt.Sprintf("%s: the database has %d form(s) (overloads), this probectl ships %d: "+
 				"one it does not know (a later release's migration, after a rollback?) or a stale one",
 				name, queries.Forms(body), queries.Forms(shipped[name])))
 		case body != shipped[name]:
+			figures.Changed = append(figures.Changed, name)
 			bad = append(bad, name+": differs from the one this probectl ships")
 		}
 	}
+	asShipped := fmt.Sprintf("%d of %d as shipped", len(names)-len(bad), len(names))
 	if len(bad) > 0 {
-		return fail(CheckFunctions, "the database runs other claim or finish code than this probectl ships: "+
-			"run `probectl migrate`, or find who changed them", bad), nil
+		return fail(CheckFunctions, fmt.Sprintf("%s (%d missing, %d changed): run `probectl migrate`, or find who changed them",
+			asShipped, len(figures.Missing), len(figures.Changed)), bad), figures, nil
 	}
-	return pass(CheckFunctions, fmt.Sprintf("%s as shipped", joinNames(names))), nil
+	return pass(CheckFunctions, asShipped), figures, nil
 }
 
 // checkLease: the release's settings must let a job's worst case fit inside the in-flight window.
@@ -318,18 +324,4 @@ func checkLease(r Release) Check {
 		return fail(CheckLease, fmt.Sprintf("release #%d's settings fail the lease check: %v", r.ID, err), nil)
 	}
 	return pass(CheckLease, fmt.Sprintf("release #%d's settings fit a job's worst case inside the in-flight window", r.ID))
-}
-
-func joinNames(names []string) string {
-	switch len(names) {
-	case 0:
-		return ""
-	case 1:
-		return names[0]
-	}
-	out := names[0]
-	for _, n := range names[1 : len(names)-1] {
-		out += ", " + n
-	}
-	return out + " and " + names[len(names)-1]
 }

@@ -321,7 +321,31 @@ func TestVerifyFailsWhenTheDatabaseRunsOtherFunctions(t *testing.T) {
 	rep := s.verify(release.VerifyRequest{})
 
 	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
-	require.Equal(t, []string{"probe_finish: missing from the database"}, checkNamed(t, rep, release.CheckFunctions).Items)
+	check := checkNamed(t, rep, release.CheckFunctions)
+	require.Equal(t, []string{"probe_finish: missing from the database"}, check.Items)
+	n := len(rep.Functions.Shipped)
+	require.Contains(t, rep.Functions.Shipped, "probe_finish")
+	require.Equal(t, []string{"probe_finish"}, rep.Functions.Missing)
+	require.Equal(t, []string{}, rep.Functions.Changed)
+	require.True(t, strings.HasPrefix(check.Detail, fmt.Sprintf("%d of %d as shipped (1 missing, 0 changed): ", n-1, n)), check.Detail)
+}
+
+// The functions line says counts, not every name (a table row fits a terminal); the names are in
+// the figures (-o json).
+func TestVerifySaysHowManyFunctionsAreAsShipped(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+
+	rep := s.verify(release.VerifyRequest{})
+
+	check := checkNamed(t, rep, release.CheckFunctions)
+	n := len(rep.Functions.Shipped)
+	require.Greater(t, n, 2)
+	require.Contains(t, rep.Functions.Shipped, "probe_claim")
+	require.Equal(t, fmt.Sprintf("%d of %d as shipped", n, n), check.Detail)
+	require.Equal(t, []string{}, rep.Functions.Missing)
+	require.Equal(t, []string{}, rep.Functions.Changed)
 }
 
 // After a rollback, this binary may meet the functions a later release's migration added: an
@@ -343,6 +367,7 @@ func TestVerifyReportsAnOverloadItDoesNotShipAsADifference(t *testing.T) {
 	items := checkNamed(t, rep, release.CheckFunctions).Items
 	require.Len(t, items, 1)
 	require.Contains(t, items[0], "probe_claim: the database has 3 form(s) (overloads), this probectl ships 2")
+	require.Equal(t, []string{"probe_claim"}, rep.Functions.Changed)
 }
 
 func TestVerifyFailsAReleaseWhoseSettingsFailTheLeaseCheck(t *testing.T) {

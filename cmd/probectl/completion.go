@@ -65,6 +65,9 @@ var argCompleters = map[string]func(ctx context.Context, db queries.DBTX, prefix
 // completes, without the ones already named.
 var everyArg = map[string]bool{
 	"probectl servers recheck": true,
+	"probectl servers pause":   true,
+	"probectl servers resume":  true,
+	"probectl servers delist":  true,
 }
 
 // addCompletions teaches shells the values of the tree's flags and arguments: -o's formats, the

@@ -47,7 +47,11 @@ func TestDeployVerifyJSONHasTheDocumentedShape(t *testing.T) {
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
 	require.ElementsMatch(t, []string{"release", "since", "until", "rounds_wanted", "window_seconds", "waited_seconds",
-		"rounds", "checks", "health", "verdict"}, keysOf(got))
+		"rounds", "checks", "health", "functions", "verdict"}, keysOf(got))
+	functions := got["functions"].(map[string]any)
+	require.ElementsMatch(t, []string{"shipped", "missing", "changed"}, keysOf(functions))
+	require.Contains(t, functions["shipped"], "probe_claim", "the full list stays in JSON")
+	require.Equal(t, []any{}, functions["missing"])
 	require.ElementsMatch(t, []string{"jobs", "ok", "ok_share", "baseline_release_id", "common_servers", "common_ok_share",
 		"baseline_ok_share", "drop_points", "max_ok_drop_points", "baseline_available"}, keysOf(got["health"].(map[string]any)))
 	require.Equal(t, float64(10), got["health"].(map[string]any)["max_ok_drop_points"])

@@ -235,11 +235,8 @@ func writeDryRun(f *factory, p *probe.Plan) error {
 	}
 	fmt.Fprintln(w)
 	if p.Refused > 0 {
-		hint := ""
-		if !p.Settings.AllowPrivateTargets {
-			hint = " (a test fleet on a private network: --allow-private-targets)"
-		}
-		fmt.Fprintf(w, "%d claimable server(s) the SSRF guard will refuse: their checks fail without a request%s\n", p.Refused, hint)
+		fmt.Fprintf(w, "%d claimable server(s) the SSRF guard will refuse: their checks fail without a request%s\n",
+			p.Refused, refusedHint(p))
 	}
 	next := "none"
 	if p.NextDueAt != nil {
@@ -269,6 +266,20 @@ func writeDryRun(f *factory, p *probe.Plan) error {
 		tbl.Row(s.Slug, s.State, claim, f.IO.Time(s.NextCheckAt), at, s.Why)
 	}
 	return tbl.Render()
+}
+
+// refusedHint suggests --allow-private-targets only for the refusals it would lift: a metadata
+// or link-local address is refused whatever the flags.
+func refusedHint(p *probe.Plan) string {
+	always := p.Refused - p.RefusedPrivate
+	switch {
+	case p.RefusedPrivate == 0:
+		return " (cloud metadata or link-local addresses: no flag allows them)"
+	case always == 0:
+		return " (a test fleet on a private network: --allow-private-targets)"
+	}
+	return fmt.Sprintf(" (--allow-private-targets would allow %d of them, a test fleet on a private network; "+
+		"no flag allows the other %d: cloud metadata or link-local addresses)", p.RefusedPrivate, always)
 }
 
 func skippedText(skipped map[string]int) string {

@@ -18,43 +18,55 @@ type statusVerb struct {
 }
 
 var statusVerbs = []statusVerb{
-	{use: "pause", status: "paused", short: "Stop checking a server until it is resumed",
-		long: `Pause a server: no round claims it from now on (a job already in flight finishes, and does not
-schedule the next check). The change is recorded with who made it (--actor, default $USER) and
---reason; 'servers show' shows it. 'servers resume' makes it due again at once.`,
+	{use: "pause", status: "paused", short: "Stop checking servers until they are resumed",
+		long: `Pause each server named: no round claims it from now on (a job already in flight finishes, and
+does not schedule the next check). The change is recorded with who made it (--actor, default
+$USER) and --reason; 'servers show' shows it. 'servers resume' makes it due again at once.`,
 		example: `  probectl servers pause weather --reason "maintainer asked: migrating hosts until Friday"
+  probectl servers pause weather weather-eu weather-us --reason "one owner, migrating all three"
   probectl servers show weather`},
-	{use: "resume", status: "active", short: "Check a paused or delisted server again, at once",
-		long: `Make a paused or delisted server active again: it is due at once, so the next round claims it
-(unless the spacing guard holds it: a job within the minimum spacing). Recorded with who and why.`,
+	{use: "resume", status: "active", short: "Check paused or delisted servers again, at once",
+		long: `Make each paused or delisted server named active again: it is due at once, so the next round
+claims it (unless the spacing guard holds it: a job within the minimum spacing). Recorded with who
+and why.`,
 		example: `  probectl servers resume weather --reason "hosts migrated"
+  probectl servers resume weather weather-eu weather-us --reason "hosts migrated"
   probectl run round --dry-run`},
-	{use: "delist", status: "delisted", short: "Take a server out of the directory's checks for good",
-		long: `Delist a server: it is never claimed again unless resumed, and its runs are kept (its history
-stays readable with 'servers show' and 'runs list'). Recorded with who and why.`,
-		example: `  probectl servers delist old-weather --reason "endpoint gone since March, owner unreachable"`},
+	{use: "delist", status: "delisted", short: "Take servers out of the directory's checks for good",
+		long: `Delist each server named: it is never claimed again unless resumed, and its runs are kept (its
+history stays readable with 'servers show' and 'runs list'). Recorded with who and why.`,
+		example: `  probectl servers delist old-weather --reason "endpoint gone since March, owner unreachable"
+  probectl servers delist old-weather old-clock --reason "the owner closed both"`},
 }
 
 type serversStatusOptions struct {
 	f      *factory
 	Verb   statusVerb
-	Slug   string
+	Slugs  []string
 	Reason string
 	Actor  string
 }
+
+// statusAllOrNone ends every status verb's Long: what several slugs do.
+var statusAllOrNone = fmt.Sprintf(`
+
+Several servers are changed all or none, in one transaction: a slug that is not in the
+directory is named, nothing is changed, and probectl exits 2. At most %d slugs at once; a slug
+named twice counts once. With -o json, one slug prints its change as an object, several print an
+array of them.`, directory.MaxStatusChange)
 
 func newServersStatusCmds(f *factory) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, v := range statusVerbs {
 		opts := &serversStatusOptions{f: f, Verb: v}
 		cmd := &cobra.Command{
-			Use:     v.use + " SLUG --reason TEXT",
+			Use:     v.use + " SLUG... --reason TEXT",
 			Short:   v.short,
-			Long:    v.long,
+			Long:    v.long + statusAllOrNone,
 			Example: v.example,
-			Args:    cobra.ExactArgs(1),
+			Args:    cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				opts.Slug = args[0]
+				opts.Slugs = args
 				return runServersStatus(cmd.Context(), opts)
 			},
 		}
@@ -82,11 +94,14 @@ func runServersStatus(ctx context.Context, opts *serversStatusOptions) error {
 	if opts.Reason == "" {
 		return exit.UsageError(errors.New("--reason: required: say why, it is recorded with the change"))
 	}
+	if err := directory.CheckStatusChange(opts.Slugs); err != nil {
+		return err
+	}
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
-	c, err := directory.SetStatus(ctx, pool, opts.Slug, opts.Verb.status, opts.Reason, actorFrom(f, opts.Actor), nil)
+	changes, err := directory.SetStatuses(ctx, pool, opts.Slugs, opts.Verb.status, opts.Reason, actorFrom(f, opts.Actor), nil)
 	var invalid *directory.InvalidError
 	if errors.As(err, &invalid) {
 		return exit.UsageError(fmt.Errorf("--%w", invalid))
@@ -94,11 +109,24 @@ func runServersStatus(ctx context.Context, opts *serversStatusOptions) error {
 	if err != nil {
 		return err
 	}
+	// One slug keeps the shape it always had (an object); several are an array.
+	list := make([]statusChangeJSON, 0, len(changes))
+	for _, c := range changes {
+		list = append(list, statusChangeJSON{Server: c.Slug, From: c.From, To: c.To, Changed: c.Changed})
+	}
+	var out any = list
+	if len(opts.Slugs) == 1 {
+		out = list[0]
+	}
 	return render.Output(f.IO.Out, format, render.View{
-		JSON: statusChangeJSON{Server: c.Slug, From: c.From, To: c.To, Changed: c.Changed},
+		JSON: out,
 		Text: func() error {
-			_, err := fmt.Fprintln(f.IO.Out, statusChangeWords(c))
-			return err
+			for _, c := range changes {
+				if _, err := fmt.Fprintln(f.IO.Out, statusChangeWords(c)); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	})
 }

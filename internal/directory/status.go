@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/queries"
@@ -51,4 +54,72 @@ func SetStatus(ctx context.Context, db queries.DBTX, slug, status, reason, actor
 	}
 	c.From, c.Changed = from, changed
 	return c, nil
+}
+
+// MaxStatusChange bounds the slugs one pause, resume or delist names: a person's list, not the
+// directory.
+const MaxStatusChange = 1000
+
+// CheckStatusChange refuses a status change of no servers or of more than MaxStatusChange (an
+// *InvalidError). It needs no database, so a command calls it before it connects; SetStatuses
+// calls it too.
+func CheckStatusChange(slugs []string) error {
+	if len(slugs) == 0 {
+		return &InvalidError{Err: errors.New("name at least one server")}
+	}
+	if len(slugs) > MaxStatusChange {
+		return &InvalidError{Err: fmt.Errorf("at most %d servers change status at once, got %d", MaxStatusChange, len(slugs))}
+	}
+	return nil
+}
+
+// SetStatuses is SetStatus for several servers, in one transaction. All or none: an unknown slug
+// (every one is named, in an *UnknownServersError) changes nothing and is bad input, as are no
+// slugs and more than MaxStatusChange. A slug named twice is changed once. The servers' rows are
+// locked in slug order, so two such changes that name the same servers in other orders do not
+// deadlock; the changes come back in the order first named.
+func SetStatuses(ctx context.Context, pool queries.DB, slugs []string, status, reason, actor string, now *time.Time) ([]StatusChange, error) {
+	if err := CheckStatusChange(slugs); err != nil {
+		return nil, err
+	}
+	var named []string
+	seen := make(map[string]bool, len(slugs))
+	for _, slug := range slugs {
+		if !seen[slug] {
+			seen[slug] = true
+			named = append(named, slug)
+		}
+	}
+	locking := slices.Sorted(slices.Values(named))
+	var out []StatusChange
+	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
+		changes := make(map[string]StatusChange, len(named))
+		for _, slug := range locking {
+			c, err := SetStatus(ctx, tx, slug, status, reason, actor, now)
+			if errors.Is(err, ErrUnknownServer) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			changes[slug] = c
+		}
+		out = out[:0]
+		var unknown []string
+		for _, slug := range named {
+			c, ok := changes[slug]
+			if !ok {
+				unknown = append(unknown, slug)
+			}
+			out = append(out, c)
+		}
+		if len(unknown) > 0 {
+			return &UnknownServersError{Slugs: unknown, Asked: len(named)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -34,6 +34,20 @@ import (
 // to read, not to be decoded.
 func Printable(s string) string { return sanitize(s, keepNothing) }
 
+// PrintablePage returns a rendered page (HTML, SVG) with the same runes escaped, but for the
+// newlines and tabs of its layout. A browser obeys a bidi control as a terminal does: a server's
+// name, error or tool name holding U+202E would read backwards ("Trojan Source"). Applied to the
+// whole page after its template ran, it covers every text in it, a template or an SVG built by
+// hand that forgets a field included. The escapes it writes (\u202e) are plain text in HTML, in
+// an attribute and in a string of a script, so the page stays what it was.
+func PrintablePage(page []byte) []byte {
+	s := string(page)
+	if clean(s, keepLines) {
+		return page
+	}
+	return []byte(sanitize(s, keepLines))
+}
+
 // keep says which of the otherwise escaped text a writer lets through.
 type keep int
 

@@ -104,3 +104,14 @@ func TestAGuardedStreamKeepsAColourCutBetweenWrites(t *testing.T) {
 	s.Flush()
 	assert.Equal(t, "a\x1b[32mok\x1b[0m b "+`\u001b[1`, out.String())
 }
+
+// A page keeps its layout (newlines, tabs), its markup and its languages; every bidi control,
+// mark and other format character is shown as its escape, as on a terminal.
+func TestPrintablePageEscapesBidiControlsAndKeepsTheLayout(t *testing.T) {
+	t.Parallel()
+	page := "<p title=\"a\u202eb\">工具\n\t\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c</p>\n"
+	want := "<p title=\"a\\u202eb\">工具\n\t" + `\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c` + "</p>\n"
+	assert.Equal(t, want, string(PrintablePage([]byte(page))))
+	clean := []byte("<p>工具 ok</p>\n")
+	assert.Equal(t, &clean[0], &PrintablePage(clean)[0], "a clean page is not copied")
+}

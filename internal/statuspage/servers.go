@@ -164,7 +164,7 @@ func (h *handler) html(w http.ResponseWriter, r *http.Request, code int, l *page
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Language", l.Code)
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(render.PrintablePage(buf.Bytes()))
 }
 
 func (h *handler) writeJSON(w http.ResponseWriter, code int, v any) {

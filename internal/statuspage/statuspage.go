@@ -5,7 +5,9 @@
 // Pages are rendered on the server with html/template, carry their CSS inline and load nothing
 // else (the Content-Security-Policy forbids it), read well on a phone and refresh themselves every
 // 30 seconds. Every request reads the database afresh through status.Read, bounded by a timeout;
-// nothing is cached, so what a page shows is at most one refresh old.
+// nothing is cached, so what a page shows is at most one refresh old. A rendered page passes
+// render.PrintablePage before it is sent: a bidi control or other format character in a server's
+// text is shown as an escape (\u202e), never obeyed.
 package statuspage
 
 import (
@@ -18,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/internal/status"
 	"github.com/probectl/probectl/queries"
 )
@@ -111,7 +114,7 @@ func (h *handler) page(l, other *lang) http.HandlerFunc {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Language", l.Code)
 		w.WriteHeader(code)
-		_, _ = w.Write(buf.Bytes())
+		_, _ = w.Write(render.PrintablePage(buf.Bytes()))
 	}
 }
 

@@ -1,0 +1,118 @@
+package probe
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/exit"
+)
+
+// A spool directory is only as safe as its parents: whoever may write one can rename the spool
+// directory away and put their own in its place. Each parent up to / must be this user's or
+// root's and not writable by others, unless it has the sticky bit (/tmp).
+func TestASpoolDirectoryWhoseParentAnotherUserCouldChangeIsRefused(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		// make returns the spool directory to give and the parent the error must name ("" when
+		// the directory is fine).
+		make func(t *testing.T, base string) (dir, parent string)
+		want string
+	}{
+		{"a parent others may write", func(t *testing.T, base string) (string, string) {
+			open := mkdir(t, base, "open", 0o777)
+			return filepath.Join(open, "spool"), open
+		}, "has mode -rwxrwxrwx: others may write it and it has no sticky bit"},
+		{"a grandparent another group may write", func(t *testing.T, base string) (string, string) {
+			shared := mkdir(t, base, "shared", 0o775)
+			giveGroupAway(t, shared)
+			mine := mkdir(t, shared, "mine", 0o700)
+			return filepath.Join(mine, "spool"), shared
+		}, "has mode -rwxrwxr-x: its group (gid 65534), not this process's own"},
+		{"a parent this process's own group may write, like a Kubernetes volume's root", func(t *testing.T, base string) (string, string) {
+			shared := mkdir(t, base, "shared", 0o775|os.ModeSetgid)
+			require.NoError(t, os.Lchown(shared, -1, os.Getegid()))
+			return filepath.Join(shared, "spool"), ""
+		}, ""},
+		{"a parent reached through a link, writable by others where it leads", func(t *testing.T, base string) (string, string) {
+			open := mkdir(t, base, "open", 0o777)
+			real := mkdir(t, open, "real", 0o700)
+			link := filepath.Join(base, "link")
+			require.NoError(t, os.Symlink(real, link))
+			return filepath.Join(link, "spool"), open
+		}, "others may write it"},
+		{"a parent owned by another user", func(t *testing.T, base string) (string, string) {
+			theirs := mkdir(t, base, "theirs", 0o755)
+			giveAway(t, theirs)
+			mine := mkdir(t, theirs, "mine", 0o700)
+			return filepath.Join(mine, "spool"), theirs
+		}, "is owned by uid 65534"},
+		{"a sticky parent owned by another user", func(t *testing.T, base string) (string, string) {
+			sticky := mkdir(t, base, "sticky", 0o777|os.ModeSticky)
+			giveAway(t, sticky)
+			mine := mkdir(t, sticky, "mine", 0o700)
+			return filepath.Join(mine, "spool"), sticky
+		}, "is owned by uid 65534"},
+		{"a sticky parent of this user's that all may write, like /tmp", func(t *testing.T, base string) (string, string) {
+			sticky := mkdir(t, base, "sticky", 0o777|os.ModeSticky)
+			mine := mkdir(t, sticky, "mine", 0o700)
+			return filepath.Join(mine, "spool"), ""
+		}, ""},
+		{"parents only this user may write", func(t *testing.T, base string) (string, string) {
+			return filepath.Join(mkdir(t, base, "mine", 0o755), "a", "spool"), ""
+		}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir, parent := c.make(t, t.TempDir())
+
+			err := prepareSpoolDir(dir)
+
+			if c.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var se *SpoolError
+			require.True(t, errors.As(err, &se), "%v", err)
+			require.Equal(t, exit.Unavailable, se.ExitCode())
+			require.ErrorContains(t, err, "spool directory "+dir+": "+parent+" above it ")
+			require.ErrorContains(t, err, c.want)
+			require.ErrorContains(t, err, "choose another "+string(InputSpoolDir))
+		})
+	}
+}
+
+// mkdir makes parent/name with exactly mode (umask aside).
+func mkdir(t *testing.T, parent, name string, mode os.FileMode) string {
+	t.Helper()
+	dir := filepath.Join(parent, name)
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	require.NoError(t, os.Chmod(dir, mode))
+	return dir
+}
+
+// giveAway gives dir to another user; only root can, so elsewhere the test says loudly why it did
+// not run (CI runs the tests as root).
+func giveAway(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Lchown(dir, 65534, 65534); err != nil {
+		t.Skipf("SKIPPED, NOT TESTED: cannot give %s to uid 65534 (run the tests as root): %v", dir, err)
+	}
+}
+
+// giveGroupAway gives dir to another group; only root can, so elsewhere the test says loudly why
+// it did not run.
+func giveGroupAway(t *testing.T, dir string) {
+	t.Helper()
+	if os.Getegid() == 65534 {
+		t.Skip("SKIPPED, NOT TESTED: this process's group is 65534, the other group these tests use")
+	}
+	if err := os.Lchown(dir, -1, 65534); err != nil {
+		t.Skipf("SKIPPED, NOT TESTED: cannot give %s to gid 65534 (run the tests as root): %v", dir, err)
+	}
+}
