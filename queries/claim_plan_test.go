@@ -27,8 +27,9 @@ import (
 func TestAClaimRunsFewStatementsAndReadsTheDueServersInIndexOrder(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool, plans := explainedPool(t, migrated.NewDB(t), false)
-	dueServers(t, pool, 10000)
+	url := migrated.NewDB(t)
+	dueServers(t, url, 10000)
+	pool, plans := explainedPool(t, url, false)
 	round := testfactory.Round(ctx, t, pool, nil)
 
 	previous := plans(func() { claimAsPreviousLeasing(t, pool, round, 50, nil) })
@@ -108,9 +109,11 @@ func explainedPool(t *testing.T, url string, analyze bool) (*pgxpool.Pool, func(
 	}
 }
 
-// dueServers adds n servers, due an hour ago, and analyzes them.
-func dueServers(t *testing.T, pool *pgxpool.Pool, n int) {
+// dueServers adds n servers to database url, due an hour ago, and analyzes them: on a pool of
+// its own, not explainedPool's, whose session would JIT-compile and explain every row's triggers.
+func dueServers(t *testing.T, url string, n int) {
 	t.Helper()
+	pool := dbtest.Pool(t, url)
 	_, err := pool.Exec(t.Context(), `INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at)
 	    SELECT 'plan-' || g, 'https://plan-' || g || '.example/', 'http', 'standard', interval '12 hours', now() - interval '1 hour'
 	      FROM generate_series(1, $1::integer) AS g`, n)
@@ -132,8 +135,8 @@ func TestAClaimJudgesOnlyTheServersItLocks(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	url := migrated.NewDB(t)
+	dueServers(t, url, 2000)
 	pool, plans := explainedPool(t, url, true)
-	dueServers(t, pool, 2000)
 	round := testfactory.Round(ctx, t, pool, nil)
 	const limit = 50
 	claim := func() {
@@ -172,8 +175,9 @@ func TestAClaimJudgesOnlyTheServersItLocks(t *testing.T) {
 func TestTheClaimReadsNoJobsPartitionOfTheComingDays(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool, plans := explainedPool(t, migrated.NewDB(t), false)
-	dueServers(t, pool, 200)
+	url := migrated.NewDB(t)
+	dueServers(t, url, 200)
+	pool, plans := explainedPool(t, url, false)
 	rows, err := pool.Query(ctx, `SELECT table_name FROM probe_partitions
 	    WHERE parent = 'probe_jobs' AND dropped_at IS NULL AND range_from > now() + interval '1 day'`)
 	require.NoError(t, err)
