@@ -6,14 +6,17 @@
 -- above the judging joins: a server another claim held was judged first and skipped after. The
 -- invocations of a round claim the same head of the due range at once, so under
 -- BenchmarkThroughput (10,000 servers, 20 invocations) a claim of 25 judged ~317 servers, ~20 ms
--- each claim. It now locks first: it locks the next due servers in index order, SKIP LOCKED, as
--- many as it still lacks, judges only those, and walks on past them until it has its limit or the
--- due range ends; then it opens the jobs and leases the servers it kept, as before. The number of
--- servers judged is the number locked: the limit, plus the locked servers judged not claimable.
+-- each claim. It now locks first: in one statement per pass it locks the next due servers in index
+-- order, SKIP LOCKED, as many as it still lacks, judges only those, and opens the jobs of the
+-- claimable ones and leases them as before; it walks on past them until it has its limit or the
+-- due range ends. The number of servers judged is the number locked: the limit, plus the locked
+-- servers judged not claimable.
 --
 -- probe_claim_state's job lookups (the spacing guard's, the maintainer's re-check's) are bounded
 -- above, so that the jobs' partitions after the next day's (00017 makes a week of them ahead) are
--- pruned rather than each probed per server judged.
+-- pruned rather than each probed per server judged. The one answer that changes: a job requested
+-- more than a day after the p_now a caller passes no longer counts, which only a p_now a day
+-- behind the database's clock could meet (the claim in production passes none).
 --
 -- Additive: both functions are replaced with the same signatures and the same answers, so the
 -- previous binary's claim (probe_claim_due, and its dry run and servers show reading
