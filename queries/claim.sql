@@ -1,6 +1,7 @@
 -- name: Claim
--- One claim: probe_claim_due (migrations/00021_claim_due.sql), which leases each claimed server
--- until its job's in-flight window ends. Run it outside any transaction of the caller's, so the
+-- One claim: probe_claim_due (migrations/00021_claim_due.sql; since 00024_claim_lock_first.sql it
+-- locks the due servers before it judges them), which leases each claimed server until its job's
+-- in-flight window ends. Run it outside any transaction of the caller's, so the
 -- advisory lock is released as soon as the claim commits. It does not close abandoned jobs: a
 -- round does, once, when it starts (CloseAbandoned).
 SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.transport, c.due_at,

@@ -1,11 +1,14 @@
 package queries_test
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
@@ -24,47 +27,10 @@ import (
 func TestAClaimRunsFewStatementsAndReadsTheDueServersInIndexOrder(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	var mu sync.Mutex
-	var notices []string
-	pool := dbtest.Pool(t, migrated.NewDB(t), dbtest.MaxConns(1), func(c *pgxpool.Config) {
-		c.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-			mu.Lock()
-			defer mu.Unlock()
-			notices = append(notices, n.Message)
-		}
-	})
-	_, err := pool.Exec(ctx, `INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at)
-	    SELECT 'plan-' || g, 'https://plan-' || g || '.example/', 'http', 'standard', interval '12 hours', now() - interval '1 hour'
-	      FROM generate_series(1, 10000) AS g`)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, "ANALYZE servers")
-	require.NoError(t, err)
-	// jit_above_cost 0: every statement of the session JIT-compiles unless it turns JIT off, as
-	// the claim does (a claim of 50 servers is costed as the whole due range, past the default
-	// jit_above_cost, and compiling it cost more than running it under BenchmarkThroughput).
-	for _, set := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on", "SET auto_explain.log_level = notice", "SET jit_above_cost = 0"} {
-		_, err := pool.Exec(ctx, set)
-		require.NoError(t, err)
-	}
+	url := migrated.NewDB(t)
+	dueServers(t, url, 10000)
+	pool, plans := explainedPool(t, url, false)
 	round := testfactory.Round(ctx, t, pool, nil)
-	plans := func(claim func()) []string {
-		mu.Lock()
-		notices = nil
-		mu.Unlock()
-		claim()
-		mu.Lock()
-		defer mu.Unlock()
-		// The claim's own statements: not the foreign keys' checks nor the open-job trigger's
-		// insert, which run per job inserted, whichever claim inserts it.
-		var own []string
-		for _, n := range notices {
-			if !strings.Contains(n, "SELECT 1 FROM ONLY") && !strings.Contains(n, "VALUES (NEW.id") {
-				own = append(own, n)
-			}
-		}
-		return own
-	}
 
 	previous := plans(func() { claimAsPreviousLeasing(t, pool, round, 50, nil) })
 	claim := func() {
@@ -97,4 +63,143 @@ func TestAClaimRunsFewStatementsAndReadsTheDueServersInIndexOrder(t *testing.T) 
 		t.Log("this server has no JIT: the claim's JIT setting is not exercised")
 	}
 	assert.NotContains(t, plan, "JIT:", "the claim's plan is not JIT-compiled")
+}
+
+// explainedPool is a pool of one connection on database url whose every statement, nested ones
+// included, sends its plan as a notice (auto_explain; with analyze, its actual rows and loops), and
+// plans, which runs claim and returns the plans of the statements it ran: not the foreign keys'
+// checks nor the open-job trigger's insert, which run per job inserted, whichever claim inserts it.
+// jit_above_cost 0: every statement of the session JIT-compiles unless it turns JIT off, as the
+// claim does (a claim of 50 servers is costed as the whole due range, past the default
+// jit_above_cost, and compiling it cost more than running it under BenchmarkThroughput).
+func explainedPool(t *testing.T, url string, analyze bool) (*pgxpool.Pool, func(claim func()) []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var notices []string
+	pool := dbtest.Pool(t, url, dbtest.MaxConns(1), func(c *pgxpool.Config) {
+		c.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			mu.Lock()
+			defer mu.Unlock()
+			notices = append(notices, n.Message)
+		}
+	})
+	sets := []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on", "SET auto_explain.log_level = notice", "SET jit_above_cost = 0"}
+	if analyze {
+		sets = append(sets, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off")
+	}
+	for _, set := range sets {
+		_, err := pool.Exec(t.Context(), set)
+		require.NoError(t, err)
+	}
+	return pool, func(claim func()) []string {
+		mu.Lock()
+		notices = nil
+		mu.Unlock()
+		claim()
+		mu.Lock()
+		defer mu.Unlock()
+		var own []string
+		for _, n := range notices {
+			if !strings.Contains(n, "SELECT 1 FROM ONLY") && !strings.Contains(n, "VALUES (NEW.id") {
+				own = append(own, n)
+			}
+		}
+		return own
+	}
+}
+
+// dueServers adds n servers to database url, due an hour ago, and analyzes them: on a pool of
+// its own, not explainedPool's, whose session would JIT-compile and explain every row's triggers.
+func dueServers(t *testing.T, url string, n int) {
+	t.Helper()
+	pool := dbtest.Pool(t, url)
+	_, err := pool.Exec(t.Context(), `INSERT INTO servers (slug, endpoint_url, kind, plan, check_interval, next_check_at)
+	    SELECT 'plan-' || g, 'https://plan-' || g || '.example/', 'http', 'standard', interval '12 hours', now() - interval '1 hour'
+	      FROM generate_series(1, $1::integer) AS g`, n)
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), "ANALYZE servers")
+	require.NoError(t, err)
+}
+
+// openJobProbes matches a plan node that looks up one server's open job: probe_claim_state's
+// first lookup, run once per server judged (loops) in an analyzed plan.
+var openJobProbes = regexp.MustCompile(`(?m)^.*Scan.* on probe_open_jobs oj\b.*loops=(\d+)`)
+
+// The claim locks before it judges (migrations/00024_claim_lock_first.sql): a server another
+// claim holds is skipped unjudged. The invocations of a round claim the same head of the due range
+// at once; when the claim judged every due server before its lock skipped the held ones (00021),
+// a claim of 25 under BenchmarkThroughput judged ~317 servers. Here another transaction holds the
+// first 500 due servers: a claim of 50 judges 50, the servers it locks and takes.
+func TestAClaimJudgesOnlyTheServersItLocks(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := migrated.NewDB(t)
+	dueServers(t, url, 2000)
+	pool, plans := explainedPool(t, url, true)
+	round := testfactory.Round(ctx, t, pool, nil)
+	const limit = 50
+	claim := func() {
+		jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: limit, MinSpacing: 10 * time.Minute})
+		require.NoError(t, err)
+		require.Len(t, jobs, limit)
+	}
+	// The plan judged is the tenth's, as a round's claims run on one connection (see above).
+	for range 9 {
+		claim()
+	}
+	other := dbtest.Pool(t, url)
+	tx, err := other.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	tag, err := tx.Exec(ctx, `SELECT s.id FROM servers AS s WHERE s.status = 'active' AND s.next_check_at <= now()
+	    ORDER BY s.next_check_at, s.id LIMIT 500 FOR UPDATE`)
+	require.NoError(t, err)
+	require.EqualValues(t, 500, tag.RowsAffected())
+
+	judged := 0
+	for _, p := range plans(claim) {
+		for _, m := range openJobProbes.FindAllStringSubmatch(p, -1) {
+			n, err := strconv.Atoi(m[1])
+			require.NoError(t, err)
+			judged += n
+		}
+	}
+	t.Logf("servers judged by a claim of %d past 500 held by another transaction: %d", limit, judged)
+	assert.Equal(t, limit, judged, "a claim judges the servers it locks, not the ones another claim holds")
+}
+
+// probe_claim_state's job lookups (the spacing guard's, the maintainer's re-check's) read only
+// the jobs' partitions that can hold their range: not the ones made ahead for the coming days
+// (00017 makes a week of them), which are empty and were each probed once per server judged.
+func TestTheClaimReadsNoJobsPartitionOfTheComingDays(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := migrated.NewDB(t)
+	dueServers(t, url, 200)
+	pool, plans := explainedPool(t, url, false)
+	rows, err := pool.Query(ctx, `SELECT table_name FROM probe_partitions
+	    WHERE parent = 'probe_jobs' AND dropped_at IS NULL AND range_from > now() + interval '1 day'`)
+	require.NoError(t, err)
+	ahead, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.NotEmpty(t, ahead, "the jobs' partitions made ahead")
+	round := testfactory.Round(ctx, t, pool, nil)
+	// Every claim's plans: the first five planned for their parameters' values, then generic ones
+	// pruned when they start; a maintainer's re-check among the servers so its lookup runs too.
+	_, err = pool.Exec(ctx, "UPDATE servers SET maintainer_claimed_at = now() - interval '1 minute' WHERE id % 7 = 0")
+	require.NoError(t, err)
+	for i := range 10 {
+		for _, p := range plans(func() {
+			jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 10, MinSpacing: 10 * time.Minute})
+			require.NoError(t, err)
+			require.Len(t, jobs, 10)
+		}) {
+			for _, name := range ahead {
+				if strings.Contains(p, " on "+name+" ") {
+					t.Fatalf("claim %d reads %s, a jobs' partition of the coming days, in:\n%s", i+1, name, p)
+				}
+			}
+		}
+	}
 }
