@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
@@ -214,8 +215,9 @@ func waitEvent(t *testing.T, ch <-chan alerts.Event, within time.Duration) alert
 }
 
 // The River path, as `probectl worker` runs it: the job the trigger inserted delivers the event,
-// retried after a 503 within 10 s. A worker restarted while the server stays down sends nothing
-// again: the next thing the receiver gets is the next transition.
+// retried after a 503 within 10 s (River's schedule of the retry, read from the failed job's row,
+// not a stopwatch). A worker restarted while the server stays down sends nothing again: the next
+// thing the receiver gets is the next transition.
 func TestTheWorkerDeliversRetriesAndAfterARestartSendsNothingNew(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -231,11 +233,27 @@ func TestTheWorkerDeliversRetriesAndAfterARestartSendsNothingNew(t *testing.T) {
 	finish(ctx, t, pool, 0, a, "failed", nil)
 
 	c := riverClient(t, pool)
+	failed, unsubscribe := c.Subscribe(river.EventKindJobFailed)
+	defer unsubscribe()
 	require.NoError(t, c.Start(ctx))
-	start := time.Now()
+	var job *rivertype.JobRow
+	select {
+	case e := <-failed:
+		job = e.Job
+	case <-time.After(20 * time.Second): // only stops a test whose delivery never ran
+		t.Fatal("the delivery's first attempt never failed")
+	}
+	require.Equal(t, alerts.DeliveryArgs{}.Kind(), job.Kind)
+	// Retryable, or available at a future scheduled_at when the retry falls within River's
+	// scheduler interval: either way scheduled_at is when River runs it again.
+	require.Contains(t, []rivertype.JobState{rivertype.JobStateRetryable, rivertype.JobStateAvailable}, job.State)
+	require.Len(t, job.Errors, 1)
+	retryIn := job.ScheduledAt.Sub(job.Errors[0].At)
+	t.Logf("the retry is scheduled %s after the failed attempt began", retryIn)
+	require.GreaterOrEqual(t, retryIn, alerts.FirstRetry, "the retry waits the delivery's backoff")
+	require.LessOrEqual(t, retryIn, 10*time.Second, "the first retry comes within 10 s of the 503")
 	ev := waitEvent(t, rcv.got, 20*time.Second)
 	require.Equal(t, "server.down", ev.Type)
-	require.Less(t, time.Since(start), 15*time.Second, "the first retry comes within 10 s of the 503")
 	require.NoError(t, c.Stop(ctx))
 
 	// Still down, checked again while no worker runs; then a worker starts again.
