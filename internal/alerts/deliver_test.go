@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/alerts"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -175,8 +176,17 @@ func TestASignedWebhookIsRetriedUntilTakenWithTheSameIDAndEveryAttemptIsRecorded
 	require.Equal(t, 3, list[1].Deliveries[0].Attempts)
 }
 
+// A receiver at a metadata address is refused by the Sender's guard before any connection. The
+// Sender dials through probe/check's guard, which this package cannot replace with a recording
+// dialer, so the test runs in a network namespace of its own where the address is a decoy on
+// loopback: had the guard let the request through, it would have reached the decoy, never the
+// real endpoint.
 func TestAReceiverAtAMetadataAddressIsRefusedBeforeAnyConnection(t *testing.T) {
 	t.Parallel()
+	decoys := fakefleet.InNetworkNamespace(t, fakefleet.Namespace{Decoys: []string{"169.254.169.254:80"}, Database: true})
+	if decoys == nil {
+		return // the test ran in its namespace
+	}
 	ctx := context.Background()
 	pool := migrated.Pool(t)
 	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "imds",
@@ -185,6 +195,7 @@ func TestAReceiverAtAMetadataAddressIsRefusedBeforeAnyConnection(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "metadata")
 	require.Zero(t, ans.Status)
+	require.Zero(t, decoys.Connections(t), "nothing was sent to the metadata address")
 }
 
 func riverClient(t *testing.T, pool *pgxpool.Pool) *river.Client[pgx.Tx] {

@@ -27,10 +27,9 @@ type Namespace struct {
 	// the connections it is offered, so that a guard that broke would reach a decoy here rather
 	// than the real endpoint.
 	Decoys []string
-	// Database, when set, is the URL of a database on the server whose other databases the child
-	// uses (as dbtest.EnvURL names one): reached through the server's Unix socket, which a
-	// network namespace does not cut off.
-	Database string
+	// Database: the child makes its databases on this test binary's database server (dbtest's),
+	// reached through the server's Unix socket, which a network namespace does not cut off.
+	Database bool
 }
 
 // InNetworkNamespace runs the calling test again, alone, in a child process (this test binary)
@@ -69,8 +68,8 @@ func InNetworkNamespace(t *testing.T, ns Namespace) *Decoys {
 		"-test.run="+runPattern(t.Name()), "-test.count=1", "-test.v")
 	cmd := exec.CommandContext(ctx, unshare[0], args...)
 	cmd.Env = append(os.Environ(), netnsChildEnv+"="+t.Name())
-	if ns.Database != "" {
-		cmd.Env = append(cmd.Env, dbtest.EnvURL+"="+socketURL(t, ns.Database))
+	if ns.Database {
+		cmd.Env = append(cmd.Env, dbtest.EnvURL+"="+socketURL(t, dbtest.NewEmptyDB(t)))
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
