@@ -40,9 +40,10 @@ type Namespace struct {
 // guard not to dial a real metadata address.
 //
 // In the parent it returns nil once the child has passed (the test then returns); in the child
-// it returns the decoys, for the test to check after its body. It skips, naming what is missing,
-// where no network namespace can be made (unshare(1) and ip(8) from util-linux and iproute2, and
-// for an ordinary user unprivileged user namespaces).
+// it returns the decoys, for the test to check after its body. Where no network namespace can be
+// made (it takes unshare(1) and ip(8), from util-linux and iproute2, and for an ordinary user
+// unprivileged user namespaces) it skips loudly, naming what is missing, unless
+// PROBECTL_REQUIRE_NETNS=1 (as .ci/run sets) makes that a failure.
 func InNetworkNamespace(t *testing.T, ns Namespace) *Decoys {
 	t.Helper()
 	if os.Getenv(netnsChildEnv) == t.Name() {
@@ -50,7 +51,7 @@ func InNetworkNamespace(t *testing.T, ns Namespace) *Decoys {
 	}
 	unshare, why := unshareCommand()
 	if why != "" {
-		t.Skipf("SKIPPED, NOT RUN: %s runs in a network namespace of its own, so that nothing it sends can leave the machine, and %s", t.Name(), why)
+		notRun(t, "runs in a network namespace of its own, so that nothing it sends can leave the machine, and "+why)
 	}
 	script := []string{"ip link set lo up"}
 	for _, d := range ns.Decoys {
@@ -79,6 +80,16 @@ func InNetworkNamespace(t *testing.T, ns Namespace) *Decoys {
 		t.Fatalf("%s did not pass in its network namespace:\n%s", t.Name(), out)
 	}
 	return nil
+}
+
+// notRun skips the test, loudly, or fails it where PROBECTL_REQUIRE_NETNS=1.
+func notRun(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("PROBECTL_REQUIRE_NETNS") == "1" {
+		t.Fatalf("%s %s (PROBECTL_REQUIRE_NETNS=1)", t.Name(), why)
+	}
+	fmt.Fprintf(os.Stderr, "SKIPPED %s: it %s; PROBECTL_REQUIRE_NETNS=1 makes this a failure\n", t.Name(), why)
+	t.Skipf("SKIPPED, NOT RUN: it %s", why)
 }
 
 // netnsChildEnv names, in the child's environment, the test it runs in its namespace.
@@ -129,7 +140,7 @@ func socketURL(t *testing.T, raw string) string {
 	dir, _, _ := strings.Cut(dirs, ",")
 	dir = strings.TrimSpace(dir)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		t.Skipf("SKIPPED, NOT RUN: %s runs in a network namespace of its own and needs the database server's Unix socket, which is not on this machine (%q)", t.Name(), dir)
+		notRun(t, fmt.Sprintf("runs in a network namespace of its own and needs the database server's Unix socket, which is not on this machine (%q)", dir))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
