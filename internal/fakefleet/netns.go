@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -139,8 +140,8 @@ func socketURL(t *testing.T, raw string) string {
 	}
 	dir, _, _ := strings.Cut(dirs, ",")
 	dir = strings.TrimSpace(dir)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		notRun(t, fmt.Sprintf("runs in a network namespace of its own and needs the database server's Unix socket, which is not on this machine (%q)", dir))
+	if _, err := os.Stat(filepath.Join(dir, ".s.PGSQL."+port)); err != nil {
+		notRun(t, fmt.Sprintf("runs in a network namespace of its own and needs the database server's Unix socket, which is not on this machine (%v)", err))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
