@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/probe/attest"
 	"github.com/probectl/probectl/probe/check"
 )
@@ -123,14 +124,24 @@ func TestCheckOfARefusedURLSaysSoAndNamesTheFlag(t *testing.T) {
 		require.NotContains(t, res.Stderr, "answered wrongly")
 	}
 	require.Zero(t, hits.Load())
+}
 
-	// A metadata address is refused whatever the flags; an address literal is judged without a
-	// lookup and never dialled.
+// A metadata address is refused whatever the flags; an address literal is judged without a
+// lookup and never dialled. The command builds its own dialer, so the test runs in a network
+// namespace of its own, where the address is a decoy on loopback: had the guard let the check
+// through, it would have reached the decoy, never the real endpoint.
+func TestCheckOfAMetadataAddressIsRefusedWhateverTheFlags(t *testing.T) {
+	t.Parallel()
+	decoys := fakefleet.InNetworkNamespace(t, fakefleet.Namespace{Decoys: []string{"168.63.129.16:80"}})
+	if decoys == nil {
+		return // the test ran in its namespace
+	}
 	res := runCLI(t, "check", "http://168.63.129.16/machine?comp=goalstate", "--allow-private-targets")
 	require.Equal(t, 2, res.Code, res.Stdout)
 	require.Empty(t, res.Stdout)
 	require.Contains(t, res.Stderr, "refused: 168.63.129.16 is a cloud metadata address (Azure WireServer")
 	require.Contains(t, res.Stderr, "no flag allows it")
+	require.Zero(t, decoys.Connections(t), "nothing was sent to the metadata address")
 }
 
 func TestCheckRefusesBadInput(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/directory"
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/fakefleet"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -682,9 +683,17 @@ func TestASyncRefusesToDelistMoreThanItsBound(t *testing.T) {
 
 // A registry that redirects a page to an address the SSRF guard refuses (a metadata or
 // link-local one, refused even with private targets allowed) is the registry's doing: exit 1
-// naming the page, not 2, and nothing is dialled there.
+// naming the page, not 2, and nothing is dialled there. The registry client dials through
+// probe/check's guard, which this package cannot replace with a recording dialer, so the test
+// runs in a network namespace of its own where both targets are decoys on loopback: had the
+// guard followed the redirect, it would have reached a decoy, never the real address.
 func TestARedirectToARefusedAddressIsTheRegistrysFault(t *testing.T) {
 	t.Parallel()
+	decoys := fakefleet.InNetworkNamespace(t, fakefleet.Namespace{
+		Decoys: []string{"169.254.169.254:80", "169.254.10.1:80"}, Database: true})
+	if decoys == nil {
+		return // the test ran in its namespace
+	}
 	ctx := t.Context()
 	pool := dbtest.Pool(t, migrated.NewDB(t))
 	for _, target := range []string{"http://169.254.169.254/latest/meta-data/", "http://169.254.10.1/v0/servers"} {
@@ -699,4 +708,5 @@ func TestARedirectToARefusedAddressIsTheRegistrysFault(t *testing.T) {
 		require.Equal(t, exit.Found, exit.Code(err), err.Error())
 		require.Contains(t, err.Error(), "redirected to a refused address")
 	}
+	require.Zero(t, decoys.Connections(t), "nothing was sent to the refused addresses")
 }

@@ -1,6 +1,8 @@
 // Package fakefleet is the tests' fleet: one loopback HTTP server standing for as many servers as
 // a test needs (/s/<n> is server n), which records every request that reaches it, so a test can
-// hold a check to its budget, its headers and its timing as the servers saw them.
+// hold a check to its budget, its headers and its timing as the servers saw them. For SSRF tests
+// it also gives a test a network namespace of its own (InNetworkNamespace), where the addresses
+// the guard must refuse are decoys on loopback.
 //
 // It is not the demo's fleet (internal/demo): that one is shipped in the binary, with a fixed
 // mix of behaviours chosen for the narration, and a test's fleet needs what the binary must not

@@ -82,7 +82,7 @@ func TestRedactionReusesItsReplacerUntilANewSecretIsSeen(t *testing.T) {
 	assert.NotSame(t, first, rec.replacer)
 }
 
-func mustURL(t *testing.T, raw string) *url.URL {
+func mustURL(t testing.TB, raw string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(raw)
 	require.NoError(t, err)

@@ -97,7 +97,9 @@ func gatedFleet(t *testing.T) (*fakefleet.Fleet, func()) {
 // A primary with a synchronous standby is killed with SIGKILL while two `run round` processes on
 // a multi-host URL have every check of their round in flight, and the standby is promoted. Counted
 // at the fleet and on the new primary: no result is lost, no server is checked twice, and a new
-// round runs within 30 s of the promotion, all without restarting anything but the database.
+// round, named by libpq's variables, runs on the new primary, all without restarting anything but
+// the database. How soon after the promotion is logged (measured for docs/deploy.md, not
+// asserted: the waits' bounds only stop a hung test).
 func TestFailoverToASynchronousStandbyMidRoundLosesNothingAndChecksNoServerTwice(t *testing.T) {
 	const n = 30
 	ctx := context.Background()
@@ -135,9 +137,7 @@ func TestFailoverToASynchronousStandbyMidRoundLosesNothingAndChecksNoServerTwice
 		fmt.Sprintf("PGPORT=%d,%d", pair.Primary.Port(), pair.StandbyPort()), "PGUSER=postgres", "PGDATABASE=postgres",
 		"PGSSLMODE=disable", "PGTARGETSESSIONATTRS=read-write", "PGCONNECT_TIMEOUT=2"})
 	require.NoError(t, next.wait(t, 60*time.Second))
-	resumed := time.Since(promoted)
-	t.Logf("a new round had run %s after the promotion", resumed)
-	require.Less(t, resumed, 30*time.Second)
+	t.Logf("a new round had run %s after the promotion", time.Since(promoted))
 
 	var jobs, runs, open int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*), count(r.id), count(*) FILTER (WHERE j.finished_at IS NULL)
@@ -269,8 +269,9 @@ func TestAsynchronousFailoverLosesWhatTheJournalAndTheSpoolThenRestore(t *testin
 // standby; the primary is killed with SIGKILL while a round's invocation holds open jobs, and the
 // standby is promoted. Without a restart of the workers: claims, finishes, heartbeats, River's
 // fetch and its leader (river_leader is UNLOGGED: empty on the promoted standby) follow the new
-// primary, a round starts within 30 s of the promotion, every server is checked, no result is
-// lost and no server is checked twice.
+// primary, a round starts there, every server is checked, no result is lost and no server is
+// checked twice. How soon the first round started is logged (measured for docs/deploy.md, not
+// asserted: the waits' bounds only stop a hung test).
 func TestWorkersFollowTheNewPrimaryAfterASynchronousFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a primary, a standby and two workers, and runs for about half a minute")
@@ -315,7 +316,6 @@ func TestWorkersFollowTheNewPrimaryAfterASynchronousFailover(t *testing.T) {
 	var firstAfter time.Time
 	require.NoError(t, pool.QueryRow(ctx, `SELECT min(started_at) FROM probe_rounds WHERE started_at > $1`, promoted).Scan(&firstAfter))
 	t.Logf("the first round on the new primary started %s after the promotion", firstAfter.Sub(promoted))
-	require.Less(t, firstAfter.Sub(promoted), 30*time.Second)
 
 	eventually(t, "every server checked and every round finished", 2*time.Minute, func() bool {
 		return queryInt(t, pool, `SELECT count(*)::int FROM servers s WHERE NOT EXISTS
