@@ -1,6 +1,8 @@
 package queries_test
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -120,3 +122,102 @@ func TestABatchedFinishIsNotJITCompiledAndReadsEachJobByItsKey(t *testing.T) {
 		}
 	}
 }
+
+// A batch locks its jobs in id order whatever its own order (two batches never wait for each
+// other in a cycle), now that each job is locked by its own probe of its key: a batch naming its
+// jobs high id first, waiting for the higher job's row, already holds the lower one's.
+func TestABatchLocksItsJobsInIdOrder(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	low, _ := claimOne(t, pool)
+	high, _ := claimOne(t, pool)
+	require.Less(t, low.JobID, high.JobID)
+	at := now.Add(3 * time.Second)
+
+	held, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer held.Rollback(ctx) //nolint:errcheck // ended below
+	_, err = held.Exec(ctx, "SELECT 1 FROM probe_jobs WHERE id = $1 FOR UPDATE", high.JobID)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		out, err := queries.FinishBatch(context.Background(), pool,
+			[]queries.FinishParams{finishParams(high, at), finishParams(low, at)})
+		for _, o := range out {
+			err = cmp.Or(err, o.Err)
+		}
+		done <- err
+	}()
+	waiting := func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%probe_finish_many%'`).Scan(&n))
+		return n > 0
+	}
+	require.Eventually(t, waiting, 30*time.Second, 5*time.Millisecond, "the batch never waited for the job held")
+
+	_, err = pool.Exec(ctx, "SELECT 1 FROM probe_jobs WHERE id = $1 FOR UPDATE NOWAIT", low.JobID)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr, "the lower job's row is free: the batch waits for the higher one first")
+	require.Equal(t, "55P03", pgErr.Code) // lock_not_available
+
+	require.NoError(t, held.Rollback(ctx))
+	require.NoError(t, <-done)
+}
+
+// 00023 rolls back and forth, and a batch finishes on either side (the previous binary calls
+// probe_finish_many too): after it, every function a finish runs has JIT off; before it, none
+// but the claim's.
+func TestTheFinishPlanMigrationRollsBackAndForth(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t), dbtest.MaxConns(4))
+	p, err := queries.Provider(pool)
+	require.NoError(t, err)
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	jitOff := func() (names []string) {
+		rows, err := pool.Query(ctx, `SELECT p.proname FROM pg_proc AS p
+			WHERE p.pronamespace = 'public'::regnamespace AND 'jit=off' = ANY (p.proconfig) ORDER BY 1`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var n string
+			require.NoError(t, rows.Scan(&n))
+			names = append(names, n)
+		}
+		require.NoError(t, rows.Err())
+		return names
+	}
+	finishes := func() {
+		a, _ := claimOne(t, pool)
+		b, _ := claimOne(t, pool)
+		at := now.Add(time.Second)
+		out, err := queries.FinishBatch(ctx, pool, []queries.FinishParams{finishParams(b, at), finishParams(a, at)})
+		require.NoError(t, err)
+		require.Len(t, out, 2)
+		for _, o := range out {
+			require.NoError(t, o.Err)
+			require.True(t, o.Result.JobFinished)
+			require.True(t, o.Result.Advanced)
+		}
+		require.Greater(t, out[1].Result.RunID, int64(0))
+		require.Less(t, out[1].Result.RunID, out[0].Result.RunID, "the runs' ids in job id order")
+	}
+	after := []string{"alert_emit", "alert_judge_round", "alert_rounds_end", "alert_settle_held", "probe_claim_due",
+		"probe_close_abandoned", "probe_finish", "probe_finish_many", "probe_runs_alert_batch", "probe_runs_alert_run",
+		"probe_runs_rollup_batch", "probe_runs_rollup_run"}
+	require.Equal(t, after, jitOff())
+	finishes()
+	_, err = p.DownTo(ctx, finishPlanVersion-1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"probe_claim_due"}, jitOff())
+	finishes()
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	require.Equal(t, after, jitOff())
+	finishes()
+}
+
+const finishPlanVersion = 23

@@ -123,7 +123,8 @@ BEGIN
                               p_check_finished_at, p_requests, p_results, p_envelopes)
                        WITH ORDINALITY AS i(job_id, server_id, requested_at, claimed, outcome, error, started_at,
                                             check_finished_at, requests, result, envelope, ord)
-                  -- LIMIT 1 keeps it a probe per job (a plain subquery would be pulled up into a join)
+                  -- a probe per job: LIMIT 1 keeps the planner from pulling it up into a join it may
+                  -- merge with a Seq Scan of every partition (the job's id and time are its key)
                   LEFT JOIN LATERAL (
                         SELECT true AS found, pj.finished_at IS NULL AS open,
                                -- OFFSET 0: the runs of this job by their job_id keys, not a walk of
