@@ -205,18 +205,19 @@ func TestTheFinishPlanMigrationRollsBackAndForth(t *testing.T) {
 		require.Greater(t, out[1].Result.RunID, int64(0))
 		require.Less(t, out[1].Result.RunID, out[0].Result.RunID, "the runs' ids in job id order")
 	}
-	after := []string{"alert_emit", "alert_judge_round", "alert_rounds_end", "alert_settle_held", "probe_claim_due",
+	// (the claim's probe_claim_due has it since 00021)
+	finish := []string{"alert_emit", "alert_judge_round", "alert_rounds_end", "alert_settle_held",
 		"probe_close_abandoned", "probe_finish", "probe_finish_many", "probe_runs_alert_batch", "probe_runs_alert_run",
 		"probe_runs_rollup_batch", "probe_runs_rollup_run"}
-	require.Equal(t, after, jitOff())
+	require.Subset(t, jitOff(), finish)
 	finishes()
 	_, err = p.DownTo(ctx, finishPlanVersion-1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"probe_claim_due"}, jitOff())
+	require.Equal(t, []string{"probe_claim_due"}, jitOff(), "as 00022 left them")
 	finishes()
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
-	require.Equal(t, after, jitOff())
+	require.Subset(t, jitOff(), finish)
 	finishes()
 }
 

@@ -25,20 +25,21 @@
 --
 -- 2. probe_finish_many's answer joined its insert of the runs to its jobs (LEFT JOIN run ON
 --    run.job_id = k.job_id) and looked up the advanced servers and closed jobs with a subplan per
---    job: each DML CTE is estimated at one row, so each was a CTE scan looped once per job (250,000
---    comparisons, ~45 ms of a 62 ms statement for a batch of 500: quadratic in the batch). Now the
+--    job: the job CTE (an inner join on three columns) was estimated at one row, and so were the
+--    writes, so each was a CTE scan looped once per job (250,000 comparisons, ~45 ms of a 62 ms
+--    statement for a batch of 500: quadratic in the batch). Now the
 --    runs' ids are drawn in the job CTE (nextval of the runs' sequence, in job id order as the
 --    insert drew them) and inserted as given, and the answer reads the writes' RETURNING rows
---    through one sort (a window per server and per job), not a join: no CTE is scanned twice.
+--    through sorts (a window per server and per job), whatever the estimates: no join at all.
 --    Every id is still drawn inside the statement of a transaction that holds its job's row lock
 --    (it has a transaction id), which is what the export's wait for the run ids drawn and not
 --    committed assumes (queries/export.sql OpenTransactions).
 --
 -- 3. The lock and the job CTE merge-joined the batch with a Seq Scan of every probe_jobs partition,
 --    sorted (9,780 rows for a batch of 500, growing with the day's jobs). Each job is now found by
---    its key in a LATERAL subquery (one index probe of its partition's primary key; run-time
---    pruning leaves the others unread), the lock in id order as before (the batch sorted by id
---    drives the probes). A stored run is looked up by the runs' job_id keys: min(id) over the
+--    its key (id, server, claim time) in a LATERAL subquery: an index probe per job and
+--    partition, run-time pruning leaving the partitions of other days unread; the lock in id
+--    order as before (the batch sorted by id drives the probes). A stored run is looked up by the runs' job_id keys: min(id) over the
 --    job's runs, which the planner had turned into a walk of every partition's primary key in id
 --    order, filtered by job: every run of the partition read for a job that has none (all of them).
 --
