@@ -34,6 +34,8 @@ import (
 //   - no CTE is scanned once per row (the answer's join of the runs inserted to the jobs, and its
 //     look-ups of the servers advanced and the jobs closed, were CTE scans looped per job:
 //     quadratic in the batch).
+//   - no node run once per row reads more than a few rows each time (the alerts' trigger updated
+//     the states by a nested loop over every state, costed for 800 policies a run).
 func TestABatchedFinishIsNotJITCompiledAndReadsEachJobByItsKey(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -69,6 +71,7 @@ func TestABatchedFinishIsNotJITCompiledAndReadsEachJobByItsKey(t *testing.T) {
 	require.NoError(t, err)
 	round := testfactory.Round(ctx, t, pool, nil)
 	loops := regexp.MustCompile(`CTE Scan on (\w+).*loops=(\d+)`)
+	perLoop := regexp.MustCompile(`->  (.*?)  \(cost=.*\(actual rows=(\d+) loops=(\d+)\)`)
 	// Every batch is judged: the first finds no alert state (every run is judged alone), the
 	// later ones are planned generically by PL/pgSQL after five, with the day's jobs growing.
 	for b := range servers / batch {
@@ -106,6 +109,13 @@ func TestABatchedFinishIsNotJITCompiledAndReadsEachJobByItsKey(t *testing.T) {
 				n, err := strconv.Atoi(m[2])
 				require.NoError(t, err)
 				assert.LessOrEqual(t, n, 1, "batch %d: CTE %s scanned once per row:\n%s", b, m[1], p)
+			}
+			for _, m := range perLoop.FindAllStringSubmatch(p, -1) {
+				rows, err := strconv.Atoi(m[2])
+				require.NoError(t, err)
+				n, err := strconv.Atoi(m[3])
+				require.NoError(t, err)
+				assert.False(t, n > 20 && rows > 20, "batch %d: %s reads %d rows on each of %d loops:\n%s", b, m[1], rows, n, p)
 			}
 		}
 		if t.Failed() {
