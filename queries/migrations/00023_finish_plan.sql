@@ -110,7 +110,7 @@ BEGIN
     -- The jobs' rows are locked, in id order (two batches never wait for each other in a cycle):
     -- a claim closing one as abandoned waits for this finish, or this finish sees it closed. The
     -- next statement reads them after the locks, as probe_finish does. The batch, sorted by id,
-    -- drives one probe of a partition's key per job, each locking its row as it finds it.
+    -- drives one index probe per job (its id, server and claim time), each locking the row it finds.
     PERFORM 1
        FROM (SELECT u.job_id, u.server_id, u.requested_at
                FROM unnest(p_job_ids, p_server_ids, p_requested_ats) AS u(job_id, server_id, requested_at)
@@ -166,7 +166,6 @@ BEGIN
           FROM job AS k
          WHERE k.new_run IS NOT NULL
          ORDER BY k.new_run
-        RETURNING r.id
     ), closed AS (
         -- (c) Finish the jobs still open.
         UPDATE probe_jobs AS j
