@@ -232,3 +232,55 @@ func TestTheFinishPlanMigrationRollsBackAndForth(t *testing.T) {
 }
 
 const finishPlanVersion = 23
+
+// The runs' ids are drawn in the batch's reading of its jobs now, before its writes, no longer by
+// its insert: a batch that has drawn them and not committed (here it waits for a server's row)
+// is still among the transactions an export waits for (archive.Export: RunIDsDrawn, then
+// OpenTransactions), so that no run below the export's reach commits after the export read.
+func TestABatchThatDrewItsRunsIdsIsOneTheExportWaitsFor(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	j, _ := claimOne(t, pool)
+
+	long, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer long.Rollback(ctx) //nolint:errcheck // ended below
+	_, err = long.Exec(ctx, "UPDATE servers SET slug = slug WHERE id = $1", j.ServerID)
+	require.NoError(t, err)
+	var pid int
+	var vxid string
+	got := make(chan queries.BatchFinish, 1)
+	go func() {
+		conn, err := pool.Acquire(context.Background())
+		if err != nil {
+			got <- queries.BatchFinish{Err: err}
+			return
+		}
+		defer conn.Release()
+		out, err := queries.FinishBatch(context.Background(), conn, []queries.FinishParams{finishParams(j, now.Add(time.Second))})
+		if err != nil {
+			got <- queries.BatchFinish{Err: err}
+			return
+		}
+		got <- out[0]
+	}()
+	waiting := func() bool {
+		err := pool.QueryRow(ctx, `SELECT a.pid, l.virtualxid FROM pg_stat_activity AS a
+			JOIN pg_locks AS l ON l.pid = a.pid AND l.locktype = 'virtualxid'
+			WHERE a.datname = current_database() AND a.wait_event_type = 'Lock' AND a.query LIKE '%probe_finish_many%'`).Scan(&pid, &vxid)
+		return err == nil
+	}
+	require.Eventually(t, waiting, 30*time.Second, 5*time.Millisecond, "the batch never waited for the server's row")
+
+	drawn, err := queries.RunIDsDrawn(ctx, pool)
+	require.NoError(t, err)
+	open, err := queries.OpenTransactions(ctx, pool)
+	require.NoError(t, err)
+	require.Contains(t, open, vxid, "the batch (pid %d) is waited for", pid)
+
+	require.NoError(t, long.Rollback(ctx))
+	res := <-got
+	require.NoError(t, res.Err)
+	require.LessOrEqual(t, res.Result.RunID, drawn, "its run's id was drawn before it waited")
+}
