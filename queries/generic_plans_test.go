@@ -1,0 +1,60 @@
+package queries_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/queries"
+)
+
+// 00025 rolls back and forth: after it, the claim and probe_runs_once run their statements on
+// their generic plans (planned once per session, not on every call); before it, neither does; a
+// claim and a finish work on either side. That the generic plans are good ones is held by the
+// plan tests, which run the claim and the finish as shipped (queries/claim_plan_test.go: the
+// claim judges what it locks and reads no partition of the coming days; finish_plan_test.go).
+func TestTheGenericPlansMigrationRollsBackAndForth(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t), dbtest.MaxConns(4))
+	p, err := queries.Provider(pool)
+	require.NoError(t, err)
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	generic := func() (names []string) {
+		rows, err := pool.Query(ctx, `SELECT p.proname FROM pg_proc AS p
+			WHERE p.pronamespace = 'public'::regnamespace
+			  AND 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig) ORDER BY 1`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var n string
+			require.NoError(t, rows.Scan(&n))
+			names = append(names, n)
+		}
+		require.NoError(t, rows.Err())
+		return names
+	}
+	claimsAndFinishes := func() {
+		j, _ := claimOne(t, pool)
+		out, err := queries.FinishBatch(ctx, pool, []queries.FinishParams{finishParams(j, now.Add(time.Second))})
+		require.NoError(t, err)
+		require.Len(t, out, 1)
+		require.NoError(t, out[0].Err)
+		require.Positive(t, out[0].Result.RunID)
+	}
+	want := []string{"probe_claim_due", "probe_runs_once"}
+	require.Equal(t, want, generic())
+	claimsAndFinishes()
+	_, err = p.DownTo(ctx, genericPlansVersion-1)
+	require.NoError(t, err)
+	require.Empty(t, generic(), "as 00024 left them")
+	claimsAndFinishes()
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, generic())
+	claimsAndFinishes()
+}
+
+const genericPlansVersion = 25
