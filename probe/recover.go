@@ -91,7 +91,7 @@ func InspectSpool(dir string) (SpoolContents, error) {
 // journals' counts are folded into the spool's: a host whose rounds stopped after a failover
 // restores what its journals hold without waiting for a round.
 func RecoverAll(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger) (Recovery, error) {
-	if err := prepareSpoolDir(dir); err != nil {
+	if err := prepareSpoolDir(dir, log); err != nil {
 		return Recovery{Dir: dir}, err
 	}
 	jr, jerr := ReplayJournals(ctx, db, dir, log)
@@ -122,7 +122,7 @@ func Recover(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger)
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if err := prepareSpoolDir(dir); err != nil {
+	if err := prepareSpoolDir(dir, log); err != nil {
 		return rec, err
 	}
 	files, err := spoolFiles(dir)

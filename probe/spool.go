@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -62,15 +63,21 @@ func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 
 // prepareSpoolDir makes dir (0700) if it is missing and refuses one another user could write:
 // a symbolic link, a directory owned by another user, or one group or others may write, or one
-// with a parent another user could change (checkSpoolParents). Any of them would let another user
+// with a parent another user owns (checkSpoolParents; a parent others may write is logged to log). Any of them would let another user
 // plant results for the next replay, or remove the ones this user spooled. It judges the directory it opened (fstat on the descriptor, opened without following
 // a link), not a name that could be swapped between a look and an open.
-func prepareSpoolDir(dir string) error {
+func prepareSpoolDir(dir string, log *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
 	}
-	if err := checkSpoolParents(dir); err != nil {
+	warnings, err := checkSpoolParents(dir)
+	if err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		if log != nil {
+			log.Warn(w)
+		}
 	}
 	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -102,22 +109,27 @@ func prepareSpoolDir(dir string) error {
 	return nil
 }
 
-// checkSpoolParents refuses a spool directory whose parents, up to /, another user could change:
-// one owned by a user other than this one or root, or one others may write, or a group other than
-// this process's effective group, without the sticky bit. Whoever can write a parent can rename
-// the spool directory away and put their own in its place. A parent writable by all with the
-// sticky bit, owned by root or this user (/tmp), lets no one else rename what it holds, and
-// passes; so does one writable by the process's own group (a user-private group, or the fsGroup
-// of a Kubernetes volume's root that runAsGroup names, docs/deploy.md). The parents are those of
-// the path as given and, when one of them is a symbolic link, those of the directory it leads to.
-func checkSpoolParents(dir string) error {
+// checkSpoolParents judges the spool directory's parents, up to /: whoever can write one can
+// rename the spool directory away and put their own in its place. A parent owned by a user other
+// than this one or root is refused: that user may do so whatever its mode. A parent this user or
+// root owns that others may write, or a group this process is not in, without the sticky bit, is
+// said as a warning, not refused: a replaced spool directory is refused at the next start (it is
+// not this user's), and spool files are opened without following links and only when this user
+// wrote them, so what such a parent allows is removing this user's spooled results, not planting
+// any; and storage that hands out volume roots of mode 0777 (kind's and k3s's local-path
+// provisioner) would otherwise stop every worker on it (docs/deploy.md). A parent writable by all
+// with the sticky bit (/tmp) lets no one else rename what it holds, and passes; so does one
+// writable by one of this process's groups (a user-private group, or a Kubernetes volume's
+// fsGroup). The parents are those of the path as given and, when one of them is a symbolic link,
+// those of the directory it leads to.
+func checkSpoolParents(dir string) (warnings []string, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+		return nil, &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+		return nil, &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
 	}
 	seen := map[string]bool{}
 	for _, p := range []string{abs, real} {
@@ -125,39 +137,63 @@ func checkSpoolParents(dir string) error {
 			seen[parent] = true
 			fi, err := os.Stat(parent)
 			if err != nil {
-				return &SpoolError{Msg: fmt.Sprintf("spool directory %s: %s above it: %v", dir, parent, err)}
+				return nil, &SpoolError{Msg: fmt.Sprintf("spool directory %s: %s above it: %v", dir, parent, err)}
 			}
-			if msg := unsafeParent(fi); msg != "" {
-				return newSpoolError("spool directory %s: %s above it %s: that user could replace the spool "+
+			msg, refuse := unsafeParent(fi)
+			switch {
+			case refuse:
+				return nil, newSpoolError("spool directory %s: %s above it %s: that user could replace the spool "+
 					"directory with their own; fix the parent's owner or mode, or choose another %s", dir, parent, msg, InputSpoolDir)
+			case msg != "":
+				warnings = append(warnings, fmt.Sprintf("spool directory %s: %s above it %s: another user could "+
+					"move the spool directory away and remove the results spooled in it; chmod +t or o-w it", dir, parent, msg))
 			}
 		}
 	}
-	return nil
+	return warnings, nil
 }
 
-// unsafeParent says how another user could change the directory fi ("" when no one can).
-func unsafeParent(fi os.FileInfo) string {
+// unsafeParent says how another user could change the directory fi ("" when no one can), and
+// whether that is a refusal (another user owns it) or a warning (its mode).
+func unsafeParent(fi os.FileInfo) (msg string, refuse bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return "has no owner this system reports"
+		return "has no owner this system reports", true
 	}
 	if st.Uid != 0 {
 		if msg := notOwnedByMe(fi); msg != "" {
-			return msg + " or root"
+			return msg + " or root", true
 		}
 	}
 	perm := fi.Mode().Perm()
 	switch {
 	case fi.Mode()&os.ModeSticky != 0:
-		return ""
+		return "", false
 	case perm&0o002 != 0:
-		return fmt.Sprintf("has mode %v: others may write it and it has no sticky bit", perm)
-	case perm&0o020 != 0 && int(st.Gid) != os.Getegid():
-		return fmt.Sprintf("has mode %v: its group (gid %d), not this process's own (gid %d), may write it "+
-			"and it has no sticky bit", perm, st.Gid, os.Getegid())
+		return fmt.Sprintf("has mode %v: others may write it and it has no sticky bit", perm), false
+	case perm&0o020 != 0 && !inGroup(st.Gid):
+		return fmt.Sprintf("has mode %v: its group (gid %d), none of this process's, may write it "+
+			"and it has no sticky bit", perm, st.Gid), false
 	}
-	return ""
+	return "", false
+}
+
+// inGroup: gid is this process's effective group or one of its supplementary groups (a
+// Kubernetes fsGroup is one).
+func inGroup(gid uint32) bool {
+	if int(gid) == os.Getegid() {
+		return true
+	}
+	groups, err := os.Getgroups()
+	if err != nil {
+		return false
+	}
+	for _, g := range groups {
+		if g == int(gid) {
+			return true
+		}
+	}
+	return false
 }
 
 // openSpoolFile opens a spool file to read or replay it, without following a symbolic link, and

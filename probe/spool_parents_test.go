@@ -1,7 +1,9 @@
 package probe
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,69 +14,79 @@ import (
 )
 
 // A spool directory is only as safe as its parents: whoever may write one can rename the spool
-// directory away and put their own in its place. Each parent up to / must be this user's or
-// root's and not writable by others, unless it has the sticky bit (/tmp).
+// directory away and put their own in its place. A parent another user owns is refused; one of
+// this user's or root's that others (or a group not this process's) may write without the sticky
+// bit is said as a warning (storage that hands out volume roots of mode 0777 must still work).
 func TestASpoolDirectoryWhoseParentAnotherUserCouldChangeIsRefused(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
-		// make returns the spool directory to give and the parent the error must name ("" when
-		// the directory is fine).
+		// make returns the spool directory to give and the parent the error or warning must name
+		// ("" when the directory is fine).
 		make func(t *testing.T, base string) (dir, parent string)
 		want string
+		warn bool // want is a warning, not a refusal
 	}{
 		{"a parent others may write", func(t *testing.T, base string) (string, string) {
 			open := mkdir(t, base, "open", 0o777)
 			return filepath.Join(open, "spool"), open
-		}, "has mode -rwxrwxrwx: others may write it and it has no sticky bit"},
+		}, "has mode -rwxrwxrwx: others may write it and it has no sticky bit", true},
 		{"a grandparent another group may write", func(t *testing.T, base string) (string, string) {
 			shared := mkdir(t, base, "shared", 0o775)
 			giveGroupAway(t, shared)
 			mine := mkdir(t, shared, "mine", 0o700)
 			return filepath.Join(mine, "spool"), shared
-		}, "has mode -rwxrwxr-x: its group (gid 65534), not this process's own"},
+		}, "has mode -rwxrwxr-x: its group (gid 65534), none of this process's", true},
 		{"a parent this process's own group may write, like a Kubernetes volume's root", func(t *testing.T, base string) (string, string) {
 			shared := mkdir(t, base, "shared", 0o775|os.ModeSetgid)
 			require.NoError(t, os.Lchown(shared, -1, os.Getegid()))
 			return filepath.Join(shared, "spool"), ""
-		}, ""},
+		}, "", false},
 		{"a parent reached through a link, writable by others where it leads", func(t *testing.T, base string) (string, string) {
 			open := mkdir(t, base, "open", 0o777)
 			real := mkdir(t, open, "real", 0o700)
 			link := filepath.Join(base, "link")
 			require.NoError(t, os.Symlink(real, link))
 			return filepath.Join(link, "spool"), open
-		}, "others may write it"},
+		}, "others may write it", true},
 		{"a parent owned by another user", func(t *testing.T, base string) (string, string) {
 			theirs := mkdir(t, base, "theirs", 0o755)
 			giveAway(t, theirs)
 			mine := mkdir(t, theirs, "mine", 0o700)
 			return filepath.Join(mine, "spool"), theirs
-		}, "is owned by uid 65534"},
+		}, "is owned by uid 65534", false},
 		{"a sticky parent owned by another user", func(t *testing.T, base string) (string, string) {
 			sticky := mkdir(t, base, "sticky", 0o777|os.ModeSticky)
 			giveAway(t, sticky)
 			mine := mkdir(t, sticky, "mine", 0o700)
 			return filepath.Join(mine, "spool"), sticky
-		}, "is owned by uid 65534"},
+		}, "is owned by uid 65534", false},
 		{"a sticky parent of this user's that all may write, like /tmp", func(t *testing.T, base string) (string, string) {
 			sticky := mkdir(t, base, "sticky", 0o777|os.ModeSticky)
 			mine := mkdir(t, sticky, "mine", 0o700)
 			return filepath.Join(mine, "spool"), ""
-		}, ""},
+		}, "", false},
 		{"parents only this user may write", func(t *testing.T, base string) (string, string) {
 			return filepath.Join(mkdir(t, base, "mine", 0o755), "a", "spool"), ""
-		}, ""},
+		}, "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir, parent := c.make(t, t.TempDir())
 
-			err := prepareSpoolDir(dir)
+			var logged bytes.Buffer
+			err := prepareSpoolDir(dir, slog.New(slog.NewTextHandler(&logged, nil)))
 
-			if c.want == "" {
+			if c.want == "" || c.warn {
 				require.NoError(t, err)
+				if c.want == "" {
+					require.Empty(t, logged.String())
+					return
+				}
+				require.Contains(t, logged.String(), "level=WARN")
+				require.Contains(t, logged.String(), "spool directory "+dir+": "+parent+" above it ")
+				require.Contains(t, logged.String(), c.want)
 				return
 			}
 			var se *SpoolError
