@@ -195,6 +195,12 @@ BEGIN
              WHERE s.status = 'active'
                AND s.next_check_at <= v_now
                AND (s.next_check_at, s.id) > (v_after_at, v_after_id)
+               -- A server with an open job is never claimable (open_job, or abandoned until a
+               -- round's sweep closes it): passed over unlocked, so that a small claim behind a
+               -- run of them neither walks them pass by pass nor holds them from their finishes.
+               -- A job opened after this statement's snapshot comes with a lease the re-read row
+               -- shows; one closed after it only leaves the server to the next claim.
+               AND NOT EXISTS (SELECT 1 FROM probe_open_jobs AS busy WHERE busy.server_id = s.id)
              ORDER BY s.next_check_at, s.id
              LIMIT v_asked
                FOR UPDATE OF s SKIP LOCKED

@@ -1,0 +1,85 @@
+package queries_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/internal/dbtest"
+	"github.com/probectl/probectl/internal/testfactory"
+	"github.com/probectl/probectl/queries"
+)
+
+// openJobsBySeqScan matches a plan node that reads the open jobs by a Seq Scan.
+var openJobsBySeqScan = regexp.MustCompile(`(?m)^.*Seq Scan on probe_open_jobs\b.*$`)
+
+// The claim runs on its generic plan, made once per session (migrations/00025_generic_plans.sql).
+// probe_open_jobs is a queue that empties between rounds: a plan made while it was analysed empty
+// would read it by a Seq Scan for every server judged once a round has filled it (found in
+// review: 15,000 rows read per server judged, until an ANALYZE). Here the session's first claim
+// plans while no job is open; another then opens 15,000 jobs; the session's next claim must still
+// read the open jobs by their index.
+func TestAClaimPlannedWhileNoJobWasOpenReadsTheOpenJobsByIndexOnceThereAreMany(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := migrated.NewDB(t)
+	dueServers(t, url, 20000)
+	other := dbtest.Pool(t, url)
+	// Empty, analysed so, and not analysed again while the test runs (autovacuum would, a minute on).
+	_, err := other.Exec(ctx, "ANALYZE probe_open_jobs; ALTER TABLE probe_open_jobs SET (autovacuum_enabled = off)")
+	require.NoError(t, err)
+	pool, plans := explainedPool(t, url, true)
+	round := testfactory.Round(ctx, t, pool, nil)
+	claim := func(db queries.DBTX, n int) {
+		jobs, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: n, MinSpacing: 10 * time.Minute})
+		require.NoError(t, err)
+		require.Len(t, jobs, n)
+	}
+	first := plans(func() { claim(pool, 25) })
+	require.NotEmpty(t, first)
+	claim(other, 15000) // a round in flight
+	later := plans(func() { claim(pool, 25) })
+	require.NotEmpty(t, later)
+	for _, p := range later {
+		require.NotRegexp(t, openJobsBySeqScan, p, "a plan made for no open jobs, kept for 15,000")
+	}
+}
+
+// A server with an open job is never claimable; the claim passes over such servers without
+// locking them (migrations/00024_claim_lock_first.sql). Found in review: a claim of 5 behind 4,000
+// servers whose jobs were abandoned (due once their lease ended, until the next round's sweep closes
+// their jobs) locked and judged them 5 at a time, 800 statements, holding them from their finishes
+// (1.17 s a claim against 32 ms before the claim locked first). It takes one pass.
+func TestASmallClaimPassesOverServersWithOpenJobsInOnePass(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := migrated.NewDB(t)
+	dueServers(t, url, 5000)
+	other := dbtest.Pool(t, url)
+	round := testfactory.Round(ctx, t, other, nil)
+	past := time.Now().Add(-20 * time.Minute)
+	jobs, err := queries.Claim(ctx, other, queries.ClaimParams{RoundID: round, Limit: 4000, MinSpacing: 10 * time.Minute, Now: &past})
+	require.NoError(t, err)
+	require.Len(t, jobs, 4000) // leased until 5 minutes ago: due again, their jobs open (abandoned)
+	_, err = other.Exec(ctx, `UPDATE servers SET next_check_at = now() - interval '1 minute'
+		WHERE id NOT IN (SELECT server_id FROM probe_open_jobs); ANALYZE`)
+	require.NoError(t, err)
+
+	pool, plans := explainedPool(t, url, false)
+	var got []queries.ClaimedJob
+	logged := plans(func() {
+		got, err = queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 5, MinSpacing: 10 * time.Minute})
+		require.NoError(t, err)
+	})
+	require.Len(t, got, 5)
+	passes := 0
+	for _, p := range logged {
+		if strings.Contains(p, "WITH locked AS") {
+			passes++
+		}
+	}
+	require.Equal(t, 1, passes, "a claim of 5 behind 4,000 servers with open jobs")
+}
