@@ -132,16 +132,14 @@ func TestCheckOfARefusedURLSaysSoAndNamesTheFlag(t *testing.T) {
 // through, it would have reached the decoy, never the real endpoint.
 func TestCheckOfAMetadataAddressIsRefusedWhateverTheFlags(t *testing.T) {
 	t.Parallel()
-	decoys := fakefleet.InNetworkNamespace(t, fakefleet.Namespace{Decoys: []string{"168.63.129.16:80"}})
-	if decoys == nil {
-		return // the test ran in its namespace
-	}
-	res := runCLI(t, "check", "http://168.63.129.16/machine?comp=goalstate", "--allow-private-targets")
-	require.Equal(t, 2, res.Code, res.Stdout)
-	require.Empty(t, res.Stdout)
-	require.Contains(t, res.Stderr, "refused: 168.63.129.16 is a cloud metadata address (Azure WireServer")
-	require.Contains(t, res.Stderr, "no flag allows it")
-	require.Zero(t, decoys.Connections(t), "nothing was sent to the metadata address")
+	fakefleet.InNetworkNamespace(t, fakefleet.Namespace{Decoys: []string{"168.63.129.16:80"}}, func(t *testing.T, decoys *fakefleet.Decoys) {
+		res := runCLI(t, "check", "http://168.63.129.16/machine?comp=goalstate", "--allow-private-targets")
+		require.Equal(t, 2, res.Code, res.Stdout)
+		require.Empty(t, res.Stdout)
+		require.Contains(t, res.Stderr, "refused: 168.63.129.16 is a cloud metadata address (Azure WireServer")
+		require.Contains(t, res.Stderr, "no flag allows it")
+		require.Zero(t, decoys.Connections(t), "nothing was sent to the metadata address")
+	})
 }
 
 func TestCheckRefusesBadInput(t *testing.T) {

@@ -183,19 +183,17 @@ func TestASignedWebhookIsRetriedUntilTakenWithTheSameIDAndEveryAttemptIsRecorded
 // real endpoint.
 func TestAReceiverAtAMetadataAddressIsRefusedBeforeAnyConnection(t *testing.T) {
 	t.Parallel()
-	decoys := fakefleet.InNetworkNamespace(t, fakefleet.Namespace{Decoys: []string{"169.254.169.254:80"}, Database: true})
-	if decoys == nil {
-		return // the test ran in its namespace
-	}
-	ctx := context.Background()
-	pool := migrated.Pool(t)
-	require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "imds",
-		URL: "http://169.254.169.254/latest/meta-data/", Format: alerts.FormatAlertmanager}, "test"))
-	ans, _, err := alerts.Test(ctx, pool, alerts.NewSender(), "imds")
-	require.Error(t, err)
-	require.Contains(t, err.Error(), "metadata")
-	require.Zero(t, ans.Status)
-	require.Zero(t, decoys.Connections(t), "nothing was sent to the metadata address")
+	fakefleet.InNetworkNamespace(t, fakefleet.Namespace{Decoys: []string{"169.254.169.254:80"}, Database: true}, func(t *testing.T, decoys *fakefleet.Decoys) {
+		ctx := context.Background()
+		pool := migrated.Pool(t)
+		require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "imds",
+			URL: "http://169.254.169.254/latest/meta-data/", Format: alerts.FormatAlertmanager}, "test"))
+		ans, _, err := alerts.Test(ctx, pool, alerts.NewSender(), "imds")
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "metadata")
+		require.Zero(t, ans.Status)
+		require.Zero(t, decoys.Connections(t), "nothing was sent to the metadata address")
+	})
 }
 
 func riverClient(t *testing.T, pool *pgxpool.Pool) *river.Client[pgx.Tx] {

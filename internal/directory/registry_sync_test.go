@@ -689,24 +689,22 @@ func TestASyncRefusesToDelistMoreThanItsBound(t *testing.T) {
 // guard followed the redirect, it would have reached a decoy, never the real address.
 func TestARedirectToARefusedAddressIsTheRegistrysFault(t *testing.T) {
 	t.Parallel()
-	decoys := fakefleet.InNetworkNamespace(t, fakefleet.Namespace{
-		Decoys: []string{"169.254.169.254:80", "169.254.10.1:80"}, Database: true})
-	if decoys == nil {
-		return // the test ran in its namespace
-	}
-	ctx := t.Context()
-	pool := dbtest.Pool(t, migrated.NewDB(t))
-	for _, target := range []string{"http://169.254.169.254/latest/meta-data/", "http://169.254.10.1/v0/servers"} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, target, http.StatusFound)
-		}))
-		t.Cleanup(srv.Close)
-		_, err := directory.Sync(ctx, pool, directory.SyncOptions{RegistryURL: srv.URL, AllowPrivate: true, Actor: "t"})
-		var page *directory.PageError
-		require.ErrorAs(t, err, &page)
-		require.Equal(t, 1, page.Page)
-		require.Equal(t, exit.Found, exit.Code(err), err.Error())
-		require.Contains(t, err.Error(), "redirected to a refused address")
-	}
-	require.Zero(t, decoys.Connections(t), "nothing was sent to the refused addresses")
+	ns := fakefleet.Namespace{Decoys: []string{"169.254.169.254:80", "169.254.10.1:80"}, Database: true}
+	fakefleet.InNetworkNamespace(t, ns, func(t *testing.T, decoys *fakefleet.Decoys) {
+		ctx := t.Context()
+		pool := dbtest.Pool(t, migrated.NewDB(t))
+		for _, target := range []string{"http://169.254.169.254/latest/meta-data/", "http://169.254.10.1/v0/servers"} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, target, http.StatusFound)
+			}))
+			t.Cleanup(srv.Close)
+			_, err := directory.Sync(ctx, pool, directory.SyncOptions{RegistryURL: srv.URL, AllowPrivate: true, Actor: "t"})
+			var page *directory.PageError
+			require.ErrorAs(t, err, &page)
+			require.Equal(t, 1, page.Page)
+			require.Equal(t, exit.Found, exit.Code(err), err.Error())
+			require.Contains(t, err.Error(), "redirected to a refused address")
+		}
+		require.Zero(t, decoys.Connections(t), "nothing was sent to the refused addresses")
+	})
 }

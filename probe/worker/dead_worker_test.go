@@ -24,10 +24,10 @@ import (
 // the schedule (a round every 5 s) treats the invocation as dead once its worker's heartbeat is
 // older than the rule that judges rounds and workers dead (queries.RoundDeadAfter), and the
 // surviving worker starts rounds again. Judged by the database's clock, not a stopwatch: the first
-// new round started after the dead worker's last heartbeat had aged past the rule, and before
-// the dead invocation's own timeout, with River still holding its job as running. Nothing is
-// lost: the dead worker's jobs stay open, and no later round claims their servers while their
-// lease runs.
+// new round started after the dead worker's last heartbeat had aged past the rule, within a few
+// of the schedule's periods of that, and before the dead invocation's own timeout, with River
+// still holding its job as running. Nothing is lost: the dead worker's jobs stay open, and no
+// later round claims their servers while their lease runs.
 func TestRoundsResumeOnceAWorkerKilledWithSIGKILLIsJudgedDead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two worker processes and waits out a dead worker's heartbeat (about 70 s)")
@@ -53,7 +53,8 @@ func TestRoundsResumeOnceAWorkerKilledWithSIGKILLIsJudgedDead(t *testing.T) {
 	}
 	rs := settings.Default().Carried // the default request timeout and time budget
 	rs.Fanout, rs.ClaimLimit, rs.Concurrency = 0, servers, servers
-	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: 5 * time.Second, Actor: "test"})
+	const every = 5 * time.Second // the schedule's period: a round is due this long after the last began
+	_, err := release.Record(ctx, pool, release.RecordRequest{Version: "dev", Settings: rs, Every: every, Actor: "test"})
 	require.NoError(t, err)
 
 	doomed := startWorker(t, bin, url)
@@ -104,6 +105,11 @@ func TestRoundsResumeOnceAWorkerKilledWithSIGKILLIsJudgedDead(t *testing.T) {
 	t.Logf("the first new round started %s after the dead worker's last heartbeat, %s before its invocation's own timeout",
 		afterHeartbeat.Round(100*time.Millisecond), beforeTimeout.Round(100*time.Millisecond))
 	require.GreaterOrEqual(t, afterHeartbeat, queries.RoundDeadAfter, "the worker was judged dead by its heartbeat's age")
+	// And promptly: the last round began long before, so a round is due as soon as the dead one is
+	// judged so, at the leader's next tick (every second); a few of the schedule's periods is the
+	// bound, where the wait above only stops a hang.
+	require.LessOrEqual(t, afterHeartbeat-queries.RoundDeadAfter, 3*every,
+		"the first new round began within a few of the schedule's periods of the worker being judged dead")
 	require.Positive(t, beforeTimeout, "the schedule did not wait for the dead invocation's own timeout")
 
 	// Nothing lost: the dead worker's claims stay open, visibly, until their lease ends; no round
