@@ -361,14 +361,16 @@ func CountOpenAlerts(ctx context.Context, db DBTX) (int64, error) {
 }
 
 // EventDelivery is one event's delivery to one receiver, as listed.
+// Its JSON is the one shape of a delivery, in `alerts list -o json` and status's open alerts
+// (docs/alerts.md, docs/status.md).
 type EventDelivery struct {
-	EventID       string     `db:"event_id"`
-	Receiver      string     `db:"receiver"`
-	State         string     `db:"state"`
-	Attempts      int        `db:"attempts"`
-	LastStatus    *int       `db:"last_status"`
-	LastError     *string    `db:"last_error"`
-	LastAttemptAt *time.Time `db:"last_attempt_at"`
+	EventID       string     `db:"event_id" json:"-"`
+	Receiver      string     `db:"receiver" json:"receiver"`
+	State         string     `db:"state" json:"state"`
+	Attempts      int        `db:"attempts" json:"attempts"`
+	LastStatus    *int       `db:"last_status" json:"last_status"`
+	LastError     *string    `db:"last_error" json:"last_error"`
+	LastAttemptAt *time.Time `db:"last_attempt_at" json:"last_attempt_at"`
 }
 
 // EventDeliveries lists the deliveries of the given events.

@@ -47,26 +47,17 @@ receiver, the delivery's state (pending, delivered, failed), its attempts and it
 
 // alertJSON is the documented JSON shape of an event in 'alerts list'.
 type alertJSON struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	Server        *string         `json:"server"`
-	State         *string         `json:"state"`
-	PreviousState *string         `json:"previous_state"`
-	Runs          []int64         `json:"runs"`
-	RoundID       *int64          `json:"round_id"`
-	Details       json.RawMessage `json:"details"`
-	OpenedAt      time.Time       `json:"opened_at"`
-	ResolvedAt    *time.Time      `json:"resolved_at"`
-	Deliveries    []deliveryJSON  `json:"deliveries"`
-}
-
-type deliveryJSON struct {
-	Receiver      string     `json:"receiver"`
-	State         string     `json:"state"`
-	Attempts      int        `json:"attempts"`
-	LastStatus    *int       `json:"last_status"`
-	LastError     *string    `json:"last_error"`
-	LastAttemptAt *time.Time `json:"last_attempt_at"`
+	ID            string                  `json:"id"`
+	Type          string                  `json:"type"`
+	Server        *string                 `json:"server"`
+	State         *string                 `json:"state"`
+	PreviousState *string                 `json:"previous_state"`
+	Runs          []int64                 `json:"runs"`
+	RoundID       *int64                  `json:"round_id"`
+	Details       json.RawMessage         `json:"details"`
+	OpenedAt      time.Time               `json:"opened_at"`
+	ResolvedAt    *time.Time              `json:"resolved_at"`
+	Deliveries    []queries.EventDelivery `json:"deliveries"`
 }
 
 func runAlertsList(ctx context.Context, opts *alertsListOptions) error {
@@ -98,13 +89,9 @@ func runAlertsList(ctx context.Context, opts *alertsListOptions) error {
 	for _, e := range list {
 		a := alertJSON{ID: e.ID, Type: e.Type, Server: e.Server, State: e.State, PreviousState: e.PreviousState,
 			Runs: e.Runs, RoundID: e.RoundID, Details: e.Data, OpenedAt: e.CreatedAt, ResolvedAt: e.ResolvedAt,
-			Deliveries: []deliveryJSON{}}
+			Deliveries: append([]queries.EventDelivery{}, e.Deliveries...)}
 		if a.Runs == nil {
 			a.Runs = []int64{}
-		}
-		for _, d := range e.Deliveries {
-			a.Deliveries = append(a.Deliveries, deliveryJSON{Receiver: d.Receiver, State: d.State, Attempts: d.Attempts,
-				LastStatus: d.LastStatus, LastError: d.LastError, LastAttemptAt: d.LastAttemptAt})
 		}
 		out = append(out, a)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/probectl/probectl/audit"
 	"github.com/probectl/probectl/probe/settings"
+	"github.com/probectl/probectl/queries"
 )
 
 // The JSON shape is part of the contract (docs/status.md): snake_case keys, RFC 3339 UTC times,
@@ -34,23 +35,14 @@ type reportJSON struct {
 }
 
 type alertJSON struct {
-	ID         string              `json:"id"`
-	Type       string              `json:"type"`
-	Server     string              `json:"server"`
-	State      string              `json:"state"`
-	OpenedAt   time.Time           `json:"opened_at"`
-	Runs       []int64             `json:"runs"`
-	Deliveries []alertDeliveryJSON `json:"deliveries"`
-}
-
-// alertDeliveryJSON is one receiver's delivery of an open alert, with the keys 'alerts list' uses.
-type alertDeliveryJSON struct {
-	Receiver      string     `json:"receiver"`
-	State         string     `json:"state"`
-	Attempts      int        `json:"attempts"`
-	LastStatus    *int       `json:"last_status"`
-	LastError     *string    `json:"last_error"`
-	LastAttemptAt *time.Time `json:"last_attempt_at"`
+	ID       string    `json:"id"`
+	Type     string    `json:"type"`
+	Server   string    `json:"server"`
+	State    string    `json:"state"`
+	OpenedAt time.Time `json:"opened_at"`
+	Runs     []int64   `json:"runs"`
+	// one receiver's delivery each, in the shape 'alerts list' uses
+	Deliveries []queries.EventDelivery `json:"deliveries"`
 }
 
 type standbyJSON struct {
@@ -171,11 +163,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}
 	for _, a := range r.Alerts {
 		aj := alertJSON{ID: a.ID, Type: a.Type, Server: a.Server, State: a.State, OpenedAt: a.OpenedAt.UTC(),
-			Runs: append([]int64{}, a.Runs...), Deliveries: make([]alertDeliveryJSON, 0, len(a.Deliveries))}
-		for _, d := range a.Deliveries {
-			aj.Deliveries = append(aj.Deliveries, alertDeliveryJSON{Receiver: d.Receiver, State: d.State,
-				Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, LastAttemptAt: d.LastAttemptAt})
-		}
+			Runs: append([]int64{}, a.Runs...), Deliveries: append([]queries.EventDelivery{}, a.Deliveries...)}
 		out.Alerts = append(out.Alerts, aj)
 	}
 	if r.Standby != nil {
