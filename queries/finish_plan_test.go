@@ -183,11 +183,7 @@ func TestABatchLocksItsJobsInIdOrder(t *testing.T) {
 func TestTheFinishPlanMigrationRollsBackAndForth(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t), dbtest.MaxConns(4))
-	p, err := queries.Provider(pool)
-	require.NoError(t, err)
-	_, err = p.Up(ctx)
-	require.NoError(t, err)
+	pool, p := upOnEmptyDB(t)
 	jitOff := func() (names []string) {
 		rows, err := pool.Query(ctx, `SELECT p.proname FROM pg_proc AS p
 			WHERE p.pronamespace = 'public'::regnamespace AND 'jit=off' = ANY (p.proconfig) ORDER BY 1`)
@@ -221,7 +217,7 @@ func TestTheFinishPlanMigrationRollsBackAndForth(t *testing.T) {
 		"probe_runs_rollup_batch", "probe_runs_rollup_run"}
 	require.Subset(t, jitOff(), finish)
 	finishes()
-	_, err = p.DownTo(ctx, finishPlanVersion-1)
+	_, err := p.DownTo(ctx, finishPlanVersion-1)
 	require.NoError(t, err)
 	require.Equal(t, []string{"probe_claim_due"}, jitOff(), "as 00022 left them")
 	finishes()

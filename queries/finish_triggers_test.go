@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -239,11 +238,7 @@ func TestTheStatementTriggersLeaveWhatTheRowTriggersLeft(t *testing.T) {
 func TestTheSetFinishMigrationRollsBackAndForth(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t), dbtest.MaxConns(4))
-	p, err := queries.Provider(pool)
-	require.NoError(t, err)
-	_, err = p.Up(ctx)
-	require.NoError(t, err)
+	pool, p := upOnEmptyDB(t)
 	perRow := func() (rows int) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger
 			WHERE tgrelid = 'probe_runs'::regclass AND tgname IN ('probe_runs_alert', 'probe_runs_rollup') AND tgtype & 1 = 1`).Scan(&rows))
@@ -270,7 +265,7 @@ func TestTheSetFinishMigrationRollsBackAndForth(t *testing.T) {
 	}
 	require.Zero(t, perRow(), "per statement")
 	finishes(false)
-	_, err = p.DownTo(ctx, finishSetVersion-1)
+	_, err := p.DownTo(ctx, finishSetVersion-1)
 	require.NoError(t, err)
 	require.Equal(t, 2, perRow(), "per row again")
 	finishes(true)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -18,11 +17,7 @@ import (
 func TestTheGenericPlansMigrationRollsBackAndForth(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := dbtest.Pool(t, dbtest.NewEmptyDB(t), dbtest.MaxConns(4))
-	p, err := queries.Provider(pool)
-	require.NoError(t, err)
-	_, err = p.Up(ctx)
-	require.NoError(t, err)
+	pool, p := upOnEmptyDB(t)
 	// Each function's settings, whole: a later CREATE OR REPLACE that dropped one would show.
 	settings := func() map[string][]string {
 		rows, err := pool.Query(ctx, `SELECT p.proname, coalesce(p.proconfig, '{}') FROM pg_proc AS p
@@ -54,7 +49,7 @@ func TestTheGenericPlansMigrationRollsBackAndForth(t *testing.T) {
 	}
 	require.Equal(t, want, settings())
 	claimsAndFinishes()
-	_, err = p.DownTo(ctx, genericPlansVersion-1)
+	_, err := p.DownTo(ctx, genericPlansVersion-1)
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{"probe_claim_due": {"jit=off"}, "probe_runs_once": {},
 		"probe_finish_many": {"jit=off"}}, settings(), "as 00024 left them")
