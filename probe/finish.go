@@ -226,14 +226,14 @@ func (r *Round) reportGuards(ctx context.Context, st *state, job queries.Claimed
 // without an open job. The advance is retried once; if it fails again the job is finished anyway
 // and the round stops claiming (the only way the old gap can reopen, and never for our claims).
 // Each write has its own timeout, each: an advance that hangs does not take its retry's time. The
-// retry waits retryFirstWait first, as every retried write does (a database that just refused a
+// retry waits queries.RetryFirstWait first, as every retried write does (a database that just refused a
 // write is seldom back a microsecond later), unless the finish's budget ends first.
 func (r *Round) finishAdvanceFirst(ctx context.Context, each time.Duration, st *state, job queries.ClaimedJob,
 	p queries.FinishParams) (queries.FinishResult, error) {
 	advance := func() (bool, error) {
 		var err error
 		for attempt := 1; attempt <= 2; attempt++ {
-			if attempt > 1 && !pause(ctx, retryFirstWait) {
+			if attempt > 1 && !queries.Pause(ctx, queries.RetryFirstWait) {
 				break
 			}
 			actx, acancel := context.WithTimeout(ctx, each)

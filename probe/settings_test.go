@@ -71,5 +71,5 @@ func TestAnAdvanceIsRetriedAfterABackoff(t *testing.T) {
 	_, err := r.Run(t.Context())
 	require.NoError(t, err)
 	require.False(t, retriedAt.IsZero(), "the advance was retried")
-	require.GreaterOrEqual(t, retriedAt.Sub(failedAt), retryFirstWait, "the retry waited")
+	require.GreaterOrEqual(t, retriedAt.Sub(failedAt), queries.RetryFirstWait, "the retry waited")
 }

@@ -25,6 +25,17 @@ type Partition struct {
 	ExportID *int64     `db:"export_id" json:"export_id,omitempty"`
 }
 
+// MadeCount is how many of ps a maintenance made: a range a prune dropped is listed, not made again.
+func MadeCount(ps []Partition) int {
+	n := 0
+	for _, p := range ps {
+		if p.PrunedAt == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // PartitionsAhead is how far ahead maintenance makes partitions: a week, so that a missed daily
 // run (or six) never sends a finish to the default partition.
 const PartitionsAhead = 7 * 24 * time.Hour

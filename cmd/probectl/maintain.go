@@ -92,14 +92,8 @@ func renderPartitions(w io.Writer, made []queries.Partition, dryRun bool) error 
 	if dryRun {
 		verb = "would make"
 	}
-	n, pruned := 0, 0
-	for _, p := range made {
-		if p.PrunedAt == nil {
-			n++
-		} else {
-			pruned++
-		}
-	}
+	n := queries.MadeCount(made)
+	pruned := len(made) - n
 	if len(made) == 0 {
 		_, err := fmt.Fprintln(w, "partitions are made 7 days ahead already; nothing to do")
 		return err

@@ -75,12 +75,7 @@ func runMigrate(ctx context.Context, opts *migrateOptions) error {
 
 // writeMigrated lists the migrations applied, and says on stderr how many partitions were made.
 func writeMigrated(io *render.Streams, applied []queries.Migration, made []queries.Partition) error {
-	n := 0
-	for _, p := range made {
-		if p.PrunedAt == nil { // a range a prune dropped is listed, not made again
-			n++
-		}
-	}
+	n := queries.MadeCount(made)
 	if n > 0 {
 		if _, err := fmt.Fprintf(io.ErrOut, "probectl: made %d partition(s) of runs and jobs ahead\n", n); err != nil {
 			return err

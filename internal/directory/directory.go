@@ -142,12 +142,8 @@ func Recheck(ctx context.Context, pool queries.DB, slugs []string, now *time.Tim
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
 		out = out[:0]
 		var unknown []string
-		seen := make(map[string]bool, len(slugs))
-		for _, slug := range slugs {
-			if seen[slug] {
-				continue
-			}
-			seen[slug] = true
+		named := uniqueSlugs(slugs)
+		for _, slug := range named {
 			s, err := queries.RecheckServer(ctx, tx, slug, now)
 			if errors.Is(err, queries.ErrNoServer) {
 				unknown = append(unknown, slug)
@@ -159,7 +155,7 @@ func Recheck(ctx context.Context, pool queries.DB, slugs []string, now *time.Tim
 			out = append(out, s)
 		}
 		if len(unknown) > 0 {
-			return &UnknownServersError{Slugs: unknown, Asked: len(seen)}
+			return &UnknownServersError{Slugs: unknown, Asked: len(named)}
 		}
 		return nil
 	})
@@ -167,6 +163,19 @@ func Recheck(ctx context.Context, pool queries.DB, slugs []string, now *time.Tim
 		return nil, err
 	}
 	return out, nil
+}
+
+// uniqueSlugs is slugs with each named once, in the order first named.
+func uniqueSlugs(slugs []string) []string {
+	seen := make(map[string]bool, len(slugs))
+	out := make([]string, 0, len(slugs))
+	for _, slug := range slugs {
+		if !seen[slug] {
+			seen[slug] = true
+			out = append(out, slug)
+		}
+	}
+	return out
 }
 
 // CheckRecheck refuses a re-check of no servers or of more than MaxRecheck (an *InvalidError). It

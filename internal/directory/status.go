@@ -82,14 +82,7 @@ func SetStatuses(ctx context.Context, pool queries.DB, slugs []string, status, r
 	if err := CheckStatusChange(slugs); err != nil {
 		return nil, err
 	}
-	var named []string
-	seen := make(map[string]bool, len(slugs))
-	for _, slug := range slugs {
-		if !seen[slug] {
-			seen[slug] = true
-			named = append(named, slug)
-		}
-	}
+	named := uniqueSlugs(slugs)
 	locking := slices.Sorted(slices.Values(named))
 	var out []StatusChange
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {

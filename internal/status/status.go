@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/alerts"
 	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
@@ -249,25 +250,13 @@ func openAlerts(ctx context.Context, tx pgx.Tx) ([]OpenAlert, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	evs, err := queries.ListAlertEvents(ctx, tx, true, nil, MaxOpenAlerts)
+	listed, err := alerts.List(ctx, tx, alerts.ListOptions{Open: true, Limit: MaxOpenAlerts})
 	if err != nil {
 		return nil, 0, fmt.Errorf("open alerts: %w", err)
 	}
-	ids := make([]string, len(evs))
-	for i, e := range evs {
-		ids[i] = e.ID
-	}
-	ds, err := queries.EventDeliveries(ctx, tx, ids)
-	if err != nil {
-		return nil, 0, fmt.Errorf("open alerts' deliveries: %w", err)
-	}
-	byEvent := map[string][]queries.EventDelivery{}
-	for _, d := range ds {
-		byEvent[d.EventID] = append(byEvent[d.EventID], d)
-	}
-	out := make([]OpenAlert, 0, len(evs))
-	for _, e := range evs {
-		a := OpenAlert{ID: e.ID, Type: e.Type, OpenedAt: e.CreatedAt, Runs: e.Runs, Deliveries: byEvent[e.ID]}
+	out := make([]OpenAlert, 0, len(listed))
+	for _, e := range listed {
+		a := OpenAlert{ID: e.ID, Type: e.Type, OpenedAt: e.CreatedAt, Runs: e.Runs, Deliveries: e.Deliveries}
 		if e.Server != nil {
 			a.Server = *e.Server
 		}

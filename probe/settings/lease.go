@@ -12,8 +12,8 @@ const (
 	// MaxRequests is the most requests one check of one server may make: the promise to operators
 	// (probe/check enforces it).
 	MaxRequests = 8
-	// InFlightWindow is how long a job counts as open: past it the next claim closes it as
-	// abandoned. queries.InFlightWindow is this one.
+	// InFlightWindow is how long a job counts as open: past it the next round's start closes it
+	// as abandoned (queries.CloseAbandoned). queries.InFlightWindow is this one.
 	InFlightWindow = 15 * time.Minute
 	// FinishTimeout is the finish's own budget: its writes, retries included.
 	FinishTimeout = 30 * time.Second
