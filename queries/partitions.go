@@ -57,29 +57,33 @@ const (
 func EnsurePartitions(ctx context.Context, db DBTX, from, to time.Time, dryRun bool) ([]Partition, error) {
 	var out []Partition
 	for {
-		var made []Partition
-		var err error
-		for try := 1; ; try++ {
-			made, err = rowsOf[Partition](ctx, db, "EnsureNextPartition", pgx.StrictNamedArgs{"from": from, "to": to,
-				"unit": nil, "dry_run": dryRun, "lock_timeout": PartitionLockTimeout})
-			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || try == PartitionLockTries { // lock_not_available
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return out, ctx.Err()
-			case <-time.After(PartitionLockPause):
-			}
-		}
+		made, err := ensureNextPartition(ctx, db, from, to, dryRun)
 		if err != nil {
-			return out, fmt.Errorf("make partitions from %s: %w", from.UTC().Format(time.DateOnly), err)
+			return out, err
 		}
 		if len(made) == 0 {
 			return out, nil
 		}
 		out = append(out, made...)
 		from = made[0].RangeTo
+	}
+}
+
+// ensureNextPartition makes the next missing range from from (one statement), tried again after
+// PartitionLockPause while it gives up on its lock timeout, at most PartitionLockTries times.
+func ensureNextPartition(ctx context.Context, db DBTX, from, to time.Time, dryRun bool) ([]Partition, error) {
+	for try := 1; ; try++ {
+		made, err := rowsOf[Partition](ctx, db, "EnsureNextPartition", pgx.StrictNamedArgs{"from": from, "to": to,
+			"unit": nil, "dry_run": dryRun, "lock_timeout": PartitionLockTimeout})
+		if !LockNotAvailable(err) || try == PartitionLockTries {
+			if err != nil {
+				return nil, fmt.Errorf("make partitions from %s: %w", from.UTC().Format(time.DateOnly), err)
+			}
+			return made, nil
+		}
+		if !Pause(ctx, PartitionLockPause) {
+			return nil, ctx.Err()
+		}
 	}
 }
 

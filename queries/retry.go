@@ -64,6 +64,13 @@ func Pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// LockNotAvailable says err is PostgreSQL's lock_not_available (55P03): a statement gave up on its
+// lock_timeout, and may be tried again.
+func LockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
 // runJobUnique is the unique constraint on probe_runs.job_id: one run per job.
 const runJobUnique = "probe_runs_job_id_key"
 

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
@@ -150,17 +148,14 @@ func retryLock(ctx context.Context, table string, fn func() error) error {
 	pause := LockBackoff
 	for try := 1; ; try++ {
 		err = fn()
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+		if !queries.LockNotAvailable(err) {
 			return err
 		}
 		if try == LockTries {
 			return &LockError{Table: table, Tries: try, Waited: time.Since(start), Err: err}
 		}
-		select {
-		case <-ctx.Done():
+		if !queries.Pause(ctx, pause) {
 			return ctx.Err()
-		case <-time.After(pause):
 		}
 		pause = min(2*pause, LockBackoffMax)
 	}
