@@ -160,17 +160,11 @@ func TestABatchLocksItsJobsInIdOrder(t *testing.T) {
 		}
 		done <- err
 	}()
-	waiting := func() bool {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%probe_finish_many%'`).Scan(&n))
-		return n > 0
-	}
-	require.Eventually(t, waiting, 30*time.Second, 5*time.Millisecond, "the batch never waited for the job held")
+	dbtest.WaitForLockWait(t, pool, "probe_finish_many", "the batch never waited for the job held")
 
 	_, err = pool.Exec(ctx, "SELECT 1 FROM probe_jobs WHERE id = $1 FOR UPDATE NOWAIT", low.JobID)
 	var pgErr *pgconn.PgError
-	require.ErrorAs(t, err, &pgErr, "the lower job's row is free: the batch waits for the higher one first")
+	require.ErrorAs(t, err, &pgErr, "the lower job's row is already held by the batch while it waits for the higher one")
 	require.Equal(t, "55P03", pgErr.Code) // lock_not_available
 
 	require.NoError(t, held.Rollback(ctx))

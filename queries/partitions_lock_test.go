@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/testfactory"
 	"github.com/probectl/probectl/queries"
 )
@@ -39,13 +40,7 @@ func TestMaintenanceWaitingForALockDoesNotHoldUpAFinish(t *testing.T) {
 		made, err = queries.EnsurePartitions(context.Background(), pool, from, from.Add(3*24*time.Hour), false)
 		done <- err
 	}()
-	waiting := func() bool {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%probe_partitions_ensure_next%'`).Scan(&n))
-		return n > 0
-	}
-	require.Eventually(t, waiting, 30*time.Second, 5*time.Millisecond, "maintenance never waited for servers")
+	dbtest.WaitForLockWait(t, pool, "probe_partitions_ensure_next", "maintenance never waited for servers")
 
 	// A finish's write of another server gets through while the long transaction is still open.
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/probectl/probectl/internal/dbtest"
 	"github.com/probectl/probectl/internal/retention"
 	"github.com/probectl/probectl/queries"
 )
@@ -31,7 +32,7 @@ func TestSettingTheUnitLeavesAKeepSetMeanwhile(t *testing.T) {
 		_, err := retention.Set(ctx, pool, retention.Change{Unit: "week"}, "tester")
 		done <- err
 	}()
-	waitForRowLockWait(t, pool)
+	dbtest.WaitForLockWait(t, pool, "", "no session waited for a lock")
 	require.NoError(t, other.Commit(ctx))
 	require.NoError(t, <-done)
 
@@ -49,20 +50,4 @@ func TestSettingTheUnitLeavesAKeepSetMeanwhile(t *testing.T) {
 	after, err := retention.Get(ctx, pool)
 	require.NoError(t, err)
 	require.Equal(t, r, after)
-}
-
-// waitForRowLockWait waits until a session of this test's database waits for a lock (a row
-// lock's wait is on a transaction id, which names no database: the session says which).
-func waitForRowLockWait(t *testing.T, db queries.DBTX) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		var n int
-		require.NoError(t, db.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-		if n > 0 {
-			return
-		}
-	}
-	t.Fatal("no session waited for a lock")
 }
