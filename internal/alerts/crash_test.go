@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,9 +27,7 @@ func TestAWorkerKilledMidDeliveryLosesNothingAndInventsNothing(t *testing.T) {
 	ctx := context.Background()
 	url := migrated.NewDB(t)
 	pool := dbtest.Pool(t, url)
-	bin := filepath.Join(t.TempDir(), "probectl")
-	out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, "github.com/probectl/probectl/cmd/probectl").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := testfactory.BuildProbectl(t)
 
 	arrived := make(chan struct{})
 	var (
@@ -86,7 +83,7 @@ func TestAWorkerKilledMidDeliveryLosesNothingAndInventsNothing(t *testing.T) {
 	// alerts.Lease), the next deliverer (here `alerts deliver`, as cron would run it) does.
 	cmd := exec.Command(bin, "alerts", "deliver")
 	cmd.Env = env
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	mu.Lock()
 	require.Len(t, seen, 1, "the leased delivery is not sent again while its lease holds")
@@ -120,9 +117,7 @@ func TestAFailedAttemptAtACrashedDeliveryIsRetriedWithoutWaitingForTheRescue(t *
 	ctx := context.Background()
 	url := migrated.NewDB(t)
 	pool := dbtest.Pool(t, url)
-	bin := filepath.Join(t.TempDir(), "probectl")
-	out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, "github.com/probectl/probectl/cmd/probectl").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := testfactory.BuildProbectl(t)
 
 	arrived := make(chan struct{})
 	taken := make(chan string, 10)

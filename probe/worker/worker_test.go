@@ -33,18 +33,8 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 
 var migrated = dbtest.NewTemplate("worker_tmpl", testfactory.Migrate)
 
-// buildBinary builds probectl once for the test: the workers are real processes. It is built
-// without VCS stamping, so it says "dev", the version the test's release names: in a git checkout
-// Go records a pseudo-version from the commit, which probectl reports, and the workers would refuse
-// a release of another version.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probectl")
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", bin, "github.com/probectl/probectl/cmd/probectl")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
+// buildBinary builds probectl for the test: the workers are real processes (testfactory.BuildProbectl).
+func buildBinary(t *testing.T) string { return testfactory.BuildProbectl(t) }
 
 // proc is one worker process; its stderr (logs) is kept for the failure message.
 type proc struct {
