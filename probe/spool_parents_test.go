@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -130,4 +132,37 @@ func giveGroupAway(t *testing.T, dir string) {
 	if err := os.Lchown(dir, -1, 65534); err != nil {
 		t.Skipf("SKIPPED, NOT TESTED: cannot give %s to gid 65534 (run the tests as root): %v", dir, err)
 	}
+}
+
+// spoolGroupChild is set in the child TestAParentWritableByASupplementaryGroupPasses starts.
+const spoolGroupChild = "PROBECTL_TEST_SPOOL_GROUP_CHILD"
+
+// A parent writable by one of this process's supplementary groups passes without a warning: a
+// Kubernetes volume's root is group-writable by the pod's fsGroup, a supplementary group when
+// runAsGroup names another. The process's groups are its own for every thread, so the check runs
+// in a child started with gid 0 and the supplementary group 65533 (only root can start it; the
+// test says so loudly elsewhere).
+func TestAParentWritableByASupplementaryGroupPasses(t *testing.T) {
+	if os.Getenv(spoolGroupChild) != "" {
+		groups, err := os.Getgroups()
+		require.NoError(t, err)
+		require.Contains(t, groups, 65533)
+		require.NotEqual(t, 65533, os.Getegid())
+		shared := mkdir(t, t.TempDir(), "shared", 0o775)
+		require.NoError(t, os.Lchown(shared, -1, 65533))
+		var logged bytes.Buffer
+		require.NoError(t, prepareSpoolDir(filepath.Join(shared, "spool"), slog.New(slog.NewTextHandler(&logged, nil))))
+		require.Empty(t, logged.String(), "a parent one of this process's groups may write")
+		return
+	}
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED, NOT TESTED: only root can start a process with another supplementary group (CI runs the tests as root)")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAParentWritableByASupplementaryGroupPasses$", "-test.count=1")
+	cmd.Env = append(os.Environ(), spoolGroupChild+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{65533}}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "PASS")
 }
