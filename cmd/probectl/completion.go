@@ -11,7 +11,7 @@ import (
 	"github.com/probectl/probectl/internal/completion"
 	"github.com/probectl/probectl/internal/directory"
 	"github.com/probectl/probectl/internal/history"
-	"github.com/probectl/probectl/probe"
+	"github.com/probectl/probectl/probe/settings"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -21,16 +21,29 @@ const completionTimeout = time.Second
 
 // flagValues are the values shells complete for a flag of that name, on the commands whose path
 // starts with the prefix ("" for every command).
-var flagValues = []struct {
-	prefix, flag string
-	values       []string
-}{
+var flagValues = append([]flagValue{
 	{"probectl servers", "kind", directory.Kinds},
 	{"probectl servers", "plan", directory.Plans},
 	{"probectl servers", "status", directory.Statuses},
-	{"", "finish", []string{probe.FinishTx, probe.FinishAdvanceFirst}},
 	// runs list --outcome: the outcomes a run can have, the list the flag checks against.
 	{"probectl runs", "outcome", history.Outcomes},
+}, settingValues()...)
+
+type flagValue struct {
+	prefix, flag string
+	values       []string
+}
+
+// settingValues are the round settings that take one of a list (settings.Fields' Values), for
+// every command that has their flag.
+func settingValues() []flagValue {
+	var out []flagValue
+	for _, fd := range settings.Fields {
+		if len(fd.Values) > 0 {
+			out = append(out, flagValue{flag: fd.Flag, values: fd.Values})
+		}
+	}
+	return out
 }
 
 // outputFormats are the -o values the command at path takes, as its run checks them

@@ -86,7 +86,9 @@ type Field struct {
 	Carried bool
 	// Bound is the bound said in an error ("at most 1m"); "" when there is none.
 	Bound string
-	in    func(Settings) bool // inside Bound
+	// Values are the only values it takes, when they are a list (shells complete them).
+	Values []string
+	in     func(Settings) bool // inside Bound
 	// valid says why a value cannot be used at all ("" when it can), bounds apart.
 	valid func(Settings) string
 	// Ptr points at the field's value in s: *int, *int64, *Duration, *string or *bool.
@@ -135,12 +137,10 @@ var Fields = []Field{
 		},
 		Ptr: func(s *Settings) any { return &s.MaxDuration }},
 	{Name: Finish, Flag: "finish", Label: "finish", Carried: true,
-		Usage: "finish mode: tx or advance-first",
-		valid: func(s Settings) string {
-			return sayIf(s.Finish != FinishTx && s.Finish != FinishAdvanceFirst,
-				"must be %s or %s, got %q", FinishTx, FinishAdvanceFirst, s.Finish)
-		},
-		Ptr: func(s *Settings) any { return &s.Finish }},
+		Usage:  "finish mode: tx or advance-first",
+		Values: finishModes,
+		valid:  func(s Settings) string { return oneOf(s.Finish, finishModes) },
+		Ptr:    func(s *Settings) any { return &s.Finish }},
 	{Name: Contact, Flag: "contact", Label: "contact", Carried: true,
 		Usage: "URL (or mailto:) the User-Agent names, so operators can reach you",
 		valid: func(s Settings) string {
@@ -161,12 +161,10 @@ var Fields = []Field{
 		},
 		Ptr: func(s *Settings) any { return &s.MaxBodyBytes }},
 	{Name: Trigger, Flag: "trigger", Label: "trigger",
-		Usage: "what started the round: manual or cron",
-		valid: func(s Settings) string {
-			return sayIf(s.Trigger != TriggerCron && s.Trigger != TriggerManual,
-				"must be %s or %s, got %q", TriggerCron, TriggerManual, s.Trigger)
-		},
-		Ptr: func(s *Settings) any { return &s.Trigger }},
+		Usage:  "what started the round: manual or cron",
+		Values: triggers,
+		valid:  func(s Settings) string { return oneOf(s.Trigger, triggers) },
+		Ptr:    func(s *Settings) any { return &s.Trigger }},
 	{Name: AllowPrivateTargets, Flag: "allow-private-targets", Label: "allow private targets",
 		Usage: "let checks reach loopback and private addresses (never cloud metadata or link-local)",
 		Ptr:   func(s *Settings) any { return &s.AllowPrivateTargets }},
@@ -305,6 +303,17 @@ func (s Settings) Check(names ...Setting) error {
 }
 
 func atLeast(n, low int, format string) string { return sayIf(n < low, format, n) }
+
+// The values of the settings that take one of a list, as their errors say them.
+var (
+	finishModes = []string{FinishTx, FinishAdvanceFirst}
+	triggers    = []string{TriggerCron, TriggerManual}
+)
+
+// oneOf says why v is none of the two values ("" when it is one of them).
+func oneOf(v string, values []string) string {
+	return sayIf(!slices.Contains(values, v), "must be %s or %s, got %q", values[0], values[1], v)
+}
 
 func sayIf(bad bool, format string, args ...any) string {
 	if !bad {
