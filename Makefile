@@ -8,7 +8,11 @@ PKGS := ./...
 test: lint
 	@if [ "$${PROBECTL_REQUIRE_BROWSER:-}" != 1 ] && [ -z "$${PROBECTL_CHROMIUM:-}" ] && \
 	   ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
-	  echo "make test: no chromium: the status page's browser tests are SKIPPED, each named (install chromium; PROBECTL_REQUIRE_BROWSER=1 makes them failures, as in .ci/run)" >&2; fi
+	  echo "make test: no chromium: the status page's browser tests are SKIPPED (install chromium; PROBECTL_REQUIRE_BROWSER=1 makes them failures, as in .ci/run)" >&2; fi
+	@# internal/alerts/alertmanager_test.go looks these two names up on PATH (alertmanagerBinary)
+	@if [ "$${PROBECTL_REQUIRE_ALERTMANAGER:-}" != 1 ] && \
+	   ! command -v prometheus-alertmanager >/dev/null 2>&1 && ! command -v alertmanager >/dev/null 2>&1; then \
+	  echo "make test: no Alertmanager: the real-Alertmanager test is SKIPPED (install prometheus-alertmanager; PROBECTL_REQUIRE_ALERTMANAGER=1 makes it a failure, as in .ci/run)" >&2; fi
 	@# The probe internal/fakefleet's namespace tests run (netns.go, unshareCommands): can a network namespace be made here?
 	@if [ "$${PROBECTL_REQUIRE_NETNS:-}" != 1 ] && \
 	   ! { [ "$$(id -u)" = 0 ] && unshare --net ip link set lo up >/dev/null 2>&1; } && \
