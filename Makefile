@@ -17,7 +17,7 @@ test: lint
 	@if [ "$${PROBECTL_REQUIRE_NETNS:-}" != 1 ] && \
 	   ! { [ "$$(id -u)" = 0 ] && unshare --net ip link set lo up >/dev/null 2>&1; } && \
 	   ! unshare --user --map-root-user --net ip link set lo up >/dev/null 2>&1; then \
-	  echo "make test: WARNING: no network namespace can be made here (\`unshare --user --map-root-user --net ip link set lo up\` fails: it takes util-linux, iproute2, and CAP_SYS_ADMIN or unprivileged user namespaces): the SSRF tests that run in a network namespace are SKIPPED, each named; go test prints only ok for them (PROBECTL_REQUIRE_NETNS=1 makes them failures, as in .ci/run)" >&2; fi
+	  echo "make test: WARNING: no network namespace can be made here (\`unshare --user --map-root-user --net ip link set lo up\` fails: it takes util-linux, iproute2, and CAP_SYS_ADMIN or unprivileged user namespaces): the SSRF tests that run in a network namespace are SKIPPED (go test -v names each; make test prints only ok for their packages; PROBECTL_REQUIRE_NETNS=1 makes them failures, as in .ci/run)" >&2; fi
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## lint: what CI refuses: unformatted code, an untidy go.mod, vet findings, and functions the binary
