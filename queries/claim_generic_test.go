@@ -2,6 +2,7 @@ package queries_test
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +83,65 @@ func TestASmallClaimPassesOverServersWithOpenJobsInOnePass(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, passes, "a claim of 5 behind 4,000 servers with open jobs")
+}
+
+// jobsNode matches a plan node that reads the open jobs or a jobs' partition, with its actual rows
+// and loops and, on the lines after it, the rows its filter removed (per loop, as its rows are).
+var jobsNode = regexp.MustCompile(`(?m)^.*Scan.* on (probe_open_jobs|probe_jobs_\w+) \w+ .*actual rows=(\d+) loops=(\d+)\)\n((?:\s+(?:Index Cond|Filter|Rows Removed by Filter|Heap Fetches|Recheck Cond|Order By):.*\n)*)`)
+
+var removedByFilter = regexp.MustCompile(`Rows Removed by Filter: (\d+)`)
+
+// The claim reads the open-job queue by key lookups whatever its statistics say
+// (migrations/00027_claim_queue_lookups.sql). The claim's plan is kept for the session (00025) and
+// made by its first claim, at a round's start, when the queue (it empties between rounds) is empty
+// or nearly, and often analysed so. The planner then weighed reading the whole queue once behind a
+// Materialize, and walking probe_open_jobs_requested_idx backward filtered by server, as cheap as
+// looking each server up, and the session kept those walks while the round filled the queue: every
+// server judged read every open job (6,800 each under BenchmarkThroughput; 15,025 a claim here).
+// enable_seqscan = off only moved them from Seq Scans to Index Scans without conditions, which the
+// test above lets pass. Here the session's first claim plans while the queue is analysed empty;
+// another then opens 15,000 jobs; the session's next claim must read at most two rows of the queue
+// per server judged. (The jobs' partitions are left as a new database has them, never analysed:
+// one analysed while empty can still have the spacing lookup walk the day's requested_at index, a
+// case the migration names.)
+func TestAClaimPlannedWhileTheQueueWasAnalysedEmptyReadsItByKeyOnceItIsFull(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := migrated.NewDB(t)
+	dueServers(t, url, 20000)
+	other := dbtest.Pool(t, url)
+	// Analysed empty, and not analysed again while the test runs (autovacuum would, a minute on).
+	_, err := other.Exec(ctx, "ANALYZE probe_open_jobs; ALTER TABLE probe_open_jobs SET (autovacuum_enabled = off)")
+	require.NoError(t, err)
+	pool, plans := explainedPool(t, url, true)
+	round := testfactory.Round(ctx, t, pool, nil)
+	claim := func(db queries.DBTX, n int) {
+		jobs, err := queries.Claim(ctx, db, queries.ClaimParams{RoundID: round, Limit: n, MinSpacing: 10 * time.Minute})
+		require.NoError(t, err)
+		require.Len(t, jobs, n)
+	}
+	require.NotEmpty(t, plans(func() { claim(pool, 25) }))
+	claim(other, 15000) // a round in flight: 15,000 jobs open
+	nodes := 0
+	for _, p := range plans(func() { claim(pool, 25) }) {
+		for _, m := range jobsNode.FindAllStringSubmatch(p, -1) {
+			rows, err := strconv.Atoi(m[2])
+			require.NoError(t, err)
+			removed := 0
+			if r := removedByFilter.FindStringSubmatch(m[4]); r != nil {
+				removed, err = strconv.Atoi(r[1])
+				require.NoError(t, err)
+			}
+			nodes++
+			require.LessOrEqualf(t, rows+removed, 2, "a node reads %d rows of %s a loop (%d loops) in:\n%s", rows+removed, m[1], atoi(t, m[3]), p)
+		}
+	}
+	require.Positive(t, nodes, "the claim's reads of the jobs, in its plans")
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }
