@@ -87,7 +87,7 @@ func TestASmallClaimPassesOverServersWithOpenJobsInOnePass(t *testing.T) {
 
 // jobsNode matches a plan node that reads the open jobs or a jobs' partition, with its actual rows
 // and loops and, on the lines after it, the rows its filter removed (per loop, as its rows are).
-var jobsNode = regexp.MustCompile(`(?m)^.*Scan.* on (probe_open_jobs|probe_jobs_\w+) \w+ .*actual rows=(\d+) loops=(\d+)\)\n((?:\s+(?:Index Cond|Filter|Rows Removed by Filter|Heap Fetches|Recheck Cond|Order By):.*\n)*)`)
+var jobsNode = regexp.MustCompile(`(?m)^.*Scan.* on (probe_open_jobs|probe_jobs_\w+) \w+ .*actual rows=(\d+) loops=(\d+)\)\n((?:\s+(?:Index Cond|Filter|Rows Removed by Filter|Rows Removed by Index Recheck|Heap Fetches|Heap Blocks|Recheck Cond|Order By|Buffers):.*\n)*)`)
 
 var removedByFilter = regexp.MustCompile(`Rows Removed by Filter: (\d+)`)
 
@@ -122,7 +122,8 @@ func TestAClaimPlannedWhileTheQueueWasAnalysedEmptyReadsItByKeyOnceItIsFull(t *t
 	}
 	require.NotEmpty(t, plans(func() { claim(pool, 25) }))
 	claim(other, 15000) // a round in flight: 15,000 jobs open
-	nodes := 0
+	// The queue's reads: the walk's open-job check and the judge's newest open job.
+	queue := 0
 	for _, p := range plans(func() { claim(pool, 25) }) {
 		for _, m := range jobsNode.FindAllStringSubmatch(p, -1) {
 			rows, err := strconv.Atoi(m[2])
@@ -132,11 +133,13 @@ func TestAClaimPlannedWhileTheQueueWasAnalysedEmptyReadsItByKeyOnceItIsFull(t *t
 				removed, err = strconv.Atoi(r[1])
 				require.NoError(t, err)
 			}
-			nodes++
+			if m[1] == "probe_open_jobs" {
+				queue++
+			}
 			require.LessOrEqualf(t, rows+removed, 2, "a node reads %d rows of %s a loop (%d loops) in:\n%s", rows+removed, m[1], atoi(t, m[3]), p)
 		}
 	}
-	require.Positive(t, nodes, "the claim's reads of the jobs, in its plans")
+	require.GreaterOrEqual(t, queue, 2, "the claim's two reads of the open-job queue, in its plans")
 }
 
 func atoi(t *testing.T, s string) int {

@@ -19,8 +19,9 @@
 -- judged. 00025's enable_seqscan = off had only moved those walks from Seq Scans to Index Scans
 -- without conditions, which its test (no Seq Scan) let pass.
 --
--- Now the check is a scalar subquery per server (PostgreSQL never makes one a join, so it is an
--- index probe of the server's key, the only plan that reads no more), and the newest open job is
+-- Now the check is a scalar subquery per server (PostgreSQL never makes one a join, so, while
+-- layer 4's unique index on probe_open_jobs (server_id) stands, it is an index probe of the
+-- server's key, the only plan that reads no more), and the newest open job is
 -- sorted above a subquery that only looks the server up (OFFSET 0: the planner cannot push the
 -- order into it, so no index walk in requested_at order is weighed). Same answers: a server with
 -- an open job is passed over; one open job per server while layer 4 stands, the newest of them
@@ -33,8 +34,9 @@
 -- then the day's requested_at index costs the same as (server_id, requested_at) and may be kept
 -- for the session. A partition made ahead is never analysed until it has rows, so the autovacuum
 -- alone does not bring it about. Planning each pass for its values (force_custom_plan) avoids it
--- but measured slower under BenchmarkThroughput (no-op 2,457 and 2,638 servers/s against 3,648
--- and 1,844 for the generic plans in alternate runs: planning 20 claims at once on 2 cores).
+-- but measured slower under BenchmarkThroughput with a GET (1,482 and 1,618 servers/s against
+-- 2,414 and 2,000 for the generic plans in alternate runs; no-op 2,457 and 2,638 against 3,648 and
+-- 1,844, no faster) and alone (3.2 ms a claim against 1.7): planning 20 claims at once on 2 cores.
 --
 -- Rollback-safe: both functions keep their signatures and answers (the previous binary's claim is
 -- probe_claim_due too, and its dry run and servers show read probe_claim_state), and the claim
