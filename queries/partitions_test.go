@@ -47,8 +47,10 @@ func TestAFinishInADayWithoutAPartitionIsKeptAndMaintenanceMovesIt(t *testing.T)
 	t.Parallel()
 	ctx := t.Context()
 	pool := migrated.Pool(t)
-	// 40 days ahead: no partition was made that far.
-	at := time.Now().UTC().Add(40 * 24 * time.Hour)
+	// 40 days ahead: no partition was made that far. At noon of that day, so that the hour the
+	// maintenance below covers, and the jobs half an hour before it, are that day's whatever the
+	// time the test runs (from 23:00 UTC the hour reached into the next day: four partitions made).
+	at := time.Now().UTC().Add(40 * 24 * time.Hour).Truncate(24 * time.Hour).Add(12 * time.Hour)
 	due := at.Add(-time.Minute)
 	server := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: &due})
 	round := testfactory.Round(ctx, t, pool, nil)
