@@ -2,11 +2,8 @@ package queries_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/probectl/probectl/queries"
 )
 
 // 00026 rolls back and forth: after it servers_due_idx is gone, before it (the previous binary's
@@ -21,24 +18,16 @@ func TestTheClaimWalkIndexMigrationRollsBackAndForth(t *testing.T) {
 			FROM pg_indexes WHERE tablename = 'servers' AND indexname LIKE 'servers_due%'`).Scan(&names))
 		return names
 	}
-	claimsAndFinishes := func() {
-		j, _ := claimOne(t, pool)
-		out, err := queries.FinishBatch(ctx, pool, []queries.FinishParams{finishParams(j, now.Add(time.Second))})
-		require.NoError(t, err)
-		require.Len(t, out, 1)
-		require.NoError(t, out[0].Err)
-		require.Positive(t, out[0].Result.RunID)
-	}
 	require.Equal(t, []string{"servers_due_order_idx"}, indexes())
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 	_, err := p.DownTo(ctx, claimWalkIndexVersion-1)
 	require.NoError(t, err)
 	require.Equal(t, []string{"servers_due_idx", "servers_due_order_idx"}, indexes(), "as 00025 left them")
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"servers_due_order_idx"}, indexes())
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 }
 
 const claimWalkIndexVersion = 26
@@ -56,30 +45,23 @@ func TestTheClaimQueueLookupsMigrationRollsBackAndForth(t *testing.T) {
 			FROM pg_proc WHERE proname = 'probe_claim_due' AND pronamespace = 'public'::regnamespace`).Scan(&settings, &scalar))
 		return settings, scalar
 	}
-	claimsAndFinishes := func() {
-		j, _ := claimOne(t, pool)
-		out, err := queries.FinishBatch(ctx, pool, []queries.FinishParams{finishParams(j, now.Add(time.Second))})
-		require.NoError(t, err)
-		require.Len(t, out, 1)
-		require.NoError(t, out[0].Err)
-	}
 	want := []string{"jit=off", "plan_cache_mode=force_generic_plan", "enable_seqscan=off"}
 	settings, scalar := state()
 	require.Equal(t, want, settings)
 	require.True(t, scalar, "the open-job check, a subquery per server")
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 	_, err := p.DownTo(ctx, claimQueueLookupsVersion-1)
 	require.NoError(t, err)
 	settings, scalar = state()
 	require.Equal(t, want, settings, "as 00025 left them")
 	require.False(t, scalar, "00024's NOT EXISTS")
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 	settings, scalar = state()
 	require.Equal(t, want, settings)
 	require.True(t, scalar)
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 }
 
 const claimQueueLookupsVersion = 27

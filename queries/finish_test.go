@@ -38,6 +38,16 @@ func finishInBatch(t *testing.T, db queries.DBTX, p queries.FinishParams) (queri
 	return out[0].Result, out[0].Err
 }
 
+// claimAndFinishOne claims one new server and finishes its job in a batch: what the migrations'
+// rollback tests ask of each side of a migration.
+func claimAndFinishOne(t *testing.T, db queries.DBTX) {
+	t.Helper()
+	j, _ := claimOne(t, db)
+	r, err := finishInBatch(t, db, finishParams(j, now.Add(time.Second)))
+	require.NoError(t, err)
+	require.Positive(t, r.RunID)
+}
+
 // finishers are the two ways to finish, as the round calls them.
 var finishers = []struct {
 	name   string

@@ -2,11 +2,8 @@ package queries_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/probectl/probectl/queries"
 )
 
 // 00025 rolls back and forth: after it, the claim and probe_runs_once run their statements on
@@ -34,30 +31,22 @@ func TestTheGenericPlansMigrationRollsBackAndForth(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return got
 	}
-	claimsAndFinishes := func() {
-		j, _ := claimOne(t, pool)
-		out, err := queries.FinishBatch(ctx, pool, []queries.FinishParams{finishParams(j, now.Add(time.Second))})
-		require.NoError(t, err)
-		require.Len(t, out, 1)
-		require.NoError(t, out[0].Err)
-		require.Positive(t, out[0].Result.RunID)
-	}
 	want := map[string][]string{
 		"probe_claim_due":   {"jit=off", "plan_cache_mode=force_generic_plan", "enable_seqscan=off"},
 		"probe_runs_once":   {"plan_cache_mode=force_generic_plan", "enable_seqscan=off"},
 		"probe_finish_many": {"jit=off"},
 	}
 	require.Equal(t, want, settings())
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 	_, err := p.DownTo(ctx, genericPlansVersion-1)
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{"probe_claim_due": {"jit=off"}, "probe_runs_once": {},
 		"probe_finish_many": {"jit=off"}}, settings(), "as 00024 left them")
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 	require.Equal(t, want, settings())
-	claimsAndFinishes()
+	claimAndFinishOne(t, pool)
 }
 
 const genericPlansVersion = 25
