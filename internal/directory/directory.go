@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,27 +133,51 @@ const MaxRecheck = 1000
 // Recheck records a maintainer claim on each server, in one transaction: each becomes due at once
 // and its next job carries the reason maintainer_claim, which the spacing guard lets through. All
 // or none: an unknown slug (every one is named) changes nothing and is bad input, as are no slugs
-// and more than MaxRecheck. A slug named twice is re-checked once. The servers come back in the
-// order first named.
+// and more than MaxRecheck. A slug named twice is re-checked once. The servers are written in slug
+// order, as a status change writes them (eachNamed), and come back in the order first named.
 func Recheck(ctx context.Context, pool queries.DB, slugs []string, now *time.Time) ([]queries.Server, error) {
 	if err := CheckRecheck(slugs); err != nil {
 		return nil, err
 	}
-	var out []queries.Server
+	return eachNamed(ctx, pool, slugs, func(tx pgx.Tx, slug string) (queries.Server, bool, error) {
+		s, err := queries.RecheckServer(ctx, tx, slug, now)
+		if errors.Is(err, queries.ErrNoServer) {
+			return s, false, nil
+		}
+		if err != nil {
+			return s, true, fmt.Errorf("recheck %s: %w", slug, err)
+		}
+		return s, true, nil
+	})
+}
+
+// eachNamed runs do for each server of slugs in one transaction, all or none: a slug named twice
+// once, the servers in slug order (do writes each server's row, so two such changes that name the
+// same servers in other orders never wait for each other in a cycle), the answers in the order
+// first named. A server do does not find (found false) is unknown: every unknown slug is named, in
+// an *UnknownServersError, and nothing changes.
+func eachNamed[T any](ctx context.Context, pool queries.DB, slugs []string, do func(tx pgx.Tx, slug string) (T, bool, error)) ([]T, error) {
+	named := uniqueSlugs(slugs)
+	var out []T
 	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
+		done := make(map[string]T, len(named))
+		for _, slug := range slices.Sorted(slices.Values(named)) {
+			v, found, err := do(tx, slug)
+			if err != nil {
+				return err
+			}
+			if found {
+				done[slug] = v
+			}
+		}
 		out = out[:0]
 		var unknown []string
-		named := uniqueSlugs(slugs)
 		for _, slug := range named {
-			s, err := queries.RecheckServer(ctx, tx, slug, now)
-			if errors.Is(err, queries.ErrNoServer) {
+			v, ok := done[slug]
+			if !ok {
 				unknown = append(unknown, slug)
-				continue
 			}
-			if err != nil {
-				return fmt.Errorf("recheck %s: %w", slug, err)
-			}
-			out = append(out, s)
+			out = append(out, v)
 		}
 		if len(unknown) > 0 {
 			return &UnknownServersError{Slugs: unknown, Asked: len(named)}

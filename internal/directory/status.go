@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -82,37 +81,11 @@ func SetStatuses(ctx context.Context, pool queries.DB, slugs []string, status, r
 	if err := CheckStatusChange(slugs); err != nil {
 		return nil, err
 	}
-	named := uniqueSlugs(slugs)
-	locking := slices.Sorted(slices.Values(named))
-	var out []StatusChange
-	err := queries.InTx(ctx, pool, func(tx pgx.Tx) error {
-		changes := make(map[string]StatusChange, len(named))
-		for _, slug := range locking {
-			c, err := SetStatus(ctx, tx, slug, status, reason, actor, now)
-			if errors.Is(err, ErrUnknownServer) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			changes[slug] = c
+	return eachNamed(ctx, pool, slugs, func(tx pgx.Tx, slug string) (StatusChange, bool, error) {
+		c, err := SetStatus(ctx, tx, slug, status, reason, actor, now)
+		if errors.Is(err, ErrUnknownServer) {
+			return c, false, nil
 		}
-		out = out[:0]
-		var unknown []string
-		for _, slug := range named {
-			c, ok := changes[slug]
-			if !ok {
-				unknown = append(unknown, slug)
-			}
-			out = append(out, c)
-		}
-		if len(unknown) > 0 {
-			return &UnknownServersError{Slugs: unknown, Asked: len(named)}
-		}
-		return nil
+		return c, true, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

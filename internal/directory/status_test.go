@@ -108,3 +108,42 @@ CREATE TRIGGER hold_status AFTER UPDATE OF status ON servers FOR EACH ROW EXECUT
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 }
+
+// A re-check and a status change that name the same servers in opposite orders both complete:
+// both write the servers' rows in slug order (found in review: the re-check wrote them in the
+// order named, so `servers recheck b a` beside `servers pause a b` could deadlock, and PostgreSQL
+// ended one with exit 3). As above, a trigger holds each after its first server's update, on an
+// advisory lock the test holds, until both wait.
+func TestARecheckAndAStatusChangeInOppositeOrdersDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migrated.NewDB(t))
+	for _, slug := range []string{"a", "b"} {
+		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug})
+	}
+	_, err := pool.Exec(ctx, `CREATE FUNCTION hold_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_advisory_xact_lock_shared(4243); RETURN NEW; END $$;
+CREATE TRIGGER hold_update AFTER UPDATE ON servers FOR EACH ROW EXECUTE FUNCTION hold_update()`)
+	require.NoError(t, err) // test-only: hold each change between its servers
+	gate, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer gate.Release()
+	_, err = gate.Exec(ctx, "SELECT pg_advisory_lock(4243)")
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	var recheckErr, statusErr error
+	wg.Go(func() { _, recheckErr = directory.Recheck(ctx, pool, []string{"b", "a"}, nil) })
+	wg.Go(func() { _, statusErr = directory.SetStatuses(ctx, pool, []string{"a", "b"}, "paused", "x", "ana", nil) })
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := pool.QueryRow(ctx, `SELECT count(DISTINCT l.pid) FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+			WHERE NOT l.granted AND a.datname = current_database()`).Scan(&waiting)
+		return err == nil && waiting == 2
+	}, time.Minute, 10*time.Millisecond, "both changes wait")
+	_, err = gate.Exec(ctx, "SELECT pg_advisory_unlock(4243)")
+	require.NoError(t, err)
+	wg.Wait()
+	require.NoError(t, recheckErr)
+	require.NoError(t, statusErr)
+}
