@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/probectl/probectl/internal/render"
@@ -255,11 +256,8 @@ func deref(p any) any {
 func (s Settings) Validate() error {
 	var errs []error
 	for _, f := range Fields {
-		if f.valid == nil {
-			continue
-		}
-		if why := f.valid(s); why != "" {
-			errs = append(errs, NewError(f.Name, "%s", why))
+		if err := f.invalid(s); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := s.leaseError(); err != nil {
@@ -273,8 +271,8 @@ func (s Settings) Validate() error {
 func (s Settings) CheckBounds() error {
 	var errs []error
 	for _, f := range Fields {
-		if f.in != nil && !f.in(s) {
-			errs = append(errs, NewError(f.Name, "%s is out of bounds: must be %s", f.Value(s), f.Bound))
+		if err := f.outOfBounds(s); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -289,17 +287,32 @@ func (s Settings) Check(names ...Setting) error {
 		if !slices.Contains(names, f.Name) {
 			continue
 		}
-		if f.valid != nil {
-			if why := f.valid(s); why != "" {
-				errs = append(errs, NewError(f.Name, "%s", why))
-				continue
-			}
-		}
-		if f.in != nil && !f.in(s) {
-			errs = append(errs, NewError(f.Name, "%s is out of bounds: must be %s", f.Value(s), f.Bound))
+		if err := f.invalid(s); err != nil {
+			errs = append(errs, err)
+		} else if err := f.outOfBounds(s); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// invalid is the field's own check of s (an *Error naming it), or nil.
+func (f Field) invalid(s Settings) error {
+	if f.valid == nil {
+		return nil
+	}
+	if why := f.valid(s); why != "" {
+		return NewError(f.Name, "%s", why)
+	}
+	return nil
+}
+
+// outOfBounds refuses s's value of the field outside its bound (an *Error naming it), or nil.
+func (f Field) outOfBounds(s Settings) error {
+	if f.in != nil && !f.in(s) {
+		return NewError(f.Name, "%s is out of bounds: must be %s", f.Value(s), f.Bound)
+	}
+	return nil
 }
 
 func atLeast(n, low int, format string) string { return sayIf(n < low, format, n) }
@@ -310,9 +323,16 @@ var (
 	triggers    = []string{TriggerCron, TriggerManual}
 )
 
-// oneOf says why v is none of the two values ("" when it is one of them).
+// oneOf says why v is none of values ("" when it is one of them): "must be a, b or c".
 func oneOf(v string, values []string) string {
-	return sayIf(!slices.Contains(values, v), "must be %s or %s, got %q", values[0], values[1], v)
+	if slices.Contains(values, v) {
+		return ""
+	}
+	last := len(values) - 1
+	if last < 1 {
+		return fmt.Sprintf("must be %s, got %q", strings.Join(values, ""), v)
+	}
+	return fmt.Sprintf("must be %s or %s, got %q", strings.Join(values[:last], ", "), values[last], v)
 }
 
 func sayIf(bad bool, format string, args ...any) string {
