@@ -37,6 +37,7 @@ var inputFlags = map[input.Name]string{
 	audit.InputSplitAt:       "split-at",
 	audit.InputInFlight:      "in-flight",
 	retention.InputKeep:      "keep",
+	retention.InputForever:   "forever",
 	retention.InputUnit:      "unit",
 	queries.InputDatabaseURL: "database-url",
 	keys.InputAt:             "at",

@@ -78,18 +78,12 @@ func runRunsRetention(ctx context.Context, opts *runsRetentionOptions, set bool)
 	if err != nil {
 		return err
 	}
-	var keep *time.Duration
+	change := retention.Change{Forever: opts.Forever, Unit: opts.Unit}
 	if set {
-		if !opts.KeepSet && !opts.Forever && opts.Unit == "" {
-			return exit.UsageError(errors.New("give --keep DURATION or --forever (or --unit)"))
-		}
-		if opts.KeepSet && opts.Forever {
-			return exit.UsageError(errors.New("--keep and --forever: give one"))
-		}
 		if opts.KeepSet {
-			keep = &opts.Keep
+			change.Keep = &opts.Keep
 		}
-		if err := retention.CheckSetting(keep, opts.Unit); err != nil {
+		if err := retention.CheckChange(change); err != nil {
 			return exit.UsageError(err)
 		}
 	}
@@ -99,8 +93,7 @@ func runRunsRetention(ctx context.Context, opts *runsRetentionOptions, set bool)
 	}
 	var r queries.Retention
 	if set {
-		r, err = retention.Set(ctx, pool, retention.Change{Keep: keep, Forever: opts.Forever, Unit: opts.Unit},
-			actorFrom(f, opts.Actor))
+		r, err = retention.Set(ctx, pool, change, actorFrom(f, opts.Actor))
 	} else {
 		r, err = retention.Get(ctx, pool)
 	}

@@ -26,8 +26,9 @@ type SettingError struct {
 
 // The inputs SettingError names (see internal/input), as the commands' flags give them.
 const (
-	InputKeep input.Name = "keep"
-	InputUnit input.Name = "unit"
+	InputKeep    input.Name = "keep"
+	InputForever input.Name = "forever"
+	InputUnit    input.Name = "unit"
 )
 
 func settingError(format string, args ...any) *SettingError {
@@ -58,16 +59,26 @@ type Change struct {
 // Set makes the change c as who, in one statement: what it leaves as it is is never read and
 // written back, so a change made meanwhile by another stands.
 func Set(ctx context.Context, db queries.DBTX, c Change, who string) (queries.Retention, error) {
-	if err := CheckSetting(c.Keep, c.Unit); err != nil {
+	if err := CheckChange(c); err != nil {
 		return queries.Retention{}, err
 	}
 	if c.Keep == nil && !c.Forever {
-		if c.Unit == "" {
-			return queries.Retention{}, settingError("give %s or %s", InputKeep, InputUnit)
-		}
 		return queries.SetRetentionUnit(ctx, db, c.Unit, who)
 	}
 	return queries.SetRetention(ctx, db, c.Keep, c.Unit, who)
+}
+
+// CheckChange judges a change as Set does, without a database (a *SettingError: bad input): it
+// says something (a keep, for ever, or a unit), not both a keep and for ever, and its keep and
+// unit are within bounds (CheckSetting). A command calls it before it connects.
+func CheckChange(c Change) error {
+	if c.Keep == nil && !c.Forever && c.Unit == "" {
+		return settingError("give %s DURATION or %s (or %s)", InputKeep, InputForever, InputUnit)
+	}
+	if c.Keep != nil && c.Forever {
+		return settingError("%s and %s: give one", InputKeep, InputForever)
+	}
+	return CheckSetting(c.Keep, c.Unit)
 }
 
 // CheckSetting judges a retention setting as Set does, without a database: a command calls it

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/dbtest"
@@ -50,4 +51,19 @@ func TestSettingTheUnitLeavesAKeepSetMeanwhile(t *testing.T) {
 	after, err := retention.Get(ctx, pool)
 	require.NoError(t, err)
 	require.Equal(t, r, after)
+}
+
+// The change's own rules are the domain's, judged without a database: something to change, and
+// not both a keep and for ever (found in review: only the command refused that pair, and Set
+// took it, dropping for ever without a word).
+func TestCheckChangeRefusesNothingAndAKeepWithForEver(t *testing.T) {
+	keep := 5 * 24 * time.Hour
+	var se *retention.SettingError
+	require.ErrorAs(t, retention.CheckChange(retention.Change{}), &se)
+	assert.Equal(t, "give keep DURATION or forever (or unit)", se.Reason)
+	require.ErrorAs(t, retention.CheckChange(retention.Change{Keep: &keep, Forever: true}), &se)
+	assert.Equal(t, "keep and forever: give one", se.Reason)
+	require.NoError(t, retention.CheckChange(retention.Change{Keep: &keep}))
+	require.NoError(t, retention.CheckChange(retention.Change{Forever: true}))
+	require.NoError(t, retention.CheckChange(retention.Change{Unit: "week"}))
 }
