@@ -72,19 +72,17 @@ func EnsurePartitions(ctx context.Context, db DBTX, from, to time.Time, dryRun b
 // ensureNextPartition makes the next missing range from from (one statement), tried again after
 // PartitionLockPause while it gives up on its lock timeout, at most PartitionLockTries times.
 func ensureNextPartition(ctx context.Context, db DBTX, from, to time.Time, dryRun bool) ([]Partition, error) {
-	for try := 1; ; try++ {
-		made, err := rowsOf[Partition](ctx, db, "EnsureNextPartition", pgx.StrictNamedArgs{"from": from, "to": to,
+	var made []Partition
+	_, err := RetryLock(ctx, PartitionLockTries, PartitionLockPause, PartitionLockPause, func() error {
+		var err error
+		made, err = rowsOf[Partition](ctx, db, "EnsureNextPartition", pgx.StrictNamedArgs{"from": from, "to": to,
 			"unit": nil, "dry_run": dryRun, "lock_timeout": PartitionLockTimeout})
-		if !LockNotAvailable(err) || try == PartitionLockTries {
-			if err != nil {
-				return nil, fmt.Errorf("make partitions from %s: %w", from.UTC().Format(time.DateOnly), err)
-			}
-			return made, nil
-		}
-		if !Pause(ctx, PartitionLockPause) {
-			return nil, ctx.Err()
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("make partitions from %s: %w", from.UTC().Format(time.DateOnly), err)
 	}
+	return made, nil
 }
 
 // PrunableRange is a jobs partition and its runs partition, wholly before a prune's day.

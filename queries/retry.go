@@ -64,6 +64,23 @@ func Pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// RetryLock runs fn until it does not fail on its lock timeout (LockNotAvailable), at most tries
+// times, pausing between tries for pause, doubled after each up to maxPause (maxPause = pause: a
+// fixed pause). It returns the tries made and fn's last error, or the context's error when the
+// context ends during a pause.
+func RetryLock(ctx context.Context, tries int, pause, maxPause time.Duration, fn func() error) (int, error) {
+	for try := 1; ; try++ {
+		err := fn()
+		if !LockNotAvailable(err) || try >= tries {
+			return try, err
+		}
+		if !Pause(ctx, pause) {
+			return try, ctx.Err()
+		}
+		pause = min(2*pause, maxPause)
+	}
+}
+
 // LockNotAvailable says err is PostgreSQL's lock_not_available (55P03): a statement gave up on its
 // lock_timeout, and may be tried again.
 func LockNotAvailable(err error) bool {

@@ -143,22 +143,12 @@ func dropRange(ctx context.Context, db queries.DB, p Pruned) error {
 // retryLock runs fn until it does not fail on its lock timeout, at most LockTries times, pausing
 // between tries for a backoff that doubles from LockBackoff up to LockBackoffMax.
 func retryLock(ctx context.Context, table string, fn func() error) error {
-	var err error
 	start := time.Now()
-	pause := LockBackoff
-	for try := 1; ; try++ {
-		err = fn()
-		if !queries.LockNotAvailable(err) {
-			return err
-		}
-		if try == LockTries {
-			return &LockError{Table: table, Tries: try, Waited: time.Since(start), Err: err}
-		}
-		if !queries.Pause(ctx, pause) {
-			return ctx.Err()
-		}
-		pause = min(2*pause, LockBackoffMax)
+	tries, err := queries.RetryLock(ctx, LockTries, LockBackoff, LockBackoffMax, fn)
+	if queries.LockNotAvailable(err) {
+		return &LockError{Table: table, Tries: tries, Waited: time.Since(start), Err: err}
 	}
+	return err
 }
 
 // WindowError says a read window reaches before the oldest kept partition (bad input: exit 2).
