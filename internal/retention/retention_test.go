@@ -252,13 +252,18 @@ func TestServerFiguresKeepTheirThirtyDaysAfterAPrune(t *testing.T) {
 	require.NoError(t, err)
 	server, runs := signedRuns(t, pool, attest.NewSigner(priv), 10)
 	now := time.Now().UTC()
-	before, err := queries.GetServerFigures(ctx, pool, server, now)
+	// The figures as of the end of today: a pruned day counts whole in them (its rollup by day),
+	// a kept one by its runs' times, so as of a time of day earlier than a run's (runs are made at
+	// 01:00) the day at the 7-day window's edge would count that run before the prune and not
+	// after (it failed from 00:00 to 01:00 UTC).
+	at := day(now).Add(24*time.Hour - time.Second)
+	before, err := queries.GetServerFigures(ctx, pool, server, at)
 	require.NoError(t, err)
 	require.EqualValues(t, len(runs), before.Counted30d)
 
 	_, err = retention.Prune(ctx, pool, retention.Request{Before: day(now).Add(-5 * 24 * time.Hour), Now: now, WithoutExport: true})
 	require.NoError(t, err)
-	after, err := queries.GetServerFigures(ctx, pool, server, now)
+	after, err := queries.GetServerFigures(ctx, pool, server, at)
 	require.NoError(t, err)
 	require.Equal(t, before.OK30d, after.OK30d)
 	require.Equal(t, before.Counted30d, after.Counted30d)
