@@ -189,19 +189,31 @@ func TestTheClaimReadsNoJobsPartitionOfTheComingDays(t *testing.T) {
 	// pruned when they start; a maintainer's re-check among the servers so its lookup runs too.
 	_, err = pool.Exec(ctx, "UPDATE servers SET maintainer_claimed_at = now() - interval '1 minute' WHERE id % 7 = 0")
 	require.NoError(t, err)
+	// Today's jobs partition, which the lookups do read: so that the check above cannot pass on
+	// plans that name no partition at all.
+	var today string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT table_name FROM probe_partitions
+	    WHERE parent = 'probe_jobs' AND dropped_at IS NULL AND range_from <= now() AND range_to > now()`).Scan(&today))
+	readsToday := 0
 	for i := range 10 {
-		for _, p := range plans(func() {
+		claimed := plans(func() {
 			jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 10, MinSpacing: 10 * time.Minute})
 			require.NoError(t, err)
 			require.Len(t, jobs, 10)
-		}) {
+		})
+		require.NotEmpty(t, claimed, "claim %d's plans", i+1)
+		for _, p := range claimed {
 			for _, name := range ahead {
 				if strings.Contains(p, " on "+name+" ") {
 					t.Fatalf("claim %d reads %s, a jobs' partition of the coming days, in:\n%s", i+1, name, p)
 				}
 			}
+			if strings.Contains(p, " on "+today+" ") {
+				readsToday++
+			}
 		}
 	}
+	require.Positive(t, readsToday, "plans of the claims that read %s, today's jobs partition", today)
 }
 
 // dueScan matches the plan node that walks the due servers in a claim's pass, with its actual

@@ -102,6 +102,7 @@ func TestABatchedFinishIsNotJITCompiledAndReadsEachJobByItsKey(t *testing.T) {
 		plans := notices
 		mu.Unlock()
 		require.NotEmpty(t, plans, "batch %d: auto_explain's plans", b)
+		nodes := 0 // the plan nodes the per-loop check judged, so that it cannot pass by judging none
 		for _, p := range plans {
 			assert.NotContains(t, p, "JIT:", "batch %d: a statement of the finish is JIT-compiled:\n%s", b, p)
 			assert.NotContains(t, p, "Seq Scan on probe_jobs", "batch %d: a probe_jobs partition read whole:\n%s", b, p)
@@ -111,6 +112,7 @@ func TestABatchedFinishIsNotJITCompiledAndReadsEachJobByItsKey(t *testing.T) {
 				assert.LessOrEqual(t, n, 1, "batch %d: CTE %s scanned once per row:\n%s", b, m[1], p)
 			}
 			for _, m := range perLoop.FindAllStringSubmatch(p, -1) {
+				nodes++
 				rows, err := strconv.Atoi(m[2])
 				require.NoError(t, err)
 				n, err := strconv.Atoi(m[3])
@@ -118,6 +120,7 @@ func TestABatchedFinishIsNotJITCompiledAndReadsEachJobByItsKey(t *testing.T) {
 				assert.False(t, n > 20 && rows > 20, "batch %d: %s reads %d rows on each of %d loops:\n%s", b, m[1], rows, n, p)
 			}
 		}
+		require.Positive(t, nodes, "batch %d: plan nodes with their actual rows and loops, in auto_explain's plans", b)
 		if t.Failed() {
 			return
 		}

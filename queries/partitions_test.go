@@ -118,6 +118,13 @@ func TestAWeeklySettingMakesWeekPartitionsAfterTheDailyOnes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := migrated.Pool(t)
+	// The daily partitions the migration made, from the day the template was migrated (which is
+	// not today when the tests run across midnight UTC), read before any week is made.
+	var firstDay, lastDay time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT min(range_from), max(range_to) FROM probe_partitions
+	    WHERE parent = 'probe_jobs' AND dropped_at IS NULL AND isfinite(range_from)
+	      AND range_to = range_from + interval '24 hours'`).Scan(&firstDay, &lastDay))
+	require.True(t, lastDay.After(firstDay), "the daily partitions the migration made: [%s, %s)", firstDay, lastDay)
 	_, err := queries.SetRetention(ctx, pool, nil, "week", "tester")
 	require.NoError(t, err)
 	// 60 days ahead: past the daily partitions the migration made.
@@ -132,11 +139,10 @@ func TestAWeeklySettingMakesWeekPartitionsAfterTheDailyOnes(t *testing.T) {
 	// Days already made stay as they are: a week is clipped to what they leave (the days before
 	// them this week, and from their end), never overlapping them (ATTACH would refuse).
 	now := time.Now().UTC()
-	today := now.Truncate(24 * time.Hour)
 	made, err = queries.EnsurePartitions(ctx, pool, now.Add(-7*24*time.Hour), now.Add(14*24*time.Hour), false)
 	require.NoError(t, err)
 	for _, p := range made {
-		require.True(t, !p.RangeTo.After(today) || !p.RangeFrom.Before(today.Add(8*24*time.Hour)),
+		require.True(t, !p.RangeTo.After(firstDay) || !p.RangeFrom.Before(lastDay),
 			"%s [%s, %s) overlaps the daily partitions", p.Table, p.RangeFrom, p.RangeTo)
 	}
 }

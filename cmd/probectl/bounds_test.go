@@ -51,9 +51,9 @@ func TestABodyCapOver8MiBIsRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"check", "https://example.com/mcp", "--max-body", "8388609"},
+		{[]string{"check", "http://127.0.0.1:1/mcp", "--max-body", "8388609"},
 			"--max-body: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},
-		{[]string{"check", "https://example.com/mcp", "--request-timeout", "61s"},
+		{[]string{"check", "http://127.0.0.1:1/mcp", "--request-timeout", "61s"},
 			"--request-timeout: 1m1s is out of bounds: must be at most 1m"},
 		{[]string{"run", "round", "--unsigned", "--max-body", "8388609"},
 			"--max-body: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},

@@ -69,15 +69,8 @@ func TestTheTickEmitsOneRoundDeadPerRoundWhoseHeartbeatStopped(t *testing.T) {
 		}
 		other <- n
 	}()
-	// Commit only once the other caller waits on the mark: it then must find the round judged. A
-	// waiter of this test's database (the server holds other tests' too); a row lock's wait is on a
-	// transaction id, which has no database of its own: the session says it.
-	require.Eventually(t, func() bool {
-		var waiting bool
-		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
-			WHERE NOT l.granted AND a.datname = current_database())`).Scan(&waiting)
-		return err == nil && waiting
-	}, 30*time.Second, 10*time.Millisecond)
+	// Commit only once the other caller waits on the mark: it then must find the round judged.
+	dbtest.WaitForLockWait(t, pool, "", "the other caller never waited on the mark")
 	require.NoError(t, tx.Commit(ctx))
 	require.Equal(t, 0, <-other)
 	require.Equal(t, 1, deadEvents(second))
