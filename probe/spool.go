@@ -62,9 +62,17 @@ func (e *SpoolError) Error() string { return e.Msg }
 // ExitCode: the round could not make sure it loses nothing.
 func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 
+// spoolWarned holds the warnings about a spool directory's parents (checkSpoolParents) this
+// process has logged, by their text (the spool directory, the parent and what is wrong with it):
+// prepareSpoolDir runs at every round's start and every heartbeat that finds results spooled, and
+// a parent that stays as it is (a local-path volume's root of mode 0777) is said once, not every
+// time. A refusal is returned every time.
+var spoolWarned sync.Map
+
 // prepareSpoolDir makes dir (0700) if it is missing and refuses one another user could write:
 // a symbolic link, a directory owned by another user, or one group or others may write, or one
-// with a parent another user owns (checkSpoolParents; a parent others may write is logged to log). Any of them would let another user
+// with a parent another user owns (checkSpoolParents; a parent others may write is logged to log,
+// once per process: spoolWarned). Any of them would let another user
 // plant results for the next replay, or remove the ones this user spooled. It judges the directory it opened (fstat on the descriptor, opened without following
 // a link), not a name that could be swapped between a look and an open. The parents that exist
 // are judged before any missing directory is made (checkSpoolParentsBeforeMaking), so a spool
@@ -82,7 +90,10 @@ func prepareSpoolDir(dir string, log *slog.Logger) error {
 		return err
 	}
 	for _, w := range warnings {
-		if log != nil {
+		if log == nil {
+			continue
+		}
+		if _, again := spoolWarned.LoadOrStore(w, true); !again {
 			log.Warn(w)
 		}
 	}

@@ -220,3 +220,31 @@ func TestASpoolParentThatCannotBeJudgedIsRefusedNamingTheSpoolDirectory(t *testi
 		require.Contains(t, said, "(check --spool-dir or XDG_STATE_HOME)")
 	}
 }
+
+// The warning about a parent others may write is said once per process for a spool directory:
+// prepareSpoolDir runs at every round's start and every heartbeat that finds results spooled, and
+// a local-path volume's root of mode 0777 would otherwise be said again each time. A refusal is
+// returned every time.
+func TestAParentOthersMayWriteIsWarnedAboutOncePerProcess(t *testing.T) {
+	t.Parallel()
+	open := mkdir(t, t.TempDir(), "open", 0o777)
+	dir := filepath.Join(open, "spool")
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+
+	require.NoError(t, prepareSpoolDir(dir, log))
+	require.NoError(t, prepareSpoolDir(dir, log))
+
+	require.Contains(t, logged.String(), "spool directory "+dir+": "+open+" above it has mode -rwxrwxrwx")
+	require.Equal(t, 1, strings.Count(logged.String(), "level=WARN"), "%s", logged.String())
+	require.Equal(t, 1, strings.Count(logged.String(), open+" above it"), "%s", logged.String())
+
+	require.NoError(t, os.Chmod(dir, 0o770))
+	for range 2 {
+		err := prepareSpoolDir(dir, log)
+		var se *SpoolError
+		require.True(t, errors.As(err, &se), "%v", err)
+		require.ErrorContains(t, err, "spool directory "+dir+" has mode -rwxrwx---")
+	}
+	require.Equal(t, 1, strings.Count(logged.String(), "level=WARN"), "%s", logged.String())
+}
