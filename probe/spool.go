@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/user"
@@ -61,12 +62,26 @@ func (e *SpoolError) Error() string { return e.Msg }
 // ExitCode: the round could not make sure it loses nothing.
 func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 
+// spoolWarned holds the warnings about a spool directory's parents (checkSpoolParents) this
+// process has logged, by their text (the spool directory, the parent and what is wrong with it):
+// prepareSpoolDir runs at every round's start and every heartbeat that finds results spooled, and
+// a parent that stays as it is (a local-path volume's root of mode 0777) is said once, not every
+// time. A refusal is returned every time.
+var spoolWarned sync.Map
+
 // prepareSpoolDir makes dir (0700) if it is missing and refuses one another user could write:
 // a symbolic link, a directory owned by another user, or one group or others may write, or one
-// with a parent another user owns (checkSpoolParents; a parent others may write is logged to log). Any of them would let another user
+// with a parent another user owns (checkSpoolParents; a parent others may write is logged to log,
+// once per process: spoolWarned). Any of them would let another user
 // plant results for the next replay, or remove the ones this user spooled. It judges the directory it opened (fstat on the descriptor, opened without following
-// a link), not a name that could be swapped between a look and an open.
+// a link), not a name that could be swapped between a look and an open. The parents that exist
+// are judged before any missing directory is made (checkSpoolParentsBeforeMaking), so a spool
+// directory under a parent another user owns is refused with nothing made under it; all of them
+// are judged again once the directory exists.
 func prepareSpoolDir(dir string, log *slog.Logger) error {
+	if err := checkSpoolParentsBeforeMaking(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
 	}
@@ -75,7 +90,10 @@ func prepareSpoolDir(dir string, log *slog.Logger) error {
 		return err
 	}
 	for _, w := range warnings {
-		if log != nil {
+		if log == nil {
+			continue
+		}
+		if _, again := spoolWarned.LoadOrStore(w, true); !again {
 			log.Warn(w)
 		}
 	}
@@ -125,19 +143,61 @@ func prepareSpoolDir(dir string, log *slog.Logger) error {
 func checkSpoolParents(dir string) (warnings []string, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+		return nil, newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, &SpoolError{Msg: fmt.Sprintf("spool directory %s: %v", dir, err)}
+		return nil, newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
 	}
+	return judgeSpoolParents(dir, filepath.Dir(abs), filepath.Dir(real))
+}
+
+// checkSpoolParentsBeforeMaking judges, as checkSpoolParents does, the directories that would be
+// the parents of dir, when dir is missing: its nearest existing ancestor and that one's parents
+// (as given and, through a symbolic link, where it leads). MkdirAll would otherwise make
+// directories under a parent another user owns before the refusal. It refuses only: a warning is
+// said by the check after the directory is made, which judges the same parents and the new ones.
+// When dir exists, or what stops the walk up is not a missing directory (a file in the way, a
+// directory this user cannot search), it judges nothing: MkdirAll and the checks after it say
+// what is wrong as they did.
+func checkSpoolParentsBeforeMaking(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+	}
+	existing := abs
+	for {
+		fi, err := os.Stat(existing)
+		if err == nil {
+			if existing == abs || !fi.IsDir() {
+				return nil
+			}
+			break
+		}
+		up := filepath.Dir(existing)
+		if !errors.Is(err, fs.ErrNotExist) || up == existing {
+			return nil
+		}
+		existing = up
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+	}
+	_, err = judgeSpoolParents(dir, existing, real)
+	return err
+}
+
+// judgeSpoolParents judges each directory from each of starts up to / (each once), as
+// checkSpoolParents says; dir is the spool directory its messages name.
+func judgeSpoolParents(dir string, starts ...string) (warnings []string, err error) {
 	seen := map[string]bool{}
-	for _, p := range []string{abs, real} {
-		for parent := filepath.Dir(p); !seen[parent]; parent = filepath.Dir(parent) {
+	for _, start := range starts {
+		for parent := start; !seen[parent]; parent = filepath.Dir(parent) {
 			seen[parent] = true
 			fi, err := os.Stat(parent)
 			if err != nil {
-				return nil, &SpoolError{Msg: fmt.Sprintf("spool directory %s: %s above it: %v", dir, parent, err)}
+				return nil, newSpoolError("spool directory %s: %s above it: %v (check %s or XDG_STATE_HOME)", dir, parent, err, InputSpoolDir)
 			}
 			msg, refuse := unsafeParent(fi)
 			switch {

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/exit"
+	"github.com/probectl/probectl/internal/input"
 )
 
 // A spool directory is only as safe as its parents: whoever may write one can rename the spool
@@ -165,4 +167,84 @@ func TestAParentWritableByASupplementaryGroupPasses(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "PASS")
+}
+
+// A spool directory to be made under a parent another user owns is refused before anything is
+// made: MkdirAll used to make the missing directories (as this user, in the other user's
+// directory) and the check after it only then refused them.
+func TestASpoolDirectoryUnderAParentAnotherUserOwnsIsRefusedBeforeAnythingIsMade(t *testing.T) {
+	t.Parallel()
+	theirs := mkdir(t, t.TempDir(), "theirs", 0o755)
+	giveAway(t, theirs)
+	between := filepath.Join(theirs, "between")
+	dir := filepath.Join(between, "spool")
+
+	var logged bytes.Buffer
+	err := prepareSpoolDir(dir, slog.New(slog.NewTextHandler(&logged, nil)))
+
+	var se *SpoolError
+	require.True(t, errors.As(err, &se), "%v", err)
+	require.Equal(t, exit.Unavailable, se.ExitCode())
+	require.ErrorContains(t, err, "spool directory "+dir+": "+theirs+" above it ")
+	require.ErrorContains(t, err, "is owned by uid 65534")
+	require.ErrorContains(t, err, "choose another "+string(InputSpoolDir))
+	require.NoDirExists(t, between, "nothing is made under a parent another user owns")
+	require.NoDirExists(t, dir)
+}
+
+// When a parent cannot be judged (it cannot be read, or the path cannot be resolved), the
+// refusal names the spool directory's input, as the other refusals do, so that a command says it
+// as --spool-dir; it stays a *SpoolError (exit 3, or 2 when --spool-dir gave the directory).
+func TestASpoolParentThatCannotBeJudgedIsRefusedNamingTheSpoolDirectory(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	missing := filepath.Join(base, "missing", "spool")
+	flag := func(n input.Name) string { return "--" + strings.ReplaceAll(string(n), "_", "-") }
+
+	_, resolve := checkSpoolParents(missing) // the path cannot be resolved: it does not exist
+	_, stat := judgeSpoolParents(missing, filepath.Dir(missing))
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{resolve, "spool directory " + missing + ": "},
+		{stat, "spool directory " + missing + ": " + filepath.Dir(missing) + " above it: "},
+	} {
+		var se *SpoolError
+		require.True(t, errors.As(c.err, &se), "%v", c.err)
+		require.Equal(t, exit.Unavailable, se.ExitCode())
+		require.ErrorContains(t, c.err, c.want)
+		require.ErrorContains(t, c.err, "(check "+string(InputSpoolDir)+" or XDG_STATE_HOME)")
+		said, ok := input.Say(c.err, flag)
+		require.True(t, ok, "%v names no input", c.err)
+		require.Contains(t, said, "(check --spool-dir or XDG_STATE_HOME)")
+	}
+}
+
+// The warning about a parent others may write is said once per process for a spool directory:
+// prepareSpoolDir runs at every round's start and every heartbeat that finds results spooled, and
+// a local-path volume's root of mode 0777 would otherwise be said again each time. A refusal is
+// returned every time.
+func TestAParentOthersMayWriteIsWarnedAboutOncePerProcess(t *testing.T) {
+	t.Parallel()
+	open := mkdir(t, t.TempDir(), "open", 0o777)
+	dir := filepath.Join(open, "spool")
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+
+	require.NoError(t, prepareSpoolDir(dir, log))
+	require.NoError(t, prepareSpoolDir(dir, log))
+
+	require.Contains(t, logged.String(), "spool directory "+dir+": "+open+" above it has mode -rwxrwxrwx")
+	require.Equal(t, 1, strings.Count(logged.String(), "level=WARN"), "%s", logged.String())
+	require.Equal(t, 1, strings.Count(logged.String(), open+" above it"), "%s", logged.String())
+
+	require.NoError(t, os.Chmod(dir, 0o770))
+	for range 2 {
+		err := prepareSpoolDir(dir, log)
+		var se *SpoolError
+		require.True(t, errors.As(err, &se), "%v", err)
+		require.ErrorContains(t, err, "spool directory "+dir+" has mode -rwxrwx---")
+	}
+	require.Equal(t, 1, strings.Count(logged.String(), "level=WARN"), "%s", logged.String())
 }
