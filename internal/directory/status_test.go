@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -66,20 +67,53 @@ func TestSetStatusesChangesAllOrNone(t *testing.T) {
 }
 
 // Two status changes that name the same servers in opposite orders both complete: rows are locked
-// in slug order, so neither waits for the other while holding what the other waits for. A trigger
-// holds each change after its first server's update, on an advisory lock the test holds, until
-// both changes wait (in the trigger, or for the other's row); locked in the order named, each would
-// then hold one row and ask for the other's, and PostgreSQL would end one as a deadlock.
+// in slug order, so neither waits for the other while holding what the other waits for (see
+// heldBetweenServers); locked in the order named, each would hold one row and ask for the other's,
+// and PostgreSQL would end one as a deadlock.
 func TestSetStatusesInOppositeOrdersDoNotDeadlock(t *testing.T) {
 	t.Parallel()
+	heldBetweenServers(t,
+		func(ctx context.Context, pool *pgxpool.Pool) error {
+			_, err := directory.SetStatuses(ctx, pool, []string{"a", "b"}, "paused", "x", "ana", nil)
+			return err
+		},
+		func(ctx context.Context, pool *pgxpool.Pool) error {
+			_, err := directory.SetStatuses(ctx, pool, []string{"b", "a"}, "delisted", "x", "ana", nil)
+			return err
+		})
+}
+
+// A re-check and a status change that name the same servers in opposite orders both complete:
+// both write the servers' rows in slug order (found in review: the re-check wrote them in the
+// order named, so `servers recheck b a` beside `servers pause a b` could deadlock, and PostgreSQL
+// ended one with exit 3).
+func TestARecheckAndAStatusChangeInOppositeOrdersDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	heldBetweenServers(t,
+		func(ctx context.Context, pool *pgxpool.Pool) error {
+			_, err := directory.Recheck(ctx, pool, []string{"b", "a"}, nil)
+			return err
+		},
+		func(ctx context.Context, pool *pgxpool.Pool) error {
+			_, err := directory.SetStatuses(ctx, pool, []string{"a", "b"}, "paused", "x", "ana", nil)
+			return err
+		})
+}
+
+// heldBetweenServers runs two changes of servers a and b at once and requires both to complete. A
+// trigger holds each change after its first server's update, on an advisory lock the test holds,
+// until both wait (in the trigger, or for the other's row); then it lets them go. Two changes that
+// take the rows in opposite orders each hold one row then and ask for the other's: a deadlock.
+func heldBetweenServers(t *testing.T, first, second func(context.Context, *pgxpool.Pool) error) {
+	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.Pool(t, migrated.NewDB(t))
 	for _, slug := range []string{"a", "b"} {
 		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug})
 	}
-	_, err := pool.Exec(ctx, `CREATE FUNCTION hold_status() RETURNS trigger LANGUAGE plpgsql AS $$
+	_, err := pool.Exec(ctx, `CREATE FUNCTION hold_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$;
-CREATE TRIGGER hold_status AFTER UPDATE OF status ON servers FOR EACH ROW EXECUTE FUNCTION hold_status()`)
+CREATE TRIGGER hold_update AFTER UPDATE ON servers FOR EACH ROW EXECUTE FUNCTION hold_update()`)
 	require.NoError(t, err) // test-only: hold each change between its servers
 	gate, err := pool.Acquire(ctx)
 	require.NoError(t, err)
@@ -89,12 +123,8 @@ CREATE TRIGGER hold_status AFTER UPDATE OF status ON servers FOR EACH ROW EXECUT
 
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	for i, order := range [][]string{{"a", "b"}, {"b", "a"}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = directory.SetStatuses(ctx, pool, order, []string{"paused", "delisted"}[i], "x", "ana", nil)
-		}()
+	for i, change := range []func(context.Context, *pgxpool.Pool) error{first, second} {
+		wg.Go(func() { errs[i] = change(ctx, pool) })
 	}
 	require.Eventually(t, func() bool {
 		var waiting int
@@ -107,43 +137,4 @@ CREATE TRIGGER hold_status AFTER UPDATE OF status ON servers FOR EACH ROW EXECUT
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
-}
-
-// A re-check and a status change that name the same servers in opposite orders both complete:
-// both write the servers' rows in slug order (found in review: the re-check wrote them in the
-// order named, so `servers recheck b a` beside `servers pause a b` could deadlock, and PostgreSQL
-// ended one with exit 3). As above, a trigger holds each after its first server's update, on an
-// advisory lock the test holds, until both wait.
-func TestARecheckAndAStatusChangeInOppositeOrdersDoNotDeadlock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	pool := dbtest.Pool(t, migrated.NewDB(t))
-	for _, slug := range []string{"a", "b"} {
-		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug})
-	}
-	_, err := pool.Exec(ctx, `CREATE FUNCTION hold_update() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN PERFORM pg_advisory_xact_lock_shared(4243); RETURN NEW; END $$;
-CREATE TRIGGER hold_update AFTER UPDATE ON servers FOR EACH ROW EXECUTE FUNCTION hold_update()`)
-	require.NoError(t, err) // test-only: hold each change between its servers
-	gate, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer gate.Release()
-	_, err = gate.Exec(ctx, "SELECT pg_advisory_lock(4243)")
-	require.NoError(t, err)
-
-	var wg sync.WaitGroup
-	var recheckErr, statusErr error
-	wg.Go(func() { _, recheckErr = directory.Recheck(ctx, pool, []string{"b", "a"}, nil) })
-	wg.Go(func() { _, statusErr = directory.SetStatuses(ctx, pool, []string{"a", "b"}, "paused", "x", "ana", nil) })
-	require.Eventually(t, func() bool {
-		var waiting int
-		err := pool.QueryRow(ctx, `SELECT count(DISTINCT l.pid) FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
-			WHERE NOT l.granted AND a.datname = current_database()`).Scan(&waiting)
-		return err == nil && waiting == 2
-	}, time.Minute, 10*time.Millisecond, "both changes wait")
-	_, err = gate.Exec(ctx, "SELECT pg_advisory_unlock(4243)")
-	require.NoError(t, err)
-	wg.Wait()
-	require.NoError(t, recheckErr)
-	require.NoError(t, statusErr)
 }
