@@ -200,6 +200,22 @@ func TestTheStatementTriggersLeaveWhatTheRowTriggersLeft(t *testing.T) {
 				require.NoError(t, err)
 			}
 		}
+		// Last, one statement of a run out of order (server 10's, a failure started before the run
+		// that is its rollup's last: a replayed spool) and a run in order (server 11's): the first
+		// counts in its day and its uptime, but does not replace the last run; the second does.
+		outOfOrder, inOrder := base.Add(7*time.Hour), base.Add(9*time.Hour)
+		var jobs []int64
+		for _, j := range []struct {
+			server int
+			at     time.Time
+		}{{10, outOfOrder}, {11, inOrder}} {
+			jobs = append(jobs, testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: ids[k][j.server], RequestedAt: &j.at, FinishedAt: &j.at}))
+		}
+		_, err = pool.Exec(ctx, `INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result)
+			SELECT j, r, s, r, r + interval '1 second', 1, jsonb_build_object('outcome', o, 'summary', o, 'requests', '[]'::jsonb)
+			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], ARRAY['failed', 'ok']) AS u(j, r, s, o)`,
+			jobs, []time.Time{outOfOrder, inOrder}, []int64{ids[k][10], ids[k][11]})
+		require.NoError(t, err)
 	}
 	tables := []struct{ name, query string }{
 		{"run_totals", `SELECT kind, outcome, shard, runs, round(seconds_sum::numeric, 6), buckets FROM run_totals ORDER BY 1, 2, 3`},
