@@ -37,7 +37,9 @@ import (
 //     with the mean cost of a claim (probe_claim_lease) and a probe_finish statement;
 //   - River v0.51.2: as many jobs, worked by as many workers as the round has check slots, each
 //     one GET of the same fleet on a fresh connection, in jobs/s (fetch + GET + complete);
-//   - the same two with a check and a job that do nothing.
+//   - the floor (floorRounds): the same checks, signed, by as many invocations, writing only the
+//     rows a check cannot do without, with no guard, in servers/s;
+//   - the same three with a check and a job that do nothing.
 //
 // Sizes are small by default so that `make bench` stays short on a shared machine:
 //
@@ -81,25 +83,32 @@ func BenchmarkThroughput(b *testing.B) {
 	signer := attest.NewSigner(priv)
 	require.NoError(b, queries.RegisterSigningKey(context.Background(), pool, signer.KeyID(), pub))
 
-	var probectlGET, riverGET, probectlNoop, riverNoop float64
+	var probectlGET, floorGET, riverGET, probectlNoop, floorNoop, riverNoop float64
 	b.Run("probectl claim+check+finish", func(b *testing.B) {
 		probectlGET = probectlRounds(b, pool, tracer, s, signer, realCheck, servers, fleet.URL)
 	})
 	// Read before River runs in this process: the high-water mark of probectl's rounds alone (the
 	// benchmark's own PostgreSQL runs in other processes).
 	rss := peakRSS()
+	b.Run("floor claim+check+finish", func(b *testing.B) {
+		floorGET = floorRounds(b, pool, s, signer, realCheck, servers, fleet.URL)
+	})
 	b.Run("river fetch+GET+complete", func(b *testing.B) {
 		riverGET = riverJobs(b, pool, slots, servers, fleet.URL, getFresh)
 	})
 	b.Run("probectl no-op check", func(b *testing.B) {
 		probectlNoop = probectlRounds(b, pool, tracer, s, signer, noopChecker{}, servers, fleet.URL)
 	})
+	b.Run("floor no-op check", func(b *testing.B) {
+		floorNoop = floorRounds(b, pool, s, signer, noopChecker{}, servers, fleet.URL)
+	})
 	b.Run("river no-op job", func(b *testing.B) {
 		riverNoop = riverJobs(b, pool, slots, servers, fleet.URL, func(context.Context, string) error { return nil })
 	})
-	fmt.Printf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f); no-op: probectl %.0f/s, River %.0f/s (%.2f); "+
-		"peak RSS of the rounds %.0f MiB",
-		probectlGET, riverGET, probectlGET/riverGET, probectlNoop, riverNoop, probectlNoop/riverNoop, float64(rss)/(1<<20))
+	fmt.Printf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f), floor %.0f/s (probectl/floor %.2f, floor/River %.2f); "+
+		"no-op: probectl %.0f/s, River %.0f/s (%.2f), floor %.0f/s (%.2f, %.2f); peak RSS of the rounds %.0f MiB",
+		probectlGET, riverGET, probectlGET/riverGET, floorGET, probectlGET/floorGET, floorGET/riverGET,
+		probectlNoop, riverNoop, probectlNoop/riverNoop, floorNoop, probectlNoop/floorNoop, floorNoop/riverNoop, float64(rss)/(1<<20))
 	fmt.Println()
 }
 
