@@ -200,22 +200,30 @@ func TestTheStatementTriggersLeaveWhatTheRowTriggersLeft(t *testing.T) {
 				require.NoError(t, err)
 			}
 		}
-		// Last, one statement of a run out of order (server 10's, a failure started before the run
-		// that is its rollup's last: a replayed spool) and a run in order (server 11's): the first
-		// counts in its day and its uptime, but does not replace the last run; the second does.
-		outOfOrder, inOrder := base.Add(7*time.Hour), base.Add(9*time.Hour)
-		var jobs []int64
-		for _, j := range []struct {
-			server int
-			at     time.Time
-		}{{10, outOfOrder}, {11, inOrder}} {
-			jobs = append(jobs, testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: ids[k][j.server], RequestedAt: &j.at, FinishedAt: &j.at}))
+		// Last, a failure of server 8 a month back (a statement of its own: the row path on both),
+		// then one statement of a run out of order (server 10's, a failure started before the run
+		// that is its rollup's last: a replayed spool) and runs in order (servers 11 and 8): the
+		// first counts in its day and its uptime, but does not replace the last run; the others do,
+		// and server 8's month-old failure falls outside its 30 days.
+		monthBack, outOfOrder, inOrder := base.AddDate(0, 0, -31), base.Add(7*time.Hour), base.Add(9*time.Hour)
+		for _, st := range [][]struct {
+			server  int
+			at      time.Time
+			outcome string
+		}{{{8, monthBack, "failed"}}, {{10, outOfOrder, "failed"}, {11, inOrder, "ok"}, {8, inOrder, "ok"}}} {
+			var jobs, servers []int64
+			var ats []time.Time
+			var outcomes []string
+			for _, r := range st {
+				jobs = append(jobs, testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: ids[k][r.server], RequestedAt: &r.at, FinishedAt: &r.at}))
+				servers, ats, outcomes = append(servers, ids[k][r.server]), append(ats, r.at), append(outcomes, r.outcome)
+			}
+			_, err = pool.Exec(ctx, `INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result)
+				SELECT j, r, s, r, r + interval '1 second', 1, jsonb_build_object('outcome', o, 'summary', o, 'requests', '[]'::jsonb)
+				  FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::text[]) AS u(j, r, s, o)`,
+				jobs, ats, servers, outcomes)
+			require.NoError(t, err)
 		}
-		_, err = pool.Exec(ctx, `INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result)
-			SELECT j, r, s, r, r + interval '1 second', 1, jsonb_build_object('outcome', o, 'summary', o, 'requests', '[]'::jsonb)
-			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], ARRAY['failed', 'ok']) AS u(j, r, s, o)`,
-			jobs, []time.Time{outOfOrder, inOrder}, []int64{ids[k][10], ids[k][11]})
-		require.NoError(t, err)
 	}
 	tables := []struct{ name, query string }{
 		{"run_totals", `SELECT kind, outcome, shard, runs, round(seconds_sum::numeric, 6), buckets FROM run_totals ORDER BY 1, 2, 3`},

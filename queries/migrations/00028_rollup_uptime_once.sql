@@ -10,12 +10,15 @@
 -- Now the days are counted first and the rollup of a server with one run in the statement
 -- (nearly always) is upserted after them, its uptime with it: a later statement sees the days as
 -- the first left them, and the upsert's window ends at the run's day, which is its last run when
--- it writes it. The UPDATE stays for the servers it does not write: those with more runs in the
--- statement (their rollup follows them one at a time) and those whose run came out of order (a
--- replayed spool: it counts in its day, and the window ends at the newer run). Same rollups and
--- uptimes as before, as the row trigger leaves them (queries/finish_triggers_test.go, an
--- out-of-order run included); the previous binary fires the same trigger and reads the same
--- rows.
+-- it writes it. The rollups are locked in a statement before the upsert, so that the days it reads
+-- include those of every other finish that wrote the same rollup first, as the UPDATE read them
+-- after the upsert's locks (queries/rollup_uptime_test.go holds two finishes of one server to
+-- it). The UPDATE stays for the servers the upsert does not write so: those with more runs in the
+-- statement (their rollup follows them one at a time), those whose run came out of order (a
+-- replayed spool: it counts in its day, and the window ends at the newer run), and those without
+-- a rollup yet (nothing to lock). Same rollups and uptimes as before, as the row trigger leaves
+-- them (queries/finish_triggers_test.go, an out-of-order run and a day past the window included);
+-- the previous binary fires the same trigger and reads the same rows.
 --
 -- Measured alone in one session (pg_stat_user_functions; 10,000 servers claimed in claims of 17
 -- and finished in batches of 270 by probe_finish_many, each server's second round or later), this
@@ -38,6 +41,8 @@ DECLARE
     o_at      timestamptz[];
     o_outcome text[];
     o_cert    timestamptz[];
+    o_locked  boolean[]; -- its rollup was there to lock before the upsert
+    v_locked  bigint[];
     -- the servers whose rollup the upsert of those runs wrote
     v_done    bigint[];
     v_rest    bigint[];
@@ -117,20 +122,33 @@ BEGIN
       FROM f;
 
     -- A server with one run in the statement (nearly always): its rollup in one upsert, its uptime
-    -- with it, read from its days as the statement above left them (this statement sees that
+    -- with it, read from its days as the statement above left them (a later statement sees that
     -- one's writes). The uptime is the one UPDATE below would have set: the window ends at the
     -- run's day, which is the rollup's last run when the upsert writes it.
     IF o_server IS NOT NULL THEN
+        -- First their rollups are locked, in server order (the upsert's), in a statement of their
+        -- own, so that the upsert reads the days as of after every other finish that wrote one of
+        -- these rollups has committed (it holds the rollup until it commits, and writes its days
+        -- before): as the UPDATE below reads them, after the locks the upsert took. A server with
+        -- no rollup yet has none to lock, and another finish may be inserting its first one: the
+        -- upsert would wait for it and then write what its own snapshot saw, so its uptime is left
+        -- to the UPDATE below.
+        SELECT array_agg(k.server_id IS NOT NULL ORDER BY o.i), array_agg(k.server_id) FILTER (WHERE k.server_id IS NOT NULL)
+          INTO o_locked, v_locked
+          FROM unnest(o_server) WITH ORDINALITY AS o(server_id, i)
+          LEFT JOIN LATERAL (SELECT r.server_id FROM server_rollups AS r WHERE r.server_id = o.server_id FOR UPDATE) AS k ON true;
         WITH latest AS (
             INSERT INTO server_rollups AS r (server_id, last_run_id, last_run_at, last_outcome, failing_since,
                                              cert_not_after, uptime_30d)
             SELECT o.server_id, o.id, o.started_at, o.outcome,
                    CASE WHEN o.outcome = 'ok' THEN NULL ELSE o.started_at END, o.cert,
-                   (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0)
-                      FROM server_run_days AS d
-                     WHERE d.server_id = o.server_id
-                       AND d.day > (o.started_at AT TIME ZONE 'UTC')::date - 30)
-              FROM unnest(o_server, o_run, o_at, o_outcome, o_cert) AS o(server_id, id, started_at, outcome, cert)
+                   CASE WHEN o.locked THEN
+                       (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0)
+                          FROM server_run_days AS d
+                         WHERE d.server_id = o.server_id
+                           AND d.day > (o.started_at AT TIME ZONE 'UTC')::date - 30) END
+              FROM unnest(o_server, o_run, o_at, o_outcome, o_cert, o_locked)
+                   AS o(server_id, id, started_at, outcome, cert, locked)
              ORDER BY o.server_id
             ON CONFLICT (server_id) DO UPDATE
                SET last_run_id    = EXCLUDED.last_run_id,
@@ -169,8 +187,9 @@ BEGIN
     END LOOP;
 
     -- The uptime of every other server with a counted run: those with more runs in the statement,
-    -- and those whose one run came out of order (its day counts; the window ends at the newer run).
-    v_rest := ARRAY(SELECT unnest(v_servers) EXCEPT SELECT unnest(v_done));
+    -- those whose one run came out of order (its day counts; the window ends at the newer run), and
+    -- those that had no rollup to lock.
+    v_rest := ARRAY(SELECT unnest(v_servers) EXCEPT (SELECT unnest(v_done) INTERSECT SELECT unnest(v_locked)));
     IF cardinality(v_rest) > 0 THEN
         UPDATE server_rollups AS r
            SET uptime_30d = (SELECT sum(d.ok)::float8 / nullif(sum(d.counted), 0)
