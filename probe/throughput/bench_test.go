@@ -134,6 +134,7 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 			b.Logf("the round's budget (%s) ran out: %d of %d servers checked", s.MaxDuration, sum.Runs, servers)
 		}
 		require.Equal(b, sum.Jobs, sum.Servers, "no server twice")
+		require.Equal(b, sum.Runs, sum.OK, "every check answered ok (a failing fleet would inflate the rate)")
 		jobs += sum.Runs
 	}
 	perSecond := float64(jobs) / elapsed.Seconds()
