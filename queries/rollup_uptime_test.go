@@ -128,44 +128,110 @@ func TestTheRollupUptimeMigrationRollsBackAndForth(t *testing.T) {
 
 const rollupUptimeVersion = 28
 
-// Two finishes of one server at once: the first stores a run of an earlier day (a replayed spool)
-// and holds its transaction open; the second, a run of today, waits for the first's rollup lock.
-// Once the first commits, the second's uptime must count the first's day: the upsert reads the days
-// after the lock, as the UPDATE it replaces did. (The alerts' trigger, which also locks each
-// server's state in the same order, is switched off here so that the rollups' own lock is what is
-// tested.)
+// Two finishes of one server at once: the first stores a run of ten days ago (a replayed spool)
+// and holds its transaction open; the second, a run of today, waits for the first's rollup of the
+// server, locked (the server has one already) or being inserted (its first). Once the first
+// commits, the second's uptime must count the first's day: the upsert reads the days after the
+// lock, as the UPDATE it replaces did, and a server whose rollup was not there to lock gets its
+// uptime from that UPDATE. (The alerts' trigger, which also locks each server's state in server
+// order, is switched off here so that the rollups' own locks are what is tested.)
 func TestARollupWrittenAfterAnotherFinishOfItsServerCountsThatFinishsDay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		hasRollup bool
+		uptime    string // s's, in the end
+	}{
+		{"the server has a rollup", true, "0.666666667"}, // ok today (before), failed ten days ago, ok today
+		{"the first rollup of the server", false, "0.500000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			pool := migrated.Pool(t)
+			_, err := pool.Exec(ctx, `ALTER TABLE probe_runs DISABLE TRIGGER probe_runs_alert`)
+			require.NoError(t, err)
+			s := testfactory.Server(ctx, t, pool, nil)
+			other1, other2 := testfactory.Server(ctx, t, pool, nil), testfactory.Server(ctx, t, pool, nil)
+			today := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+			if tc.hasRollup {
+				storeRuns(ctx, t, pool, []int64{s, other1}, []time.Time{today.Add(-time.Minute), today}, []string{"ok", "ok"})
+			}
+
+			first, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = first.Rollback(context.WithoutCancel(ctx)) }()
+			// a failed run of s ten days ago: out of order, or its first; it counts in its day
+			servers, at := []int64{s, other2}, []time.Time{today.AddDate(0, 0, -10), today}
+			_, err = insertRuns(ctx, first, runJobs(ctx, t, pool, servers, at), servers, at, []string{"failed", "ok"})
+			require.NoError(t, err)
+
+			servers, at = []int64{s, other1}, []time.Time{today.Add(time.Minute), today.Add(time.Minute)}
+			jobs := runJobs(ctx, t, pool, servers, at)
+			second := make(chan error, 1)
+			go func() {
+				_, err := insertRuns(ctx, pool, jobs, servers, at, []string{"ok", "ok"})
+				second <- err
+			}()
+			dbtest.WaitForLockWait(t, pool, "INSERT INTO probe_runs", "the second finish waits for the first")
+			// ...at the rollups: past the totals and the days, which the two finishes share no row of
+			var atRollups bool
+			require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity AS a JOIN pg_locks AS l ON l.pid = a.pid
+				 WHERE a.datname = current_database() AND a.wait_event_type = 'Lock' AND a.query LIKE '%INSERT INTO probe_runs%'
+				   AND l.relation = 'server_rollups'::regclass AND l.granted)`).Scan(&atRollups))
+			require.True(t, atRollups, "the second finish waits with the rollups' table taken")
+			require.NoError(t, first.Commit(ctx))
+			require.NoError(t, <-second)
+
+			_, uptime, days := uptimeOracle(ctx, t, pool, s)
+			require.Equal(t, []string{tc.uptime}, days, "s's days")
+			require.Equal(t, days, uptime, "s's uptime counts the first finish's day")
+		})
+	}
+}
+
+// The rollups' lock before the upsert stops at the first server without a rollup: from there on the
+// upsert takes the rows, in server order, so a finish never holds a later server's rollup while it
+// waits to insert an earlier one's (two finishes taking the same rows in two orders could
+// deadlock). Here x has no rollup yet and another finish is inserting x's first; a finish of x
+// and y waits for it at x, and y's rollup must still be free.
+func TestTheRollupsLockStopsAtTheFirstServerWithoutOne(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := migrated.Pool(t)
 	_, err := pool.Exec(ctx, `ALTER TABLE probe_runs DISABLE TRIGGER probe_runs_alert`)
 	require.NoError(t, err)
-	s := testfactory.Server(ctx, t, pool, nil)
-	other1, other2 := testfactory.Server(ctx, t, pool, nil), testfactory.Server(ctx, t, pool, nil)
+	x, y, z := testfactory.Server(ctx, t, pool, nil), testfactory.Server(ctx, t, pool, nil), testfactory.Server(ctx, t, pool, nil)
+	require.Less(t, x, y)
 	today := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-	// s has a rollup: an ok run today
-	storeRuns(ctx, t, pool, []int64{s, other1}, []time.Time{today.Add(-time.Minute), today}, []string{"ok", "ok"})
+	// y has a rollup (a statement of one run)
+	storeRuns(ctx, t, pool, []int64{y}, []time.Time{today.Add(-time.Minute)}, []string{"ok"})
 
-	first, err := pool.Begin(ctx)
+	// another finish inserts x's first rollup and holds it (days and totals of its own)
+	holder, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	defer func() { _ = first.Rollback(context.WithoutCancel(ctx)) }()
-	// a failed run of s ten days ago: out of order, it counts in its day and holds s's rollup
-	servers, at := []int64{s, other2}, []time.Time{today.AddDate(0, 0, -10), today}
-	_, err = insertRuns(ctx, first, runJobs(ctx, t, pool, servers, at), servers, at, []string{"failed", "ok"})
+	defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
+	servers, at := []int64{x, z}, []time.Time{today.AddDate(0, 0, -3), today.AddDate(0, 0, -3)}
+	_, err = insertRuns(ctx, holder, runJobs(ctx, t, pool, servers, at), servers, at, []string{"failed", "failed"})
 	require.NoError(t, err)
 
-	servers, at = []int64{s, other1}, []time.Time{today.Add(time.Minute), today.Add(time.Minute)}
+	servers, at = []int64{x, y}, []time.Time{today, today}
 	jobs := runJobs(ctx, t, pool, servers, at)
-	second := make(chan error, 1)
+	finish := make(chan error, 1)
 	go func() {
 		_, err := insertRuns(ctx, pool, jobs, servers, at, []string{"ok", "ok"})
-		second <- err
+		finish <- err
 	}()
-	dbtest.WaitForLockWait(t, pool, "INSERT INTO probe_runs", "the second finish waits for the first's rollup of s")
-	require.NoError(t, first.Commit(ctx))
-	require.NoError(t, <-second)
-
-	_, uptime, days := uptimeOracle(ctx, t, pool, s)
-	require.Equal(t, []string{"0.666666667"}, days, "s: two ok runs today, one failed ten days ago")
-	require.Equal(t, days, uptime, "s's uptime counts the first finish's day")
+	dbtest.WaitForLockWait(t, pool, "INSERT INTO probe_runs", "the finish of x and y waits for x's first rollup")
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var id int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT server_id FROM server_rollups WHERE server_id = $1 FOR UPDATE NOWAIT`, y).Scan(&id),
+		"y's rollup is not held by the finish waiting at x")
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, holder.Commit(ctx))
+	require.NoError(t, <-finish)
+	_, uptime, days := uptimeOracle(ctx, t, pool, x, y)
+	require.Equal(t, days, uptime)
 }

@@ -4,9 +4,8 @@
 -- The rollups' statement trigger (probe_runs_rollup_batch, 00023) upserted each server's rollup
 -- (its last run) and then, in a statement of its own, updated the same row again for its 30-day
 -- uptime, read from the days the first statement had just counted: every finished check left
--- two new versions of its server's rollup (HOT while its indexed last outcome and uptime stay as
--- they were; each index written otherwise), two dead ones for the autovacuum of a table every
--- check writes.
+-- two new versions of its server's rollup (HOT while its indexed columns stay as they were; each
+-- index written otherwise), two dead ones for the autovacuum of a table every check writes.
 --
 -- Now the days are counted first and the rollup of a server with one run in the statement
 -- (nearly always) is upserted after them, its uptime with it: a later statement sees the days as
@@ -16,18 +15,18 @@
 -- after the upsert's locks (queries/rollup_uptime_test.go holds two finishes of one server to
 -- it). The UPDATE stays for the servers the upsert does not write so: those with more runs in the
 -- statement (their rollup follows them one at a time), those whose run came out of order (a
--- replayed spool: it counts in its day, and the window ends at the newer run), and those without
--- a rollup yet (nothing to lock). Same rollups and uptimes as before, as the row trigger leaves
+-- replayed spool: it counts in its day, and the window ends at the newer run), and those from
+-- the first without a rollup on (nothing to lock; one sorted pass of locks). Same rollups and uptimes as before, as the row trigger leaves
 -- them (queries/finish_triggers_test.go, an out-of-order run and a day past the window included);
 -- the previous binary fires the same trigger and reads the same rows.
 --
 -- Measured alone in one session (10,000 servers claimed in claims of 17 and finished in batches of
 -- 270 by probe_finish_many, each server's second round or later), this migration down and up
--- alternately, six times each: the rollups' trigger (pg_stat_user_functions) took 290-375 ms
--- before (315 on average) and 233-315 after (284), about 3 us a server less; the finishes wrote
--- 3,095-3,130 bytes of WAL a server before (pg_stat_wal) and 3,009-3,042 after; server_rollups
--- took 20,000 row updates a round before and 10,000 after (pg_stat_user_tables). Not the 9-16 us
--- measured before the lock was added, which takes back most of it (a row lock is a WAL record).
+-- alternately, four times each: the rollups' trigger (pg_stat_user_functions) took 349-389 ms
+-- before (374 on average) and 275-382 ms after (317), about 6 us a server less; the finishes wrote
+-- 3,070-3,263 bytes of WAL a server before (pg_stat_wal) and 2,991-3,066 after; server_rollups
+-- took 20,000 row updates a round before and 10,000 after (pg_stat_user_tables). A version
+-- without the locks measured 9-16 us less: a row lock is a WAL record and a statement of its own.
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION probe_runs_rollup_batch() RETURNS trigger
@@ -45,8 +44,9 @@ DECLARE
     o_at      timestamptz[];
     o_outcome text[];
     o_cert    timestamptz[];
-    o_locked  boolean[]; -- its rollup was there to lock before the upsert
+    o_locked  boolean[]; -- its rollup was locked before the upsert
     v_locked  bigint[];
+    v_cut     bigint;    -- the first of them without a rollup
     -- the servers whose rollup the upsert of those runs wrote
     v_done    bigint[];
     v_rest    bigint[];
@@ -133,14 +133,22 @@ BEGIN
         -- First their rollups are locked, in server order (the upsert's), in a statement of their
         -- own, so that the upsert reads the days as of after every other finish that wrote one of
         -- these rollups has committed (it holds the rollup until it commits, and writes its days
-        -- before): as the UPDATE below reads them, after the locks the upsert took. A server with
-        -- no rollup yet has none to lock, and another finish may be inserting its first one: the
-        -- upsert would wait for it and then write what its own snapshot saw, so its uptime is left
-        -- to the UPDATE below.
+        -- before): as the UPDATE below reads them, after the locks the upsert took. Only the
+        -- servers before the first that has no rollup yet: the upsert inserts that one, and so
+        -- locks it, after every server this statement locked, and must not lock a later one
+        -- before it (two finishes would then take the same rows in two orders). From that server
+        -- on, as for a server whose first rollup another finish may be inserting meanwhile (the
+        -- upsert would wait for it, then write what its own snapshot saw), the uptime is left to
+        -- the UPDATE below, which comes after the upsert's locks.
+        SELECT coalesce(min(o.server_id), 9223372036854775807) INTO v_cut
+          FROM unnest(o_server) AS o(server_id)
+         WHERE NOT EXISTS (SELECT 1 FROM server_rollups AS r WHERE r.server_id = o.server_id);
         SELECT array_agg(k.server_id IS NOT NULL ORDER BY o.i), array_agg(k.server_id) FILTER (WHERE k.server_id IS NOT NULL)
           INTO o_locked, v_locked
           FROM unnest(o_server) WITH ORDINALITY AS o(server_id, i)
-          LEFT JOIN LATERAL (SELECT r.server_id FROM server_rollups AS r WHERE r.server_id = o.server_id FOR UPDATE) AS k ON true;
+          LEFT JOIN LATERAL (SELECT r.server_id FROM server_rollups AS r
+                              WHERE r.server_id = o.server_id AND o.server_id < v_cut
+                                FOR UPDATE) AS k ON true;
         WITH latest AS (
             INSERT INTO server_rollups AS r (server_id, last_run_id, last_run_at, last_outcome, failing_since,
                                              cert_not_after, uptime_30d)
@@ -192,7 +200,7 @@ BEGIN
 
     -- The uptime of every other server with a counted run: those with more runs in the statement,
     -- those whose one run came out of order (its day counts; the window ends at the newer run), and
-    -- those that had no rollup to lock.
+    -- those whose rollup was not locked before the upsert (see above).
     v_rest := ARRAY(SELECT unnest(v_servers) EXCEPT (SELECT unnest(v_done) INTERSECT SELECT unnest(v_locked)));
     IF cardinality(v_rest) > 0 THEN
         UPDATE server_rollups AS r
