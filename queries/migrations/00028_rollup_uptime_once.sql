@@ -16,9 +16,10 @@
 -- it). The UPDATE stays for the servers the upsert does not write so: those with more runs in the
 -- statement (their rollup follows them one at a time), those whose run came out of order (a
 -- replayed spool: it counts in its day, and the window ends at the newer run), and those from
--- the first without a rollup on (nothing to lock; one sorted pass of locks). Same rollups and uptimes as before, as the row trigger leaves
--- them (queries/finish_triggers_test.go, an out-of-order run and a day past the window included);
--- the previous binary fires the same trigger and reads the same rows.
+-- the first without a rollup on (nothing to lock; one sorted pass of locks). Same rollups and
+-- uptimes as before, as the row trigger leaves them (queries/finish_triggers_test.go, an
+-- out-of-order run and a day past the window included); the previous binary fires the same
+-- trigger and reads the same rows.
 --
 -- Measured alone in one session (10,000 servers claimed in claims of 17 and finished in batches of
 -- 270 by probe_finish_many, each server's second round or later), this migration down and up
