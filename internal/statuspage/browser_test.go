@@ -43,10 +43,15 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser starts a headless Chromium that can reach nothing but loopback, with a fresh profile,
-// and returns a context whose actions run in one tab of it.
+// browser starts a headless Chromium that can reach nothing but loopback, with a fresh profile
+// and a temporary directory of its own (Chromium leaves its singleton socket's directory in
+// TMPDIR), and returns a context whose actions run in one tab of it.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	// Short: the socket's path must fit a sockaddr_un (108 bytes), which a test's TempDir may not.
+	tmp, err := os.MkdirTemp("", "chromium-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) }) // after the browser has stopped (cleanups run last first)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless,
@@ -55,6 +60,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
