@@ -83,7 +83,7 @@ func prepareSpoolDir(dir string, log *slog.Logger) error {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+		return spoolDirError(dir, err)
 	}
 	warnings, err := checkSpoolParents(dir)
 	if err != nil {
@@ -143,13 +143,19 @@ func prepareSpoolDir(dir string, log *slog.Logger) error {
 func checkSpoolParents(dir string) (warnings []string, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+		return nil, spoolDirError(dir, err)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+		return nil, spoolDirError(dir, err)
 	}
 	return judgeSpoolParents(dir, filepath.Dir(abs), filepath.Dir(real))
+}
+
+// spoolDirError says the spool directory dir could not be made or judged (err), and what to check:
+// the flag that names it, or XDG_STATE_HOME, which names it by default.
+func spoolDirError(dir string, err error) *SpoolError {
+	return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
 }
 
 // checkSpoolParentsBeforeMaking judges, as checkSpoolParents does, the directories that would be
@@ -163,7 +169,7 @@ func checkSpoolParents(dir string) (warnings []string, err error) {
 func checkSpoolParentsBeforeMaking(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+		return spoolDirError(dir, err)
 	}
 	existing := abs
 	for {
@@ -182,7 +188,7 @@ func checkSpoolParentsBeforeMaking(dir string) error {
 	}
 	real, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return newSpoolError("spool directory %s: %v (check %s or XDG_STATE_HOME)", dir, err, InputSpoolDir)
+		return spoolDirError(dir, err)
 	}
 	_, err = judgeSpoolParents(dir, existing, real)
 	return err
@@ -197,7 +203,7 @@ func judgeSpoolParents(dir string, starts ...string) (warnings []string, err err
 			seen[parent] = true
 			fi, err := os.Stat(parent)
 			if err != nil {
-				return nil, newSpoolError("spool directory %s: %s above it: %v (check %s or XDG_STATE_HOME)", dir, parent, err, InputSpoolDir)
+				return nil, spoolDirError(dir, fmt.Errorf("%s above it: %w", parent, err))
 			}
 			msg, refuse := unsafeParent(fi)
 			switch {
