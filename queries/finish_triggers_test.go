@@ -206,24 +206,9 @@ func TestTheStatementTriggersLeaveWhatTheRowTriggersLeft(t *testing.T) {
 		// first counts in its day and its uptime, but does not replace the last run; the others do,
 		// and server 8's month-old failure falls outside its 30 days.
 		monthBack, outOfOrder, inOrder := base.AddDate(0, 0, -31), base.Add(7*time.Hour), base.Add(9*time.Hour)
-		for _, st := range [][]struct {
-			server  int
-			at      time.Time
-			outcome string
-		}{{{8, monthBack, "failed"}}, {{10, outOfOrder, "failed"}, {11, inOrder, "ok"}, {8, inOrder, "ok"}}} {
-			var jobs, servers []int64
-			var ats []time.Time
-			var outcomes []string
-			for _, r := range st {
-				jobs = append(jobs, testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: ids[k][r.server], RequestedAt: &r.at, FinishedAt: &r.at}))
-				servers, ats, outcomes = append(servers, ids[k][r.server]), append(ats, r.at), append(outcomes, r.outcome)
-			}
-			_, err = pool.Exec(ctx, `INSERT INTO probe_runs (job_id, job_requested_at, server_id, started_at, finished_at, requests, result)
-				SELECT j, r, s, r, r + interval '1 second', 1, jsonb_build_object('outcome', o, 'summary', o, 'requests', '[]'::jsonb)
-				  FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::text[]) AS u(j, r, s, o)`,
-				jobs, ats, servers, outcomes)
-			require.NoError(t, err)
-		}
+		storeRuns(ctx, t, pool, []int64{ids[k][8]}, []time.Time{monthBack}, []string{"failed"})
+		storeRuns(ctx, t, pool, []int64{ids[k][10], ids[k][11], ids[k][8]}, []time.Time{outOfOrder, inOrder, inOrder},
+			[]string{"failed", "ok", "ok"})
 	}
 	tables := []struct{ name, query string }{
 		{"run_totals", `SELECT kind, outcome, shard, runs, round(seconds_sum::numeric, 6), buckets FROM run_totals ORDER BY 1, 2, 3`},
