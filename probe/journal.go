@@ -39,17 +39,31 @@ const journalExt = ".journal"
 const journalKeep = queries.InFlightWindow + time.Minute
 
 // journal is one round's journal file, made when the first result needs it.
+//
+// Its fsyncs are shared (a group commit): a put writes its line and returns once an fsync begun
+// after that write has ended. While one put fsyncs, the others write their lines and wait; when
+// it ends, one of them fsyncs for all of them. A batch's finishes, which end together, pay for two
+// fsyncs rather than one each (a write and an fsync cost ~0.2 ms on this project's test machines,
+// and they were taken one at a time under the lock: 5,000 results a second at most, whatever the
+// database could do).
 type journal struct {
 	dir      string
 	roundID  int64
 	timeline int64
 
-	mu   sync.Mutex
-	f    *os.File
-	name string
+	mu      sync.Mutex
+	f       *os.File
+	name    string
+	written int64         // lines written to f
+	durable int64         // lines an ended fsync covers
+	syncing chan struct{} // closed when the running fsync ends; nil when none runs
+	// broken is the fsync that failed. After a failed fsync the kernel may have dropped the
+	// pages it could not write and a later fsync can succeed without them, so no later put is
+	// trusted: each says the journal is broken, and the round logs its result as not kept.
+	broken error
 }
 
-// put appends one stored result and fsyncs it.
+// put appends one stored result and returns once it is on disk.
 func (j *journal) put(e spoolEntry) error {
 	line, err := json.Marshal(e)
 	if err != nil {
@@ -58,6 +72,9 @@ func (j *journal) put(e spoolEntry) error {
 	line = append(line, '\n')
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.broken != nil {
+		return j.broken
+	}
 	if j.f == nil {
 		if j.f, j.name, err = createJournalFile(j.dir, j.timeline, j.roundID); err != nil {
 			return err
@@ -66,16 +83,47 @@ func (j *journal) put(e spoolEntry) error {
 	if _, err := j.f.Write(line); err != nil {
 		return fmt.Errorf("write journal %s: %w", j.name, err)
 	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("fsync journal %s: %w", j.name, err)
+	j.written++
+	mine := j.written
+	for j.durable < mine {
+		if j.broken != nil {
+			return j.broken
+		}
+		if running := j.syncing; running != nil {
+			// It may have begun before this line was written: wait for it, then look again.
+			j.mu.Unlock()
+			<-running
+			j.mu.Lock()
+			continue
+		}
+		// This put fsyncs for every line written so far, its own and the waiting ones'.
+		done, upto, f := make(chan struct{}), j.written, j.f
+		j.syncing = done
+		j.mu.Unlock()
+		err := f.Sync()
+		j.mu.Lock()
+		j.syncing = nil
+		close(done)
+		if err != nil {
+			j.broken = fmt.Errorf("fsync journal %s: %w", j.name, err)
+			return j.broken
+		}
+		j.durable = upto
 	}
 	return nil
 }
 
-// close releases the file and its lock: from then on a replay may take it.
+// close releases the file and its lock, after the fsync running if any: from then on a replay
+// may take it.
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	for j.syncing != nil {
+		running := j.syncing
+		j.mu.Unlock()
+		<-running
+		j.mu.Lock()
+	}
 	if j.f == nil {
 		return nil
 	}
