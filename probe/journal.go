@@ -42,10 +42,10 @@ const journalKeep = queries.InFlightWindow + time.Minute
 //
 // Its fsyncs are shared (a group commit): a put writes its line and returns once an fsync begun
 // after that write has ended. While one put fsyncs, the others write their lines and wait; when
-// it ends, one of them fsyncs for all of them. A batch's finishes, which end together, pay for two
-// fsyncs rather than one each (a write and an fsync cost ~0.2 ms on this project's test machines,
-// and they were taken one at a time under the lock: 5,000 results a second at most, whatever the
-// database could do).
+// it ends, one of them fsyncs for all of them. A batch's finishes, which end together, pay for a
+// few fsyncs rather than one each (a write and an fsync cost ~0.2 ms on this project's test
+// machines, and they were taken one at a time under the lock: 5,000 results a second at most,
+// whatever the database could do).
 type journal struct {
 	dir      string
 	roundID  int64
@@ -54,14 +54,18 @@ type journal struct {
 	mu      sync.Mutex
 	f       *os.File
 	name    string
-	written int64         // lines written to f
-	durable int64         // lines an ended fsync covers
+	written int64         // lines written, counted over the round's files
+	durable int64         // of them, the lines an ended fsync covers
 	syncing chan struct{} // closed when the running fsync ends; nil when none runs
 	// broken is the fsync that failed. After a failed fsync the kernel may have dropped the
 	// pages it could not write and a later fsync can succeed without them, so no later put is
-	// trusted: each says the journal is broken, and the round logs its result as not kept.
-	broken error
+	// trusted: each is refused (errJournalOff), counted in refused, and not written.
+	broken  error
+	refused int
 }
+
+// errJournalOff refuses a result after the journal's fsync failed.
+var errJournalOff = errors.New("the journal is off for the rest of the round")
 
 // put appends one stored result and returns once it is on disk.
 func (j *journal) put(e spoolEntry) error {
@@ -73,7 +77,8 @@ func (j *journal) put(e spoolEntry) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.broken != nil {
-		return j.broken
+		j.refused++
+		return fmt.Errorf("%w: %w", errJournalOff, j.broken)
 	}
 	if j.f == nil {
 		if j.f, j.name, err = createJournalFile(j.dir, j.timeline, j.roundID); err != nil {
@@ -84,23 +89,29 @@ func (j *journal) put(e spoolEntry) error {
 		return fmt.Errorf("write journal %s: %w", j.name, err)
 	}
 	j.written++
-	mine := j.written
-	for j.durable < mine {
+	return j.awaitDurable(j.written, j.f.Sync)
+}
+
+// awaitDurable returns once line n is covered by an fsync (sync, of the file that line is in)
+// begun after the line was written, or with the failed fsync's error. j.mu is held on entry and
+// on return; it is let go while an fsync runs.
+func (j *journal) awaitDurable(n int64, sync func() error) error {
+	for j.durable < n {
 		if j.broken != nil {
 			return j.broken
 		}
 		if running := j.syncing; running != nil {
-			// It may have begun before this line was written: wait for it, then look again.
+			// It may have begun before line n was written: wait for it, then look again.
 			j.mu.Unlock()
 			<-running
 			j.mu.Lock()
 			continue
 		}
-		// This put fsyncs for every line written so far, its own and the waiting ones'.
-		done, upto, f := make(chan struct{}), j.written, j.f
+		// An fsync for every line written so far, n's and the waiting ones'.
+		done, upto := make(chan struct{}), j.written
 		j.syncing = done
 		j.mu.Unlock()
-		err := f.Sync()
+		err := sync()
 		j.mu.Lock()
 		j.syncing = nil
 		close(done)
@@ -113,8 +124,9 @@ func (j *journal) put(e spoolEntry) error {
 	return nil
 }
 
-// close releases the file and its lock, after the fsync running if any: from then on a replay
-// may take it.
+// close releases the file and its lock: from then on a replay may take it. It waits for the
+// running fsync, if any, and fsyncs what that one did not cover, so that a put still waiting is
+// answered for the file it wrote to.
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -127,9 +139,25 @@ func (j *journal) close() error {
 	if j.f == nil {
 		return nil
 	}
-	err := j.f.Close()
+	var err error
+	if j.broken == nil && j.durable < j.written {
+		if err = j.f.Sync(); err != nil {
+			j.broken = fmt.Errorf("fsync journal %s: %w", j.name, err)
+			err = j.broken
+		} else {
+			j.durable = j.written
+		}
+	}
+	err = errors.Join(err, j.f.Close())
 	j.f = nil
 	return err
+}
+
+// refusedCount is how many results the journal refused after its fsync failed.
+func (j *journal) refusedCount() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.refused
 }
 
 // createJournalFile makes this process's journal for the round, locked, under its final name, as
@@ -301,6 +329,10 @@ func (r *Round) closeJournal(ctx context.Context, st *state) *JournalReplay {
 	if err := st.journal.close(); err != nil {
 		r.Log.Warn("close journal", "err", err)
 	}
+	if n := st.journal.refusedCount(); n > 0 {
+		r.Log.Error("the journal stopped at its failed fsync: later results of this round are not kept against a failover",
+			"results", n)
+	}
 	all, _ := r.finishBudgets()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), all)
 	defer cancel()
@@ -325,6 +357,9 @@ func (r *Round) journalResult(st *state, job queries.ClaimedJob, p queries.Finis
 		JobID: p.JobID, ServerID: p.ServerID, ClaimedNextCheckAt: p.ClaimedNextCheckAt, Outcome: p.Outcome,
 		Error: p.Error, StartedAt: p.StartedAt, CheckFinishedAt: p.CheckFinishedAt, Requests: p.Requests,
 		Result: p.Result, Envelope: p.Envelope, SpooledAt: time.Now().UTC(), Cause: "journal", RequestedAt: &job.RequestedAt})
+	if errors.Is(err, errJournalOff) {
+		return // counted, and said once when the journal closes
+	}
 	if err != nil {
 		r.Log.Error("journal failed: this result is not kept against a failover", "job", job.JobID, "server", job.Slug, "err", err)
 	}

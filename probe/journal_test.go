@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -78,11 +79,104 @@ func TestAJournalWhoseFsyncFailedTakesNoMoreResults(t *testing.T) {
 	require.ErrorIs(t, err, syscall.EINVAL)
 	require.ErrorContains(t, err, "fsync journal pipe")
 	again := j.put(lostClaimEntry(2, 1, 7, requested))
-	require.ErrorIs(t, again, syscall.EINVAL, "the failed fsync is the answer to every later put")
+	require.ErrorIs(t, again, errJournalOff, "refused, not written")
+	require.ErrorIs(t, again, syscall.EINVAL, "with the failed fsync's cause")
+	require.Equal(t, 1, j.refusedCount())
 	require.NoError(t, j.close())
 
 	written := <-read
 	var e spoolEntry
 	require.NoError(t, json.Unmarshal(written, &e), "only the first line was written: %q", written)
 	require.Equal(t, int64(1), e.JobID)
+}
+
+// heldSyncs stands for a file's fsyncs in awaitDurable: each call says it began and waits for
+// the test's answer.
+type heldSyncs struct {
+	began  chan struct{}
+	answer chan error
+}
+
+func newHeldSyncs() heldSyncs {
+	return heldSyncs{began: make(chan struct{}, 4), answer: make(chan error)}
+}
+
+func (h heldSyncs) sync() error {
+	h.began <- struct{}{}
+	return <-h.answer
+}
+
+// writeAndAwait writes a line as put does (counted under the lock) and waits for it to be
+// durable; wrote says the line is written, and the answer comes on the returned channel.
+func writeAndAwait(j *journal, h heldSyncs, wrote chan<- struct{}) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.written++
+		if wrote != nil {
+			wrote <- struct{}{}
+		}
+		out <- j.awaitDurable(j.written, h.sync)
+	}()
+	return out
+}
+
+// A line written while an fsync runs is not covered by it (the fsync may have flushed before the
+// line was there): its put waits for the next fsync, which it leads, and only then returns.
+func TestAJournalLineWrittenDuringAnFsyncWaitsForTheNext(t *testing.T) {
+	t.Parallel()
+	j := &journal{name: "test"}
+	h := newHeldSyncs()
+	first := writeAndAwait(j, h, nil)
+	<-h.began // the first line's fsync runs
+	wrote := make(chan struct{}, 1)
+	second := writeAndAwait(j, h, wrote)
+	<-wrote
+	h.answer <- nil
+	require.NoError(t, <-first)
+	select {
+	case <-h.began:
+	case err := <-second:
+		t.Fatalf("the second line's put returned (%v) without an fsync begun after its line", err)
+	}
+	h.answer <- nil
+	require.NoError(t, <-second)
+	require.Equal(t, int64(2), j.durable)
+}
+
+// A put waiting behind an fsync that fails gets that failure, and no other fsync is tried: a
+// later one could succeed without the pages the kernel dropped.
+func TestAJournalPutWaitingBehindAFailedFsyncGetsItsError(t *testing.T) {
+	t.Parallel()
+	j := &journal{name: "test"}
+	h := newHeldSyncs()
+	first := writeAndAwait(j, h, nil)
+	<-h.began
+	wrote := make(chan struct{}, 1)
+	second := writeAndAwait(j, h, wrote)
+	<-wrote
+	failed := errors.New("EIO")
+	h.answer <- failed
+	require.ErrorIs(t, <-first, failed)
+	select {
+	case <-h.began:
+		t.Fatal("an fsync was tried after one failed")
+	case err := <-second:
+		require.ErrorIs(t, err, failed)
+	}
+}
+
+// Closing the journal fsyncs the lines no fsync has covered yet, so that a put still waiting is
+// answered for the file its line is in, not by a later file's fsync.
+func TestClosingAJournalFsyncsItsLastLines(t *testing.T) {
+	t.Parallel()
+	f, err := os.CreateTemp(t.TempDir(), "journal")
+	require.NoError(t, err)
+	j := &journal{f: f, name: f.Name()}
+	_, err = f.WriteString("{}\n")
+	require.NoError(t, err)
+	j.written = 1
+	require.NoError(t, j.close())
+	require.Equal(t, j.written, j.durable)
 }
