@@ -32,9 +32,10 @@ func TestTheGenericPlansMigrationRollsBackAndForth(t *testing.T) {
 		return got
 	}
 	want := map[string][]string{
-		"probe_claim_due":   {"jit=off", "plan_cache_mode=force_generic_plan", "enable_seqscan=off"},
-		"probe_runs_once":   {"plan_cache_mode=force_generic_plan", "enable_seqscan=off"},
-		"probe_finish_many": {"jit=off"},
+		"probe_claim_due": {"jit=off", "plan_cache_mode=force_generic_plan", "enable_seqscan=off"},
+		"probe_runs_once": {"plan_cache_mode=force_generic_plan", "enable_seqscan=off"},
+		// 00029's setting, which probe_runs_once's WHEN reads
+		"probe_finish_many": {"jit=off", "probectl.runs_once=checked"},
 	}
 	require.Equal(t, want, settings())
 	claimAndFinishOne(t, pool)
