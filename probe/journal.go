@@ -43,9 +43,9 @@ const journalKeep = queries.InFlightWindow + time.Minute
 // Its fsyncs are shared (a group commit): a put writes its line and returns once an fsync begun
 // after that write has ended. While one put fsyncs, the others write their lines and wait; when
 // it ends, one of them fsyncs for all of them. A batch's finishes, which end together, pay for a
-// few fsyncs rather than one each (a write and an fsync cost ~0.2 ms on this project's test
-// machines, and they were taken one at a time under the lock: 5,000 results a second at most,
-// whatever the database could do).
+// few fsyncs rather than one each. (A line's write and fsync took 205-228 us on this project's
+// test machines; one at a time under the lock, they held a round at 5,000 results a second at
+// most, and at a tenth of River's rate when the machine was loaded: docs/scale.md.)
 type journal struct {
 	dir      string
 	roundID  int64
@@ -54,7 +54,7 @@ type journal struct {
 	mu      sync.Mutex
 	f       *os.File
 	name    string
-	written int64         // lines written, counted over the round's files
+	written int64         // lines written (over its files: a put after close makes another)
 	durable int64         // of them, the lines an ended fsync covers
 	syncing chan struct{} // closed when the running fsync ends; nil when none runs
 	// broken is the fsync that failed. After a failed fsync the kernel may have dropped the
@@ -64,8 +64,9 @@ type journal struct {
 	refused int
 }
 
-// errJournalOff refuses a result after the journal's fsync failed.
-var errJournalOff = errors.New("the journal is off for the rest of the round")
+// errJournalOff refuses a result after the journal's fsync failed. A round has one journal; under
+// a worker, each invocation has its own.
+var errJournalOff = errors.New("the journal is off: its fsync failed")
 
 // put appends one stored result and returns once it is on disk.
 func (j *journal) put(e spoolEntry) error {
@@ -124,29 +125,18 @@ func (j *journal) awaitDurable(n int64, sync func() error) error {
 	return nil
 }
 
-// close releases the file and its lock: from then on a replay may take it. It waits for the
-// running fsync, if any, and fsyncs what that one did not cover, so that a put still waiting is
-// answered for the file it wrote to.
+// close releases the file and its lock: from then on a replay may take it. It first has every
+// line written fsync'd (waiting for the running fsync, if any), so that a put still waiting is
+// answered for the file its line is in.
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for j.syncing != nil {
-		running := j.syncing
-		j.mu.Unlock()
-		<-running
-		j.mu.Lock()
-	}
 	if j.f == nil {
 		return nil
 	}
 	var err error
-	if j.broken == nil && j.durable < j.written {
-		if err = j.f.Sync(); err != nil {
-			j.broken = fmt.Errorf("fsync journal %s: %w", j.name, err)
-			err = j.broken
-		} else {
-			j.durable = j.written
-		}
+	for err == nil && j.broken == nil && j.durable < j.written {
+		err = j.awaitDurable(j.written, j.f.Sync)
 	}
 	err = errors.Join(err, j.f.Close())
 	j.f = nil
@@ -330,7 +320,7 @@ func (r *Round) closeJournal(ctx context.Context, st *state) *JournalReplay {
 		r.Log.Warn("close journal", "err", err)
 	}
 	if n := st.journal.refusedCount(); n > 0 {
-		r.Log.Error("the journal stopped at its failed fsync: later results of this round are not kept against a failover",
+		r.Log.Error("the journal stopped at its failed fsync: the results stored after it are not kept against a failover",
 			"results", n)
 	}
 	all, _ := r.finishBudgets()

@@ -2,17 +2,22 @@ package probe
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/probectl/probectl/queries"
 )
 
 // A round's finishes journal their results at once (a batch's answers come back together): every
@@ -179,4 +184,56 @@ func TestClosingAJournalFsyncsItsLastLines(t *testing.T) {
 	j.written = 1
 	require.NoError(t, j.close())
 	require.Equal(t, j.written, j.durable)
+}
+
+// The lines written while an fsync runs share the next one: the put that runs it fsyncs every
+// line written so far, not only its own, and a put whose line it covered needs no fsync at all.
+func TestJournalLinesWrittenDuringAnFsyncShareTheNext(t *testing.T) {
+	t.Parallel()
+	j := &journal{name: "test"}
+	h := newHeldSyncs()
+	first := writeAndAwait(j, h, nil)
+	<-h.began
+	wrote := make(chan struct{}, 1)
+	second := writeAndAwait(j, h, wrote)
+	<-wrote
+	// A third line, written during the first fsync too, whose put has not asked yet.
+	j.mu.Lock()
+	j.written++
+	third := j.written
+	j.mu.Unlock()
+	h.answer <- nil
+	require.NoError(t, <-first)
+	<-h.began // the second put's fsync
+	h.answer <- nil
+	require.NoError(t, <-second)
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	require.Equal(t, third, j.durable, "the second fsync covered the third line too")
+	require.NoError(t, j.awaitDurable(third, h.sync), "without another fsync")
+}
+
+// After a failed fsync the round logs that result's failure once, then refuses the later ones
+// without a line each, and says how many at the close.
+func TestAJournalThatStoppedSaysSoOnceAndCountsTheRest(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	var logs bytes.Buffer
+	round := &Round{DB: testDB(t), Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	st := &state{roundID: 7, journal: &journal{dir: t.TempDir(), roundID: 7, timeline: 1, f: w, name: "pipe"}}
+	requested := time.Now().UTC().Truncate(time.Microsecond)
+	job := queries.ClaimedJob{JobID: 1, ServerID: 1, Slug: "s", RequestedAt: requested}
+	for i := range 4 {
+		job.JobID = int64(i + 1)
+		round.journalResult(st, job, queries.FinishParams{JobID: job.JobID, ServerID: 1, Outcome: "ok",
+			Result: json.RawMessage(`{"outcome":"ok"}`), RequestedAt: &requested})
+	}
+	round.closeJournal(ctx, st)
+	require.Equal(t, 1, strings.Count(logs.String(), "journal failed: this result is not kept"), logs.String())
+	require.Equal(t, 1, strings.Count(logs.String(), "the journal stopped at its failed fsync"), logs.String())
+	require.Contains(t, logs.String(), "results=3")
 }
