@@ -162,19 +162,14 @@ func TestTheRunsOnceMigrationRollsBackAndForth(t *testing.T) {
 	pool, p := upOnEmptyDB(t)
 	batchCalls := func() int64 {
 		t.Helper()
-		due := time.Now().Add(-time.Minute)
-		testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: &due})
-		round := testfactory.Round(ctx, t, pool, nil)
-		jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 1})
-		require.NoError(t, err)
-		require.Len(t, jobs, 1)
+		j := claimDueNow(t, pool)
 		tx, err := pool.Begin(ctx)
 		require.NoError(t, err)
 		defer tx.Rollback(ctx) //nolint:errcheck // committed below
 		_, err = tx.Exec(ctx, "SET LOCAL track_functions = 'pl'")
 		require.NoError(t, err)
 		before := runsOnceCalls(t, tx)
-		out, err := queries.FinishBatch(ctx, tx, []queries.FinishParams{finishParams(jobs[0], time.Now())})
+		out, err := queries.FinishBatch(ctx, tx, []queries.FinishParams{finishParams(j, time.Now())})
 		require.NoError(t, err)
 		require.NoError(t, out[0].Err)
 		n := runsOnceCalls(t, tx) - before
