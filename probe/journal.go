@@ -57,16 +57,18 @@ type journal struct {
 	written int64         // lines written (over its files: a put after close makes another)
 	durable int64         // of them, the lines an ended fsync covers
 	syncing chan struct{} // closed when the running fsync ends; nil when none runs
-	// broken is the fsync that failed. After a failed fsync the kernel may have dropped the
-	// pages it could not write and a later fsync can succeed without them, so no later put is
-	// trusted: each is refused (errJournalOff), counted in refused, and not written.
+	// broken is the write or fsync that failed. After a failed fsync the kernel may have dropped
+	// the pages it could not write and a later fsync can succeed without them; after a failed
+	// write part of the line may be in the file, and the next line would be appended to it and
+	// read back as bad. So no later put is trusted: each is refused (errJournalOff), counted in
+	// refused, and not written.
 	broken  error
 	refused int
 }
 
-// errJournalOff refuses a result after the journal's fsync failed. A round has one journal; under
-// a worker, each invocation has its own.
-var errJournalOff = errors.New("the journal is off: its fsync failed")
+// errJournalOff refuses a result after a write or an fsync of the journal failed. A round has one
+// journal; under a worker, each invocation has its own.
+var errJournalOff = errors.New("the journal is off: a write or an fsync of it failed")
 
 // put appends one stored result and returns once it is on disk.
 func (j *journal) put(e spoolEntry) error {
@@ -87,7 +89,8 @@ func (j *journal) put(e spoolEntry) error {
 		}
 	}
 	if _, err := j.f.Write(line); err != nil {
-		return fmt.Errorf("write journal %s: %w", j.name, err)
+		j.broken = fmt.Errorf("write journal %s: %w", j.name, err)
+		return j.broken
 	}
 	j.written++
 	return j.awaitDurable(j.written, j.f.Sync)
@@ -320,7 +323,7 @@ func (r *Round) closeJournal(ctx context.Context, st *state) *JournalReplay {
 		r.Log.Warn("close journal", "err", err)
 	}
 	if n := st.journal.refusedCount(); n > 0 {
-		r.Log.Error("the journal stopped at its failed fsync: the results stored after it are not kept against a failover",
+		r.Log.Error("the journal stopped at a failed write or fsync: the results stored after it are not kept against a failover",
 			"results", n)
 	}
 	all, _ := r.finishBudgets()

@@ -234,6 +234,28 @@ func TestAJournalThatStoppedSaysSoOnceAndCountsTheRest(t *testing.T) {
 	}
 	round.closeJournal(ctx, st)
 	require.Equal(t, 1, strings.Count(logs.String(), "journal failed: this result is not kept"), logs.String())
-	require.Equal(t, 1, strings.Count(logs.String(), "the journal stopped at its failed fsync"), logs.String())
+	require.Equal(t, 1, strings.Count(logs.String(), "the journal stopped at a failed write or fsync"), logs.String())
 	require.Contains(t, logs.String(), "results=3")
+}
+
+// A write that fails may have left part of its line in the file, and the next line would be
+// appended to it and read back as bad although its put said it was kept: after a failed write
+// the journal takes no more results, as after a failed fsync. (A pipe whose reader is gone stands
+// for the file: a write to it fails.)
+func TestAJournalWhoseWriteFailedTakesNoMoreResults(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	j := &journal{roundID: 7, timeline: 1, f: w, name: "pipe"}
+	requested := time.Now().UTC().Truncate(time.Microsecond)
+
+	err = j.put(lostClaimEntry(1, 1, 7, requested))
+	require.ErrorIs(t, err, syscall.EPIPE)
+	require.ErrorContains(t, err, "write journal pipe")
+	again := j.put(lostClaimEntry(2, 1, 7, requested))
+	require.ErrorIs(t, again, errJournalOff, "refused, not written after a failed write")
+	require.ErrorIs(t, again, syscall.EPIPE, "with the failed write's cause")
+	require.Equal(t, 1, j.refusedCount())
+	require.NoError(t, j.close())
 }
