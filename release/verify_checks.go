@@ -311,9 +311,22 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 		}
 	}
 	asShipped := fmt.Sprintf("%d of %d as shipped", len(names)-len(bad), len(names))
-	if len(bad) > 0 {
+	// A function as shipped still runs without its guard if a setting it owns is set around it.
+	set, err := queries.GuardSettingsSet(ctx, tx)
+	if err != nil {
+		return Check{}, Functions{}, err
+	}
+	for _, g := range set {
+		bad = append(bad, fmt.Sprintf("%s is set for %s in %s: it switches off every finish's check of one run per job "+
+			"(probe_runs_once), which only probe_finish_many may skip; RESET it", g.Setting, g.Role, g.Database))
+	}
+	switch {
+	case len(figures.Missing)+len(figures.Changed) > 0:
 		return fail(CheckFunctions, fmt.Sprintf("%s (%d missing, %d changed): run `probectl migrate`, or find who changed them",
 			asShipped, len(figures.Missing), len(figures.Changed)), bad), figures, nil
+	case len(set) > 0:
+		return fail(CheckFunctions, fmt.Sprintf("%s, but %d probectl setting(s) set for a role, a database or this session switch a guard off",
+			asShipped, len(set)), bad), figures, nil
 	}
 	return pass(CheckFunctions, asShipped), figures, nil
 }

@@ -525,3 +525,48 @@ func TestARetiredKeyVerifiesOnlyTheRunsThatFinishedBeforeItsRetirement(t *testin
 		require.Contains(t, checkNamed(t, rep, release.CheckEnvelopesValid).Items[0], "job 3 (srv-2)")
 	})
 }
+
+// 00029's probectl.runs_once belongs to probe_finish_many: set for a database (or a role, or a
+// session), it switches off every finish's one-run-per-job check while the functions are all as
+// shipped. The functions check says so, and where it is set.
+func TestVerifyFailsWhenAGuardsSettingIsSetForTheDatabase(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	var db string
+	require.NoError(t, s.pool.QueryRow(s.ctx, "SELECT current_database()").Scan(&db))
+	_, err := s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET probectl.runs_once = 'checked'")
+	require.NoError(t, err) // test-only: plant the misconfiguration
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
+	check := checkNamed(t, rep, release.CheckFunctions)
+	n := len(rep.Functions.Shipped)
+	require.Equal(t, fmt.Sprintf("%d of %d as shipped, but 1 probectl setting(s) set for a role, a database or this session switch a guard off", n, n),
+		check.Detail)
+	require.Len(t, check.Items, 1)
+	require.Contains(t, check.Items[0], "probectl.runs_once=checked is set for every role in database "+db)
+	require.Equal(t, []string{}, rep.Functions.Changed)
+}
+
+// Set in verify's own session (PGOPTIONS, or a SET), the setting is said too: where it comes from
+// there, it likely reaches the rounds' sessions as well.
+func TestVerifyFailsWhenAGuardsSettingIsSetInItsSession(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	c, err := s.pool.Acquire(s.ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	_, err = c.Exec(s.ctx, "SET probectl.runs_once = 'checked'")
+	require.NoError(t, err)
+
+	rep, err := release.Verify(s.ctx, c.Conn(), release.VerifyRequest{})
+	require.NoError(t, err)
+
+	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
+	items := checkNamed(t, rep, release.CheckFunctions).Items
+	require.Len(t, items, 1)
+	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked is set for this session in database "), items[0])
+}
