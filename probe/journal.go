@@ -57,12 +57,15 @@ type journal struct {
 	written int64         // lines written (over its files: a put after close makes another)
 	durable int64         // of them, the lines an ended fsync covers
 	syncing chan struct{} // closed when the running fsync ends; nil when none runs
-	// broken is the write or fsync that failed. After a failed fsync the kernel may have dropped
-	// the pages it could not write and a later fsync can succeed without them; after a failed
-	// write part of the line may be in the file, and the next line would be appended to it and
-	// read back as bad. So no later put is trusted: each is refused (errJournalOff), counted in
-	// refused, and not written.
-	broken  error
+	// broken is the fsync that failed. After a failed fsync the kernel may have dropped the
+	// pages it could not write and a later fsync can succeed without them: no line is trusted to
+	// be on disk any more, a waiting put's included.
+	broken error
+	// stopped is the write that failed. Part of its line may be in the file, and the next line
+	// would be appended to it and read back as bad: no line is written after it. The lines
+	// written whole before it are still fsync'd for their puts.
+	stopped error
+	// refused counts the puts refused (errJournalOff) after either.
 	refused int
 }
 
@@ -79,9 +82,9 @@ func (j *journal) put(e spoolEntry) error {
 	line = append(line, '\n')
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.broken != nil {
+	if cause := errors.Join(j.broken, j.stopped); cause != nil {
 		j.refused++
-		return fmt.Errorf("%w: %w", errJournalOff, j.broken)
+		return fmt.Errorf("%w: %w", errJournalOff, cause)
 	}
 	if j.f == nil {
 		if j.f, j.name, err = createJournalFile(j.dir, j.timeline, j.roundID); err != nil {
@@ -89,8 +92,8 @@ func (j *journal) put(e spoolEntry) error {
 		}
 	}
 	if _, err := j.f.Write(line); err != nil {
-		j.broken = fmt.Errorf("write journal %s: %w", j.name, err)
-		return j.broken
+		j.stopped = fmt.Errorf("write journal %s: %w", j.name, err)
+		return j.stopped
 	}
 	j.written++
 	return j.awaitDurable(j.written, j.f.Sync)
@@ -146,7 +149,7 @@ func (j *journal) close() error {
 	return err
 }
 
-// refusedCount is how many results the journal refused after its fsync failed.
+// refusedCount is how many results the journal refused after a write or an fsync of it failed.
 func (j *journal) refusedCount() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -259,3 +259,31 @@ func TestAJournalWhoseWriteFailedTakesNoMoreResults(t *testing.T) {
 	require.Equal(t, 1, j.refusedCount())
 	require.NoError(t, j.close())
 }
+
+// A failed write stops new lines, not the fsyncs of the lines written whole before it: a put
+// waiting for the next fsync still gets it, and is answered as kept.
+func TestAJournalWriteThatFailsLeavesTheLinesBeforeItToTheirFsync(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // the journal's next write fails
+	j := &journal{name: "pipe", f: w}
+	h := newHeldSyncs()
+	first := writeAndAwait(j, h, nil)
+	<-h.began
+	wrote := make(chan struct{}, 1)
+	second := writeAndAwait(j, h, wrote)
+	<-wrote
+	requested := time.Now().UTC().Truncate(time.Microsecond)
+	require.ErrorIs(t, j.put(lostClaimEntry(3, 1, 7, requested)), syscall.EPIPE)
+	h.answer <- nil
+	require.NoError(t, <-first)
+	select {
+	case <-h.began:
+	case err := <-second:
+		t.Fatalf("the second line, written whole before the failed write, got no fsync: %v", err)
+	}
+	h.answer <- nil
+	require.NoError(t, <-second)
+	require.ErrorIs(t, j.put(lostClaimEntry(4, 1, 7, requested)), errJournalOff, "no line after the failed write")
+}

@@ -190,24 +190,25 @@ func LiveFunctionBodies(ctx context.Context, db DBTX, names []string) (map[strin
 // gives.
 func Forms(body string) int { return strings.Count(body, overloadSeparator) + 1 }
 
-// GuardSetting is a probectl.* setting set outside the function that owns it (GuardSettingsSet).
+// GuardSetting is probectl.runs_once = 'checked' set outside the function that owns it
+// (GuardSettingsSet).
 type GuardSetting struct {
 	Role     string `db:"role"`     // "role NAME", "every role" or "this session"
 	Database string `db:"database"` // "database NAME" or "every database"
 	Setting  string `db:"setting"`  // name=value
 }
 
-// GuardSettingsSet reads the probectl.* settings set for a role or a database the current one
-// sees, or in this session: 00029's probectl.runs_once set anywhere but in probe_finish_many
-// switches off every finish's one-run-per-job check.
+// GuardSettingsSet reads where probectl.runs_once = 'checked' is set for a role or a database the
+// current one sees, or in this session: set anywhere but in probe_finish_many (00029), it switches
+// off every finish's one-run-per-job check.
 func GuardSettingsSet(ctx context.Context, db DBTX) ([]GuardSetting, error) {
 	rows, err := db.Query(ctx, SQL("GuardSettingsSet"))
 	if err != nil {
-		return nil, fmt.Errorf("read probectl's settings for roles and databases: %w", err)
+		return nil, fmt.Errorf("read the settings of roles and databases: %w", err)
 	}
 	set, err := pgx.CollectRows(rows, pgx.RowToStructByName[GuardSetting])
 	if err != nil {
-		return nil, fmt.Errorf("read probectl's settings for roles and databases: %w", err)
+		return nil, fmt.Errorf("read the settings of roles and databases: %w", err)
 	}
 	return set, nil
 }

@@ -317,16 +317,23 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 		return Check{}, Functions{}, err
 	}
 	for _, g := range set {
-		bad = append(bad, fmt.Sprintf("%s is set for %s in %s: it switches off every finish's check of one run per job "+
-			"(probe_runs_once), which only probe_finish_many may skip; RESET it", g.Setting, g.Role, g.Database))
+		how := "ALTER ROLE/DATABASE ... RESET probectl.runs_once"
+		if g.Role == "this session" {
+			how = "take it out of PGOPTIONS"
+		}
+		bad = append(bad, fmt.Sprintf("%s set for %s in %s: no finish checks one run per job (probe_runs_once); %s",
+			g.Setting, g.Role, g.Database, how))
+	}
+	settingsOff := ""
+	if len(set) > 0 {
+		settingsOff = fmt.Sprintf("; %d setting(s) switch a finish's guard off", len(set))
 	}
 	switch {
 	case len(figures.Missing)+len(figures.Changed) > 0:
-		return fail(CheckFunctions, fmt.Sprintf("%s (%d missing, %d changed): run `probectl migrate`, or find who changed them",
-			asShipped, len(figures.Missing), len(figures.Changed)), bad), figures, nil
+		return fail(CheckFunctions, fmt.Sprintf("%s (%d missing, %d changed): run `probectl migrate`, or find who changed them%s",
+			asShipped, len(figures.Missing), len(figures.Changed), settingsOff), bad), figures, nil
 	case len(set) > 0:
-		return fail(CheckFunctions, fmt.Sprintf("%s, but %d probectl setting(s) set for a role, a database or this session switch a guard off",
-			asShipped, len(set)), bad), figures, nil
+		return fail(CheckFunctions, asShipped+settingsOff, bad), figures, nil
 	}
 	return pass(CheckFunctions, asShipped), figures, nil
 }

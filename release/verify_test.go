@@ -543,11 +543,24 @@ func TestVerifyFailsWhenAGuardsSettingIsSetForTheDatabase(t *testing.T) {
 	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
 	check := checkNamed(t, rep, release.CheckFunctions)
 	n := len(rep.Functions.Shipped)
-	require.Equal(t, fmt.Sprintf("%d of %d as shipped, but 1 probectl setting(s) set for a role, a database or this session switch a guard off", n, n),
-		check.Detail)
-	require.Len(t, check.Items, 1)
-	require.Contains(t, check.Items[0], "probectl.runs_once=checked is set for every role in database "+db)
+	require.Equal(t, fmt.Sprintf("%d of %d as shipped; 1 setting(s) switch a finish's guard off", n, n), check.Detail)
+	require.Equal(t, []string{"probectl.runs_once=checked set for every role in database " + db +
+		": no finish checks one run per job (probe_runs_once); ALTER ROLE/DATABASE ... RESET probectl.runs_once"}, check.Items)
 	require.Equal(t, []string{}, rep.Functions.Changed)
+
+	// Set for this session's role in this database instead: said once, for the role, not again
+	// for the session that got it from there.
+	_, err = s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" RESET probectl.runs_once")
+	require.NoError(t, err)
+	var role string
+	require.NoError(t, s.pool.QueryRow(s.ctx, "SELECT current_user").Scan(&role))
+	_, err = s.pool.Exec(s.ctx, "ALTER ROLE "+pgx.Identifier{role}.Sanitize()+" IN DATABASE "+pgx.Identifier{db}.Sanitize()+
+		" SET probectl.runs_once = 'checked'")
+	require.NoError(t, err)
+	s.pool.Reset() // sessions that take the role's setting
+	items := checkNamed(t, s.verify(release.VerifyRequest{}), release.CheckFunctions).Items
+	require.Len(t, items, 1)
+	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for role "+role+" in database "+db+": "), items[0])
 }
 
 // Set in verify's own session (PGOPTIONS, or a SET), the setting is said too: where it comes from
@@ -568,5 +581,6 @@ func TestVerifyFailsWhenAGuardsSettingIsSetInItsSession(t *testing.T) {
 	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
 	items := checkNamed(t, rep, release.CheckFunctions).Items
 	require.Len(t, items, 1)
-	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked is set for this session in database "), items[0])
+	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for this session in database "), items[0])
+	require.True(t, strings.HasSuffix(items[0], "take it out of PGOPTIONS"), items[0])
 }
