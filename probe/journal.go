@@ -294,6 +294,7 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 			}
 		}
 	}
+	out.Problems = append(out.Problems, badLines(path, bad)...)
 	out.Left += left
 	if left > 0 || len(bad) > 0 {
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,4 +282,36 @@ func TestRecoverAllReplaysTheJournalsAFailoverLeft(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rec.Restored, "problems %v", rec.Problems)
 	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lostServer))
+}
+
+// A journal line cut short (a write that failed part way, or a crash mid-line) is said as a
+// problem, as the spool's are, and its file kept for a person to read: before, the replay stored
+// the rest, said nothing of it, and kept the file without a word.
+func TestAJournalsCutLineIsSaidAndItsFileKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lostServer := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	j := &journal{dir: dir, roundID: round, timeline: 999}
+	requested := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	require.NoError(t, j.put(lostClaimEntry(8001, lostServer, round, requested)))
+	require.NoError(t, j.close())
+	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	f, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"job_id":80`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	rec, err := RecoverAll(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Restored, "the whole line is stored: %v", rec.Problems)
+	require.Contains(t, strings.Join(rec.Problems, "\n"),
+		filepath.Base(files[0])+": line 2 does not hold a result; the file is kept for a person to read")
+	require.FileExists(t, files[0])
 }
