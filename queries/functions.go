@@ -190,7 +190,7 @@ func LiveFunctionBodies(ctx context.Context, db DBTX, names []string) (map[strin
 // gives.
 func Forms(body string) int { return strings.Count(body, overloadSeparator) + 1 }
 
-// GuardSetting is probectl.runs_once = 'checked' set outside the function that owns it
+// GuardSetting is a setting that switches a guard off, set where it reaches probectl's sessions
 // (GuardSettingsSet).
 type GuardSetting struct {
 	Role     string `db:"role"`     // "role NAME", "every role" or "this session"
@@ -198,17 +198,48 @@ type GuardSetting struct {
 	Setting  string `db:"setting"`  // name=value
 }
 
-// GuardSettingsSet reads where probectl.runs_once = 'checked' is set for a role or a database the
-// current one sees, or in this session: set anywhere but in probe_finish_many (00029), it switches
-// off every finish's one-run-per-job check.
+// GuardSettingsSet reads where a setting that switches a guard off is set for a role or a
+// database the current one sees, or in this session: probectl.runs_once = 'checked' anywhere but
+// in probe_finish_many (00029) switches off every finish's one-run-per-job check, and
+// session_replication_role = 'replica' every trigger.
 func GuardSettingsSet(ctx context.Context, db DBTX) ([]GuardSetting, error) {
-	rows, err := db.Query(ctx, SQL("GuardSettingsSet"))
-	if err != nil {
-		return nil, fmt.Errorf("read the settings of roles and databases: %w", err)
-	}
-	set, err := pgx.CollectRows(rows, pgx.RowToStructByName[GuardSetting])
+	set, err := rowsOf[GuardSetting](ctx, db, "GuardSettingsSet")
 	if err != nil {
 		return nil, fmt.Errorf("read the settings of roles and databases: %w", err)
 	}
 	return set, nil
+}
+
+// GuardTrigger is a trigger the migrations leave on one of probectl's tables, and what it holds.
+type GuardTrigger struct {
+	Table, Name string
+	Holds       string // what no longer holds without it, for a person reading verify's items
+}
+
+// GuardTriggers are the triggers the migrations leave, in table and name order:
+// TestGuardTriggersAreTheMigratedOnes holds the list to a migrated database's.
+var GuardTriggers = []GuardTrigger{
+	{"probe_jobs", "probe_jobs_open", "the open-job queue: layer 4, one open job per server"},
+	{"probe_rounds", "alert_rounds_end", "the failures a round held, judged when it ends"},
+	{"probe_runs", "probe_runs_alert", "the alert states, written with each run"},
+	{"probe_runs", "probe_runs_once", "one run per job, for every finish but the batched one"},
+	{"probe_runs", "probe_runs_rollup", "the rollups, each server's history past retention"},
+	{"servers", "alert_states_for_server", "a new server's alert state, without which its runs are not judged"},
+}
+
+// LiveTrigger is one trigger a migration made, as the database holds it (LiveTriggers).
+type LiveTrigger struct {
+	Table   string   `db:"table_name"`
+	Name    string   `db:"name"`
+	Enabled bool     `db:"enabled"` // fires in a probectl session: not disabled, not kept for a replica
+	OffIn   []string `db:"off_in"`  // its table's partitions whose copy of it is disabled or missing
+}
+
+// LiveTriggers reads the triggers a migration made on the current schema's tables.
+func LiveTriggers(ctx context.Context, db DBTX) ([]LiveTrigger, error) {
+	live, err := rowsOf[LiveTrigger](ctx, db, "LiveTriggers")
+	if err != nil {
+		return nil, fmt.Errorf("read the triggers: %w", err)
+	}
+	return live, nil
 }

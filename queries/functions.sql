@@ -9,12 +9,16 @@ SELECT p.proname, p.pronargs::int AS pronargs, p.prosrc
  ORDER BY p.proname, p.pronargs, p.oid;
 
 -- name: GuardSettingsSet
--- 00029's probectl.runs_once = 'checked' set outside probe_finish_many, the function it belongs
--- to: for a role that can log in, or for every role, in this database or every database
--- (pg_db_role_setting), or else in this session (PGOPTIONS, a SET). Set anywhere but in that
--- function it switches probe_runs_once off for every finish. A session's value is said only when
--- no stored setting that reaches this session's role explains it.
-WITH stored AS (
+-- The settings that switch a guard off around functions as shipped, set for a role that can log
+-- in, or for every role, in this database or every database (pg_db_role_setting), or else in this
+-- session (PGOPTIONS, a SET): 00029's probectl.runs_once = 'checked' outside probe_finish_many,
+-- the function it belongs to (probe_runs_once off for every finish), and session_replication_role
+-- = 'replica' (no trigger fires: left by a replication or migration tool, it takes every guard a
+-- trigger holds). A session's value is said only when no stored setting of that name that
+-- reaches this session's role explains it.
+WITH guard (setting) AS (
+    VALUES ('probectl.runs_once=checked'), ('session_replication_role=replica')
+), stored AS (
     SELECT coalesce('role ' || quote_ident(r.rolname), 'every role') AS role,
            coalesce('database ' || quote_ident(d.datname), 'every database') AS database,
            s.setting,
@@ -23,13 +27,37 @@ WITH stored AS (
      CROSS JOIN LATERAL unnest(drs.setconfig) AS s(setting)
       LEFT JOIN pg_roles AS r ON r.oid = drs.setrole
       LEFT JOIN pg_database AS d ON d.oid = drs.setdatabase
-     WHERE s.setting = 'probectl.runs_once=checked'
+     WHERE s.setting IN (SELECT g.setting FROM guard AS g)
        AND (drs.setdatabase = 0 OR d.datname = current_database())
        AND (drs.setrole = 0 OR r.rolcanlogin)
 )
 SELECT st.role, st.database, st.setting FROM stored AS st
 UNION ALL
-SELECT 'this session', 'database ' || quote_ident(current_database()), 'probectl.runs_once=checked'
- WHERE current_setting('probectl.runs_once', true) = 'checked'
-   AND NOT EXISTS (SELECT 1 FROM stored AS st WHERE st.reaches_me)
+SELECT 'this session', 'database ' || quote_ident(current_database()), g.setting
+  FROM guard AS g
+ WHERE current_setting(split_part(g.setting, '=', 1), true) = split_part(g.setting, '=', 2)
+   AND NOT EXISTS (SELECT 1 FROM stored AS st WHERE st.reaches_me AND st.setting = g.setting)
  ORDER BY 1, 2, 3;
+
+-- name: LiveTriggers
+-- The triggers a migration made on the tables of the current schema (not the foreign keys' own,
+-- nor a partition's copy of its table's), each with whether it fires in a probectl session
+-- (tgenabled O or A: not disabled, not kept for a replica), and, for a row trigger, which of its
+-- table's partitions have their copy of it disabled or lack it.
+SELECT c.relname::text AS table_name, t.tgname::text AS name, t.tgenabled IN ('O', 'A') AS enabled,
+       coalesce((SELECT array_agg(p.relname::text ORDER BY p.relname)
+                   FROM pg_inherits AS i
+                   JOIN pg_class AS p ON p.oid = i.inhrelid
+                  WHERE i.inhparent = c.oid
+                    AND (t.tgtype & 1) = 1 -- a row trigger (TRIGGER_TYPE_ROW): the ones a partition copies
+                    AND NOT EXISTS (SELECT 1 FROM pg_trigger AS k
+                                     WHERE k.tgrelid = p.oid AND k.tgparentid = t.oid
+                                       AND k.tgenabled IN ('O', 'A'))),
+                '{}') AS off_in
+  FROM pg_trigger AS t
+  JOIN pg_class AS c ON c.oid = t.tgrelid
+  JOIN pg_namespace AS n ON n.oid = c.relnamespace
+ WHERE n.nspname = current_schema()
+   AND NOT t.tgisinternal
+   AND t.tgparentid = 0
+ ORDER BY 1, 2;

@@ -37,3 +37,23 @@ func TestTheClaimTakesTheDocumentedLockKeyInItsOwnStatement(t *testing.T) {
 	require.Less(t, strings.Index(body, lock), strings.Index(body, "UPDATE probe_jobs"))
 	require.Less(t, strings.Index(body, lock), strings.Index(body, "FROM servers"))
 }
+
+// The triggers verify looks for are the ones the migrations leave: a migration that adds, drops
+// or renames one fails here until GuardTriggers says so. On a database as migrated, every one
+// fires, and so does every partition's copy.
+func TestGuardTriggersAreTheMigratedOnes(t *testing.T) {
+	t.Parallel()
+	live, err := queries.LiveTriggers(t.Context(), migrated.Pool(t))
+	require.NoError(t, err)
+	var got, want []string
+	for _, tr := range live {
+		got = append(got, tr.Table+"."+tr.Name)
+		require.True(t, tr.Enabled, "%s.%s fires", tr.Table, tr.Name)
+		require.Empty(t, tr.OffIn, "%s.%s: every partition has its copy", tr.Table, tr.Name)
+	}
+	for _, tr := range queries.GuardTriggers {
+		want = append(want, tr.Table+"."+tr.Name)
+		require.NotEmpty(t, tr.Holds, "%s.%s says what it holds", tr.Table, tr.Name)
+	}
+	require.Equal(t, want, got)
+}

@@ -311,31 +311,84 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 		}
 	}
 	asShipped := fmt.Sprintf("%d of %d as shipped", len(names)-len(bad), len(names))
-	// A function as shipped still runs without its guard if a setting it owns is set around it.
+	// A function as shipped still runs without its guard if its trigger is gone or off, or if a
+	// setting switches a guard off around it.
+	triggers, err := queries.LiveTriggers(ctx, tx)
+	if err != nil {
+		return Check{}, Functions{}, err
+	}
+	off := triggersOff(triggers)
+	bad = append(bad, off...)
 	set, err := queries.GuardSettingsSet(ctx, tx)
 	if err != nil {
 		return Check{}, Functions{}, err
 	}
 	for _, g := range set {
-		how := "ALTER ROLE/DATABASE ... RESET probectl.runs_once"
-		if g.Role == "this session" {
-			how = "take it out of PGOPTIONS"
-		}
-		bad = append(bad, fmt.Sprintf("%s set for %s in %s: no finish checks one run per job (probe_runs_once); %s",
-			g.Setting, g.Role, g.Database, how))
+		bad = append(bad, settingOff(g))
 	}
-	settingsOff := ""
+	more := ""
+	if len(off) > 0 {
+		more += fmt.Sprintf("; %d trigger(s) missing or disabled", len(off))
+	}
 	if len(set) > 0 {
-		settingsOff = fmt.Sprintf("; %d setting(s) switch a finish's guard off", len(set))
+		more += fmt.Sprintf("; %d setting(s) switch a finish's guard off", len(set))
 	}
 	switch {
 	case len(figures.Missing)+len(figures.Changed) > 0:
 		return fail(CheckFunctions, fmt.Sprintf("%s (%d missing, %d changed): run `probectl migrate`, or find who changed them%s",
-			asShipped, len(figures.Missing), len(figures.Changed), settingsOff), bad), figures, nil
-	case len(set) > 0:
-		return fail(CheckFunctions, asShipped+settingsOff, bad), figures, nil
+			asShipped, len(figures.Missing), len(figures.Changed), more), bad), figures, nil
+	case more != "":
+		return fail(CheckFunctions, asShipped+more, bad), figures, nil
 	}
 	return pass(CheckFunctions, asShipped), figures, nil
+}
+
+// triggersOff names each trigger the migrations leave that the database lacks, has disabled, or
+// has disabled or lacks in some of its table's partitions, with what it keeps and how to mend it.
+func triggersOff(live []queries.LiveTrigger) []string {
+	byName := make(map[string]queries.LiveTrigger, len(live))
+	for _, l := range live {
+		byName[l.Table+"."+l.Name] = l
+	}
+	var off []string
+	for _, g := range queries.GuardTriggers {
+		l, ok := byName[g.Table+"."+g.Name]
+		what := fmt.Sprintf("trigger %s on %s", g.Name, g.Table)
+		switch {
+		case !ok:
+			off = append(off, fmt.Sprintf("%s is missing (it keeps %s): run `probectl migrate`, or find who dropped it",
+				what, g.Holds))
+		case !l.Enabled:
+			off = append(off, fmt.Sprintf("%s is disabled (it keeps %s): ALTER TABLE %s ENABLE TRIGGER %s",
+				what, g.Holds, g.Table, g.Name))
+		case len(l.OffIn) > 0:
+			off = append(off, fmt.Sprintf("%s is disabled or missing in %d partition(s), %s (it keeps %s): "+
+				"ALTER TABLE <partition> ENABLE TRIGGER %s", what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, g.Name))
+		}
+	}
+	return off
+}
+
+// firstOf joins up to n names, and says how many more there are.
+func firstOf(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// settingOff says what a setting GuardSettingsSet found switches off, and how to take it back.
+func settingOff(g queries.GuardSetting) string {
+	name, _, _ := strings.Cut(g.Setting, "=")
+	what := "no finish checks one run per job (probe_runs_once)"
+	if name == "session_replication_role" {
+		what = "no trigger fires (the open-job queue, one run per job, the rollups and the alert states are not kept)"
+	}
+	how := "ALTER ROLE/DATABASE ... RESET " + name
+	if g.Role == "this session" {
+		how = "take it out of PGOPTIONS"
+	}
+	return fmt.Sprintf("%s set for %s in %s: %s; %s", g.Setting, g.Role, g.Database, what, how)
 }
 
 // checkLease: the release's settings must let a job's worst case fit inside the in-flight window.

@@ -584,3 +584,78 @@ func TestVerifyFailsWhenAGuardsSettingIsSetInItsSession(t *testing.T) {
 	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for this session in database "), items[0])
 	require.True(t, strings.HasSuffix(items[0], "take it out of PGOPTIONS"), items[0])
 }
+
+// A function as shipped keeps no guard when its trigger is off: verify names each trigger the
+// migrations leave that is disabled, dropped, or off in some of its table's partitions.
+func TestVerifyFailsWhenAGuardsTriggerIsOff(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	exec := func(sql string) {
+		t.Helper()
+		_, err := s.pool.Exec(s.ctx, sql)
+		require.NoError(t, err) // test-only: plant the misconfiguration, or take it back
+	}
+	functionsItems := func(wantDetail string) []string {
+		t.Helper()
+		rep := s.verify(release.VerifyRequest{})
+		require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
+		check := checkNamed(t, rep, release.CheckFunctions)
+		n := len(rep.Functions.Shipped)
+		require.Equal(t, fmt.Sprintf("%d of %d as shipped; %s", n, n, wantDetail), check.Detail)
+		require.Equal(t, []string{}, rep.Functions.Changed)
+		return check.Items
+	}
+
+	exec("ALTER TABLE probe_runs DISABLE TRIGGER probe_runs_once")
+	require.Equal(t, []string{"trigger probe_runs_once on probe_runs is disabled (it keeps one run per job, " +
+		"for every finish but the batched one): ALTER TABLE probe_runs ENABLE TRIGGER probe_runs_once"},
+		functionsItems("1 trigger(s) missing or disabled"))
+	exec("ALTER TABLE probe_runs ENABLE TRIGGER probe_runs_once")
+
+	// Only on the replica's side is as off as disabled in a probectl session.
+	exec("ALTER TABLE probe_rounds ENABLE REPLICA TRIGGER alert_rounds_end")
+	items := functionsItems("1 trigger(s) missing or disabled")
+	require.Len(t, items, 1)
+	require.True(t, strings.HasPrefix(items[0], "trigger alert_rounds_end on probe_rounds is disabled"), items[0])
+	exec("ALTER TABLE probe_rounds ENABLE TRIGGER alert_rounds_end")
+
+	// One partition's copy.
+	var part string
+	require.NoError(t, s.pool.QueryRow(s.ctx, `SELECT min(c.relname) FROM pg_inherits AS i
+		JOIN pg_class AS c ON c.oid = i.inhrelid WHERE i.inhparent = 'probe_jobs'::regclass`).Scan(&part))
+	exec("ALTER TABLE " + pgx.Identifier{part}.Sanitize() + " DISABLE TRIGGER probe_jobs_open")
+	require.Equal(t, []string{"trigger probe_jobs_open on probe_jobs is disabled or missing in 1 partition(s), " + part +
+		" (it keeps the open-job queue: layer 4, one open job per server): ALTER TABLE <partition> ENABLE TRIGGER probe_jobs_open"},
+		functionsItems("1 trigger(s) missing or disabled"))
+	exec("ALTER TABLE " + pgx.Identifier{part}.Sanitize() + " ENABLE TRIGGER probe_jobs_open")
+
+	exec("DROP TRIGGER alert_states_for_server ON servers")
+	items = functionsItems("1 trigger(s) missing or disabled")
+	require.Len(t, items, 1)
+	require.True(t, strings.HasPrefix(items[0], "trigger alert_states_for_server on servers is missing"), items[0])
+}
+
+// session_replication_role = 'replica', left for the database by a replication or migration tool,
+// fires no trigger at all: verify says where it is set. Setting it needs a superuser.
+func TestVerifyFailsWhenTriggersAreSwitchedOffForTheDatabase(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	var db string
+	var super bool
+	require.NoError(t, s.pool.QueryRow(s.ctx, "SELECT current_database(), (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)").Scan(&db, &super))
+	if !super {
+		t.Skip("session_replication_role can only be set by a superuser; the tests' role is not one")
+	}
+	_, err := s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET session_replication_role = 'replica'")
+	require.NoError(t, err) // test-only: plant the misconfiguration
+	s.pool.Reset()          // sessions that take the database's setting
+
+	rep := s.verify(release.VerifyRequest{})
+
+	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
+	require.Equal(t, []string{"session_replication_role=replica set for every role in database " + db +
+		": no trigger fires (the open-job queue, one run per job, the rollups and the alert states are not kept); " +
+		"ALTER ROLE/DATABASE ... RESET session_replication_role"}, checkNamed(t, rep, release.CheckFunctions).Items)
+}
