@@ -35,6 +35,9 @@ import (
 // journalExt ends the name of every journal file; a spool replay never reads them.
 const journalExt = ".journal"
 
+// journalAside ends the name of a journal set aside, for a person to read: no replay reads it.
+const journalAside = ".bad"
+
 // journalKeep is how long a journal of the current timeline is kept.
 const journalKeep = queries.InFlightWindow + time.Minute
 
@@ -188,6 +191,11 @@ type JournalReplay struct {
 	// Left could not be stored now: their file stays for the next replay.
 	Left     int
 	Problems []string
+	// SetAside says each line of a journal that did not hold a result (cut short by a failed
+	// write or a crash): once its whole lines were stored, the file was renamed to end in
+	// journalAside, which no replay reads, for a person to read. Said once, and logged; not a
+	// round's problem, since nothing a round could do is left.
+	SetAside []string
 }
 
 // ReplayJournals replays the journals in dir that were written on another timeline than the
@@ -294,9 +302,26 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 			}
 		}
 	}
-	out.Problems = append(out.Problems, badLines(path, bad)...)
 	out.Left += left
-	if left > 0 || len(bad) > 0 {
+	if left > 0 {
+		return
+	}
+	if len(bad) > 0 {
+		// Every whole line is stored; what is left cannot be (a line cut short by a failed write
+		// or a crash). Set aside under a name no replay reads, so that it is said once and does not
+		// hold up every round after this one.
+		aside := path + journalAside
+		if err := os.Rename(path, aside); err != nil {
+			out.Problems = append(out.Problems, fmt.Sprintf("set aside journal %s: %v", path, err))
+			return
+		}
+		_ = syncDir(filepath.Dir(path))
+		for _, b := range bad {
+			msg := fmt.Sprintf("%s: %s; its whole lines are stored, and it is kept as %s for a person to read",
+				filepath.Base(path), b, filepath.Base(aside))
+			out.SetAside = append(out.SetAside, msg)
+			log.Warn("journal set aside: " + msg)
+		}
 		return
 	}
 	if os.Remove(path) == nil {

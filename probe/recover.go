@@ -109,6 +109,7 @@ func RecoverAll(ctx context.Context, db queries.DBTX, dir string, log *slog.Logg
 	rec.AlreadyStored += jr.AlreadyStored
 	rec.Left += jr.Left
 	rec.Problems = append(rec.Problems, jr.Problems...)
+	rec.Problems = append(rec.Problems, jr.SetAside...)
 	return rec, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -284,10 +283,11 @@ func TestRecoverAllReplaysTheJournalsAFailoverLeft(t *testing.T) {
 	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, lostServer))
 }
 
-// A journal line cut short (a write that failed part way, or a crash mid-line) is said as a
-// problem, as the spool's are, and its file kept for a person to read: before, the replay stored
-// the rest, said nothing of it, and kept the file without a word.
-func TestAJournalsCutLineIsSaidAndItsFileKept(t *testing.T) {
+// A journal line cut short (a write that failed part way, or a crash mid-line) is said once, its
+// whole lines stored, and its file set aside for a person to read under a name no replay reads:
+// before, the replay said nothing and kept the file, to be read again at every round. Said as a
+// round's problem instead, it would fail every round (and worker invocation) after it.
+func TestAJournalsCutLineIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testDB(t)
@@ -307,11 +307,38 @@ func TestAJournalsCutLineIsSaidAndItsFileKept(t *testing.T) {
 	_, err = f.WriteString(`{"job_id":80`)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
+	name := filepath.Base(files[0])
+
+	// A round's replay: nothing for the round to fail on; the file set aside, and said.
+	jr, err := ReplayJournals(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, jr.Restored, "the whole line is stored: %v", jr.Problems)
+	require.Empty(t, jr.Problems)
+	require.Equal(t, []string{name + ": line 2 does not hold a result; its whole lines are stored, and it is kept as " +
+		name + ".bad for a person to read"}, jr.SetAside)
+	require.NoFileExists(t, files[0])
+	require.FileExists(t, files[0]+".bad")
+
+	// Said once: the next replay (here a person's runs recover) reads nothing of it.
+	rec, err := RecoverAll(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, rec.Problems)
+	require.Equal(t, 0, rec.Stored+rec.AlreadyStored)
+	require.FileExists(t, files[0]+".bad")
+}
+
+// runs recover says a journal it sets aside as a problem: a person asked.
+func TestRecoverAllSaysTheJournalItSetsAside(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	path := filepath.Join(dir, "journal-tl999-round-1-pid-1-00000000"+journalExt)
+	require.NoError(t, os.WriteFile(path, []byte(`{"job_`), 0o600))
 
 	rec, err := RecoverAll(ctx, db, dir, nil)
 	require.NoError(t, err)
-	require.Equal(t, 1, rec.Restored, "the whole line is stored: %v", rec.Problems)
-	require.Contains(t, strings.Join(rec.Problems, "\n"),
-		filepath.Base(files[0])+": line 2 does not hold a result; the file is kept for a person to read")
-	require.FileExists(t, files[0])
+	require.Equal(t, []string{filepath.Base(path) + ": line 1 does not hold a result; its whole lines are stored, and it is kept as " +
+		filepath.Base(path) + ".bad for a person to read"}, rec.Problems)
 }
