@@ -196,6 +196,7 @@ type GuardSetting struct {
 	Role     string `db:"role"`     // "role NAME", "every role" or "this session"
 	Database string `db:"database"` // "database NAME" or "every database"
 	Setting  string `db:"setting"`  // name=value
+	Source   string `db:"source"`   // this session's: where it got it (pg_settings.source); "" for a stored one
 }
 
 // GuardSettingsSet reads where a setting that switches a guard off is set for a role or a
@@ -210,29 +211,57 @@ func GuardSettingsSet(ctx context.Context, db DBTX) ([]GuardSetting, error) {
 	return set, nil
 }
 
-// GuardTrigger is a trigger the migrations leave on one of probectl's tables, and what it holds.
+// GuardTrigger is a trigger the migrations leave on one of probectl's tables: what it runs and
+// when, what it holds, and the statement that makes it.
 type GuardTrigger struct {
 	Table, Name string
+	Function    string // the function it executes
+	Type        int16  // pg_trigger.tgtype: row or statement, before or after, on which events
 	Holds       string // what no longer holds without it, for a person reading verify's items
+	Create      string // the statement that makes it, as pg_get_triggerdef gives it, the table unqualified
 }
 
 // GuardTriggers are the triggers the migrations leave, in table and name order:
-// TestGuardTriggersAreTheMigratedOnes holds the list to a migrated database's.
+// TestGuardTriggersAreTheMigratedOnes holds them to a migrated database's, statements included.
+// Verify compares name, function and type only: a rollback to 00028 makes probe_runs_once again
+// without 00029's WHEN, and the text of a WHEN is the server version's to print.
 var GuardTriggers = []GuardTrigger{
-	{"probe_jobs", "probe_jobs_open", "the open-job queue: layer 4, one open job per server"},
-	{"probe_rounds", "alert_rounds_end", "the failures a round held, judged when it ends"},
-	{"probe_runs", "probe_runs_alert", "the alert states, written with each run"},
-	{"probe_runs", "probe_runs_once", "one run per job, for every finish but the batched one"},
-	{"probe_runs", "probe_runs_rollup", "the rollups, each server's history past retention"},
-	{"servers", "alert_states_for_server", "a new server's alert state, without which its runs are not judged"},
+	{"probe_jobs", "probe_jobs_open", "probe_jobs_open", 29,
+		"the open-job queue: layer 4, one open job per server",
+		"CREATE TRIGGER probe_jobs_open AFTER INSERT OR DELETE OR UPDATE OF finished_at ON probe_jobs " +
+			"FOR EACH ROW EXECUTE FUNCTION probe_jobs_open()"},
+	{"probe_rounds", "alert_rounds_end", "alert_rounds_end", 17,
+		"the failures a round held, judged when it ends",
+		"CREATE TRIGGER alert_rounds_end AFTER UPDATE OF finished_at ON probe_rounds FOR EACH ROW " +
+			"WHEN (((old.finished_at IS NULL) AND (new.finished_at IS NOT NULL))) EXECUTE FUNCTION alert_rounds_end()"},
+	{"probe_runs", "probe_runs_alert", "probe_runs_alert_batch", 4,
+		"the alert states, written with each run",
+		"CREATE TRIGGER probe_runs_alert AFTER INSERT ON probe_runs REFERENCING NEW TABLE AS new_runs " +
+			"FOR EACH STATEMENT EXECUTE FUNCTION probe_runs_alert_batch()"},
+	{"probe_runs", "probe_runs_once", "probe_runs_once", 7,
+		"one run per job, for every finish but the batched one",
+		"CREATE TRIGGER probe_runs_once BEFORE INSERT ON probe_runs FOR EACH ROW " +
+			"WHEN ((current_setting('probectl.runs_once'::text, true) IS DISTINCT FROM 'checked'::text)) " +
+			"EXECUTE FUNCTION probe_runs_once()"},
+	{"probe_runs", "probe_runs_rollup", "probe_runs_rollup_batch", 4,
+		"the rollups, each server's history past retention",
+		"CREATE TRIGGER probe_runs_rollup AFTER INSERT ON probe_runs REFERENCING NEW TABLE AS new_runs " +
+			"FOR EACH STATEMENT EXECUTE FUNCTION probe_runs_rollup_batch()"},
+	{"servers", "alert_states_for_server", "alert_states_for_server", 5,
+		"a new server's alert state, without which its runs are not judged",
+		"CREATE TRIGGER alert_states_for_server AFTER INSERT ON servers FOR EACH ROW " +
+			"EXECUTE FUNCTION alert_states_for_server()"},
 }
 
 // LiveTrigger is one trigger a migration made, as the database holds it (LiveTriggers).
 type LiveTrigger struct {
-	Table   string   `db:"table_name"`
-	Name    string   `db:"name"`
-	Enabled bool     `db:"enabled"` // fires in a probectl session: not disabled, not kept for a replica
-	OffIn   []string `db:"off_in"`  // its table's partitions whose copy of it is disabled or missing
+	Table    string   `db:"table_name"`
+	Name     string   `db:"name"`
+	Function string   `db:"function"`
+	Type     int16    `db:"type"`
+	Create   string   `db:"create"`  // pg_get_triggerdef: the statement that would make it again
+	Enabled  bool     `db:"enabled"` // fires in a probectl session: not disabled, not kept for a replica
+	OffIn    []string `db:"off_in"`  // its table's partitions whose copy of it is disabled or missing
 }
 
 // LiveTriggers reads the triggers a migration made on the current schema's tables.

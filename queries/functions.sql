@@ -27,16 +27,20 @@ WITH guard (setting) AS (
      CROSS JOIN LATERAL unnest(drs.setconfig) AS s(setting)
       LEFT JOIN pg_roles AS r ON r.oid = drs.setrole
       LEFT JOIN pg_database AS d ON d.oid = drs.setdatabase
-     WHERE s.setting IN (SELECT g.setting FROM guard AS g)
+     -- probectl.runs_once's value exactly, as the trigger compares it; an enum's in any case, as
+     -- PostgreSQL takes it ('Replica' is stored as given)
+     WHERE (s.setting = 'probectl.runs_once=checked' OR lower(s.setting) = 'session_replication_role=replica')
        AND (drs.setdatabase = 0 OR d.datname = current_database())
        AND (drs.setrole = 0 OR r.rolcanlogin)
 )
-SELECT st.role, st.database, st.setting FROM stored AS st
+SELECT st.role, st.database, st.setting, '' AS source FROM stored AS st
 UNION ALL
-SELECT 'this session', 'database ' || quote_ident(current_database()), g.setting
+-- source: where the session got it (pg_settings: client, session, configuration file, ...)
+SELECT 'this session', 'database ' || quote_ident(current_database()), g.setting,
+       coalesce((SELECT ps.source FROM pg_settings AS ps WHERE ps.name = split_part(g.setting, '=', 1)), '')
   FROM guard AS g
  WHERE current_setting(split_part(g.setting, '=', 1), true) = split_part(g.setting, '=', 2)
-   AND NOT EXISTS (SELECT 1 FROM stored AS st WHERE st.reaches_me AND st.setting = g.setting)
+   AND NOT EXISTS (SELECT 1 FROM stored AS st WHERE st.reaches_me AND lower(st.setting) = g.setting)
  ORDER BY 1, 2, 3;
 
 -- name: LiveTriggers
@@ -44,7 +48,9 @@ SELECT 'this session', 'database ' || quote_ident(current_database()), g.setting
 -- nor a partition's copy of its table's), each with whether it fires in a probectl session
 -- (tgenabled O or A: not disabled, not kept for a replica), and, for a row trigger, which of its
 -- table's partitions have their copy of it disabled or lack it.
-SELECT c.relname::text AS table_name, t.tgname::text AS name, t.tgenabled IN ('O', 'A') AS enabled,
+SELECT c.relname::text AS table_name, t.tgname::text AS name, f.proname::text AS function,
+       t.tgtype::smallint AS type, pg_get_triggerdef(t.oid) AS create,
+       t.tgenabled IN ('O', 'A') AS enabled,
        coalesce((SELECT array_agg(p.relname::text ORDER BY p.relname)
                    FROM pg_inherits AS i
                    JOIN pg_class AS p ON p.oid = i.inhrelid
@@ -57,6 +63,7 @@ SELECT c.relname::text AS table_name, t.tgname::text AS name, t.tgenabled IN ('O
   FROM pg_trigger AS t
   JOIN pg_class AS c ON c.oid = t.tgrelid
   JOIN pg_namespace AS n ON n.oid = c.relnamespace
+  JOIN pg_proc AS f ON f.oid = t.tgfoid
  WHERE n.nspname = current_schema()
    AND NOT t.tgisinternal
    AND t.tgparentid = 0

@@ -331,7 +331,7 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 		more += fmt.Sprintf("; %d trigger(s) missing or disabled", len(off))
 	}
 	if len(set) > 0 {
-		more += fmt.Sprintf("; %d setting(s) switch a finish's guard off", len(set))
+		more += fmt.Sprintf("; %d setting(s) switch guards off", len(set))
 	}
 	switch {
 	case len(figures.Missing)+len(figures.Changed) > 0:
@@ -343,8 +343,9 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 	return pass(CheckFunctions, asShipped), figures, nil
 }
 
-// triggersOff names each trigger the migrations leave that the database lacks, has disabled, or
-// has disabled or lacks in some of its table's partitions, with what it keeps and how to mend it.
+// triggersOff names each trigger the migrations leave that the database lacks, runs as another
+// (another function, time or events), has disabled, or has disabled or lacks in some of its
+// table's partitions, with what it keeps and how to mend it.
 func triggersOff(live []queries.LiveTrigger) []string {
 	byName := make(map[string]queries.LiveTrigger, len(live))
 	for _, l := range live {
@@ -356,14 +357,18 @@ func triggersOff(live []queries.LiveTrigger) []string {
 		what := fmt.Sprintf("trigger %s on %s", g.Name, g.Table)
 		switch {
 		case !ok:
-			off = append(off, fmt.Sprintf("%s is missing (it keeps %s): run `probectl migrate`, or find who dropped it",
-				what, g.Holds))
+			off = append(off, fmt.Sprintf("%s is missing (it keeps %s): make it again: %s",
+				what, g.Holds, g.Create))
+		case l.Function != g.Function || l.Type != g.Type:
+			off = append(off, fmt.Sprintf("%s is not the one shipped (%s; it keeps %s): "+
+				"DROP TRIGGER %s ON %s, then make it again: %s", what, l.Create, g.Holds, g.Name, g.Table, g.Create))
 		case !l.Enabled:
 			off = append(off, fmt.Sprintf("%s is disabled (it keeps %s): ALTER TABLE %s ENABLE TRIGGER %s",
 				what, g.Holds, g.Table, g.Name))
 		case len(l.OffIn) > 0:
 			off = append(off, fmt.Sprintf("%s is disabled or missing in %d partition(s), %s (it keeps %s): "+
-				"ALTER TABLE <partition> ENABLE TRIGGER %s", what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, g.Name))
+				"ALTER TABLE %s ENABLE TRIGGER %s enables it in every partition",
+				what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, g.Table, g.Name))
 		}
 	}
 	return off
@@ -382,13 +387,37 @@ func settingOff(g queries.GuardSetting) string {
 	name, _, _ := strings.Cut(g.Setting, "=")
 	what := "no finish checks one run per job (probe_runs_once)"
 	if name == "session_replication_role" {
-		what = "no trigger fires (the open-job queue, one run per job, the rollups and the alert states are not kept)"
+		what = "no trigger fires, nor any foreign key's check (the open-job queue, one run per job, " +
+			"the rollups and the alert states are not kept)"
 	}
-	how := "ALTER ROLE/DATABASE ... RESET " + name
-	if g.Role == "this session" {
-		how = "take it out of PGOPTIONS"
+	return fmt.Sprintf("%s set for %s in %s: %s; %s", g.Setting, g.Role, g.Database, what, resetOf(g, name))
+}
+
+// resetOf says how to take a setting back from where GuardSettingsSet found it.
+func resetOf(g queries.GuardSetting, name string) string {
+	role, isRole := strings.CutPrefix(g.Role, "role ")
+	db, isDB := strings.CutPrefix(g.Database, "database ")
+	switch {
+	case g.Role == "this session":
+		switch g.Source {
+		case "client":
+			return "take it out of PGOPTIONS (the client's startup options)"
+		case "configuration file":
+			return "take it out of postgresql.conf (or ALTER SYSTEM RESET " + name + ") and reload"
+		case "session":
+			return "RESET " + name + " where the session sets it"
+		case "": // a setting of an extension's prefix, which pg_settings does not list
+			return "take it out of PGOPTIONS, or RESET " + name + " where the session sets it"
+		}
+		return "find where the session gets it (pg_settings.source: " + g.Source + ")"
+	case isRole && isDB:
+		return fmt.Sprintf("ALTER ROLE %s IN DATABASE %s RESET %s", role, db, name)
+	case isRole:
+		return fmt.Sprintf("ALTER ROLE %s RESET %s", role, name)
+	case isDB:
+		return fmt.Sprintf("ALTER DATABASE %s RESET %s", db, name)
 	}
-	return fmt.Sprintf("%s set for %s in %s: %s; %s", g.Setting, g.Role, g.Database, what, how)
+	return "ALTER ROLE ALL RESET " + name
 }
 
 // checkLease: the release's settings must let a job's worst case fit inside the in-flight window.

@@ -543,9 +543,9 @@ func TestVerifyFailsWhenAGuardsSettingIsSetForTheDatabase(t *testing.T) {
 	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
 	check := checkNamed(t, rep, release.CheckFunctions)
 	n := len(rep.Functions.Shipped)
-	require.Equal(t, fmt.Sprintf("%d of %d as shipped; 1 setting(s) switch a finish's guard off", n, n), check.Detail)
+	require.Equal(t, fmt.Sprintf("%d of %d as shipped; 1 setting(s) switch guards off", n, n), check.Detail)
 	require.Equal(t, []string{"probectl.runs_once=checked set for every role in database " + db +
-		": no finish checks one run per job (probe_runs_once); ALTER ROLE/DATABASE ... RESET probectl.runs_once"}, check.Items)
+		": no finish checks one run per job (probe_runs_once); ALTER DATABASE " + db + " RESET probectl.runs_once"}, check.Items)
 	require.Equal(t, []string{}, rep.Functions.Changed)
 
 	// Set for this session's role in this database instead: said once, for the role, not again
@@ -561,6 +561,7 @@ func TestVerifyFailsWhenAGuardsSettingIsSetForTheDatabase(t *testing.T) {
 	items := checkNamed(t, s.verify(release.VerifyRequest{}), release.CheckFunctions).Items
 	require.Len(t, items, 1)
 	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for role "+role+" in database "+db+": "), items[0])
+	require.True(t, strings.HasSuffix(items[0], "; ALTER ROLE "+role+" IN DATABASE "+db+" RESET probectl.runs_once"), items[0])
 }
 
 // Set in verify's own session (PGOPTIONS, or a SET), the setting is said too: where it comes from
@@ -582,11 +583,11 @@ func TestVerifyFailsWhenAGuardsSettingIsSetInItsSession(t *testing.T) {
 	items := checkNamed(t, rep, release.CheckFunctions).Items
 	require.Len(t, items, 1)
 	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for this session in database "), items[0])
-	require.True(t, strings.HasSuffix(items[0], "take it out of PGOPTIONS"), items[0])
+	require.True(t, strings.HasSuffix(items[0], "; take it out of PGOPTIONS, or RESET probectl.runs_once where the session sets it"), items[0])
 }
 
 // A function as shipped keeps no guard when its trigger is off: verify names each trigger the
-// migrations leave that is disabled, dropped, or off in some of its table's partitions.
+// migrations leave that is disabled, dropped, replaced, or off in some of its table's partitions.
 func TestVerifyFailsWhenAGuardsTriggerIsOff(t *testing.T) {
 	t.Parallel()
 	s := newScene(t, 6)
@@ -606,18 +607,21 @@ func TestVerifyFailsWhenAGuardsTriggerIsOff(t *testing.T) {
 		require.Equal(t, []string{}, rep.Functions.Changed)
 		return check.Items
 	}
+	const one = "1 trigger(s) missing or disabled"
 
 	exec("ALTER TABLE probe_runs DISABLE TRIGGER probe_runs_once")
 	require.Equal(t, []string{"trigger probe_runs_once on probe_runs is disabled (it keeps one run per job, " +
 		"for every finish but the batched one): ALTER TABLE probe_runs ENABLE TRIGGER probe_runs_once"},
-		functionsItems("1 trigger(s) missing or disabled"))
+		functionsItems(one))
 	exec("ALTER TABLE probe_runs ENABLE TRIGGER probe_runs_once")
 
-	// Only on the replica's side is as off as disabled in a probectl session.
+	// Only on the replica's side is as off as disabled in a probectl session; always is on.
 	exec("ALTER TABLE probe_rounds ENABLE REPLICA TRIGGER alert_rounds_end")
-	items := functionsItems("1 trigger(s) missing or disabled")
+	items := functionsItems(one)
 	require.Len(t, items, 1)
 	require.True(t, strings.HasPrefix(items[0], "trigger alert_rounds_end on probe_rounds is disabled"), items[0])
+	exec("ALTER TABLE probe_rounds ENABLE ALWAYS TRIGGER alert_rounds_end")
+	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})))
 	exec("ALTER TABLE probe_rounds ENABLE TRIGGER alert_rounds_end")
 
 	// One partition's copy.
@@ -626,18 +630,33 @@ func TestVerifyFailsWhenAGuardsTriggerIsOff(t *testing.T) {
 		JOIN pg_class AS c ON c.oid = i.inhrelid WHERE i.inhparent = 'probe_jobs'::regclass`).Scan(&part))
 	exec("ALTER TABLE " + pgx.Identifier{part}.Sanitize() + " DISABLE TRIGGER probe_jobs_open")
 	require.Equal(t, []string{"trigger probe_jobs_open on probe_jobs is disabled or missing in 1 partition(s), " + part +
-		" (it keeps the open-job queue: layer 4, one open job per server): ALTER TABLE <partition> ENABLE TRIGGER probe_jobs_open"},
-		functionsItems("1 trigger(s) missing or disabled"))
-	exec("ALTER TABLE " + pgx.Identifier{part}.Sanitize() + " ENABLE TRIGGER probe_jobs_open")
+		" (it keeps the open-job queue: layer 4, one open job per server): ALTER TABLE probe_jobs ENABLE TRIGGER " +
+		"probe_jobs_open enables it in every partition"}, functionsItems(one))
+	exec("ALTER TABLE probe_jobs ENABLE TRIGGER probe_jobs_open") // as the item says
+	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})))
 
+	// Dropped: the item's statement makes it again.
 	exec("DROP TRIGGER alert_states_for_server ON servers")
-	items = functionsItems("1 trigger(s) missing or disabled")
+	items = functionsItems(one)
 	require.Len(t, items, 1)
-	require.True(t, strings.HasPrefix(items[0], "trigger alert_states_for_server on servers is missing"), items[0])
+	create, ok := strings.CutPrefix(items[0], "trigger alert_states_for_server on servers is missing "+
+		"(it keeps a new server's alert state, without which its runs are not judged): make it again: ")
+	require.True(t, ok, items[0])
+	exec(create)
+	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})))
+
+	// Another trigger under the name: another function, or other events.
+	exec("DROP TRIGGER probe_runs_once ON probe_runs")
+	exec("CREATE TRIGGER probe_runs_once AFTER DELETE ON probe_runs FOR EACH ROW EXECUTE FUNCTION probe_runs_once()")
+	items = functionsItems(one)
+	require.Len(t, items, 1)
+	require.True(t, strings.HasPrefix(items[0], "trigger probe_runs_once on probe_runs is not the one shipped "+
+		"(CREATE TRIGGER probe_runs_once AFTER DELETE ON "), items[0])
 }
 
 // session_replication_role = 'replica', left for the database by a replication or migration tool,
-// fires no trigger at all: verify says where it is set. Setting it needs a superuser.
+// fires no trigger at all: verify says where it is set, in whatever case it was written. Setting it
+// needs a superuser.
 func TestVerifyFailsWhenTriggersAreSwitchedOffForTheDatabase(t *testing.T) {
 	t.Parallel()
 	s := newScene(t, 6)
@@ -648,14 +667,35 @@ func TestVerifyFailsWhenTriggersAreSwitchedOffForTheDatabase(t *testing.T) {
 	if !super {
 		t.Skip("session_replication_role can only be set by a superuser; the tests' role is not one")
 	}
-	_, err := s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET session_replication_role = 'replica'")
+	_, err := s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET session_replication_role = 'Replica'")
 	require.NoError(t, err) // test-only: plant the misconfiguration
 	s.pool.Reset()          // sessions that take the database's setting
 
 	rep := s.verify(release.VerifyRequest{})
 
 	require.Equal(t, []string{release.CheckFunctions}, notPassing(rep))
-	require.Equal(t, []string{"session_replication_role=replica set for every role in database " + db +
-		": no trigger fires (the open-job queue, one run per job, the rollups and the alert states are not kept); " +
-		"ALTER ROLE/DATABASE ... RESET session_replication_role"}, checkNamed(t, rep, release.CheckFunctions).Items)
+	require.Equal(t, []string{"session_replication_role=Replica set for every role in database " + db +
+		": no trigger fires, nor any foreign key's check (the open-job queue, one run per job, the rollups and the " +
+		"alert states are not kept); ALTER DATABASE " + db + " RESET session_replication_role"},
+		checkNamed(t, rep, release.CheckFunctions).Items)
+
+	// Set in the session instead, beside the other setting stored for the database: each is said,
+	// the session's because no stored setting of its own name explains it.
+	_, err = s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" RESET session_replication_role")
+	require.NoError(t, err)
+	_, err = s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET probectl.runs_once = 'checked'")
+	require.NoError(t, err)
+	s.pool.Reset()
+	c, err := s.pool.Acquire(s.ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	_, err = c.Exec(s.ctx, "SET session_replication_role = replica")
+	require.NoError(t, err)
+	rep, err = release.Verify(s.ctx, c.Conn(), release.VerifyRequest{})
+	require.NoError(t, err)
+	items := checkNamed(t, rep, release.CheckFunctions).Items
+	require.Len(t, items, 2, "%v", items)
+	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for every role in database "), items[0])
+	require.True(t, strings.HasPrefix(items[1], "session_replication_role=replica set for this session in database "), items[1])
+	require.True(t, strings.HasSuffix(items[1], "; RESET session_replication_role where the session sets it"), items[1])
 }
