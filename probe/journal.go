@@ -192,9 +192,9 @@ type JournalReplay struct {
 	Left     int
 	Problems []string
 	// SetAside says each line of a journal that did not hold a result (cut short by a failed
-	// write or a crash): once its whole lines were stored, the file was renamed to end in
-	// journalAside, which no replay reads, for a person to read. Said once, and logged; not a
-	// round's problem, since nothing a round could do is left.
+	// write or a crash) and each result kept for a person (isKept): once every other result was
+	// stored, the file was renamed to end in journalAside, which no replay reads, for a person to
+	// read. Said once, and logged; not a round's problem, since nothing a round could do is left.
 	SetAside []string
 }
 
@@ -286,9 +286,12 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 		return
 	}
 	left := 0
+	var kept []string // results no replay can store (isKept), said when the file is set aside
 	for _, e := range entries {
 		already, restored, err := storeSpooled(ctx, db, e, "journal", log)
 		switch {
+		case isKept(err):
+			kept = append(kept, fmt.Sprintf("journaled job %d (%s): %v", e.JobID, e.Slug, err))
 		case err != nil:
 			left++
 			out.Problems = append(out.Problems, fmt.Sprintf("journaled job %d (%s) from %s: %v; it stays in the journal",
@@ -304,20 +307,20 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 	}
 	out.Left += left
 	if left > 0 {
-		return
+		return // tried again at the next replay, cut lines and kept results with it
 	}
-	if len(bad) > 0 {
-		// Every whole line is stored; what is left cannot be (a line cut short by a failed write
-		// or a crash). Set aside under a name no replay reads, so that it is said once and does not
-		// hold up every round after this one.
+	if len(bad)+len(kept) > 0 {
+		// Every result that can be stored is; what is left cannot be, by any later replay (a line
+		// cut short by a failed write or a crash, a result kept for a person). Set aside under a
+		// name no replay reads, so that it is said once and does not hold up every round after.
 		aside := path + journalAside
 		if err := os.Rename(path, aside); err != nil {
 			out.Problems = append(out.Problems, fmt.Sprintf("set aside journal %s: %v", path, err))
 			return
 		}
 		_ = syncDir(filepath.Dir(path))
-		for _, b := range bad {
-			msg := fmt.Sprintf("%s: %s; its whole lines are stored, and it is kept as %s for a person to read",
+		for _, b := range append(bad, kept...) {
+			msg := fmt.Sprintf("%s: %s; the rest of it is stored, and it is kept as %s for a person to read",
 				filepath.Base(path), b, filepath.Base(aside))
 			out.SetAside = append(out.SetAside, msg)
 			log.Warn("journal set aside: " + msg)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,7 +315,7 @@ func TestAJournalsCutLineIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, jr.Restored, "the whole line is stored: %v", jr.Problems)
 	require.Empty(t, jr.Problems)
-	require.Equal(t, []string{name + ": line 2 does not hold a result; its whole lines are stored, and it is kept as " +
+	require.Equal(t, []string{name + ": line 2 does not hold a result; the rest of it is stored, and it is kept as " +
 		name + ".bad for a person to read"}, jr.SetAside)
 	require.NoFileExists(t, files[0])
 	require.FileExists(t, files[0]+".bad")
@@ -339,6 +340,82 @@ func TestRecoverAllSaysTheJournalItSetsAside(t *testing.T) {
 
 	rec, err := RecoverAll(ctx, db, dir, nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{filepath.Base(path) + ": line 1 does not hold a result; its whole lines are stored, and it is kept as " +
+	require.Equal(t, []string{filepath.Base(path) + ": line 1 does not hold a result; the rest of it is stored, and it is kept as " +
 		filepath.Base(path) + ".bad for a person to read"}, rec.Problems)
+}
+
+// A journaled result kept for a person (here one whose claim vanished and whose record predates
+// the requested time that would restore it) is said once with its journal set aside, as a cut
+// line is: no later replay could store it, and said as a round's problem it would fail every
+// round after it.
+func TestAJournalsKeptResultIsSaidOnceAndItsFileSetAside(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	server := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	j := &journal{dir: dir, roundID: round, timeline: 999}
+	e := lostClaimEntry(8002, server, round, time.Now().Add(-time.Minute).UTC())
+	e.RequestedAt = nil
+	require.NoError(t, j.put(e))
+	require.NoError(t, j.close())
+
+	jr, err := ReplayJournals(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, jr.Problems)
+	require.Equal(t, 0, jr.Left)
+	require.Len(t, jr.SetAside, 1)
+	require.Contains(t, jr.SetAside[0], ": journaled job 8002 (lost): the database holds no job 8002")
+	require.True(t, strings.HasSuffix(jr.SetAside[0], ".journal.bad for a person to read"), jr.SetAside[0])
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	require.True(t, strings.HasSuffix(files[0], journalExt+journalAside), files[0])
+	require.Equal(t, serverRuns{}, runsOf(t, db, server))
+}
+
+// A journal whose result could not be stored now, for a reason that is not the result's (here a
+// trigger planted to refuse its run), stays where the next replay reads it, its cut line too:
+// set aside, its result would be read by no replay again.
+func TestAJournalWithAResultLeftStaysForTheNextReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	server := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	_, err := db.Exec(ctx, `CREATE FUNCTION refuse_run() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused'; END $$;
+		CREATE TRIGGER refuse_run BEFORE INSERT ON probe_runs FOR EACH ROW EXECUTE FUNCTION refuse_run()`)
+	require.NoError(t, err) // test-only: a run this database refuses for now
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	j := &journal{dir: dir, roundID: round, timeline: 999}
+	require.NoError(t, j.put(lostClaimEntry(8003, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond))))
+	require.NoError(t, j.close())
+	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	f, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"job_id":80`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	jr, err := ReplayJournals(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, jr.Left)
+	require.Len(t, jr.Problems, 1)
+	require.Contains(t, jr.Problems[0], "journaled job 8003 (lost) from ")
+	require.Empty(t, jr.SetAside)
+	require.FileExists(t, files[0])
+
+	_, err = db.Exec(ctx, `DROP TRIGGER refuse_run ON probe_runs`)
+	require.NoError(t, err)
+	jr, err = ReplayJournals(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, jr.Restored, "%v", jr.Problems)
+	require.Len(t, jr.SetAside, 1, "the cut line, said once the rest is stored")
+	require.FileExists(t, files[0]+journalAside)
 }

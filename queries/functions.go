@@ -272,3 +272,14 @@ func LiveTriggers(ctx context.Context, db DBTX) ([]LiveTrigger, error) {
 	}
 	return live, nil
 }
+
+// CurrentSchema is the schema probectl's tables are found in, quoted for a statement.
+func CurrentSchema(ctx context.Context, db DBTX) (string, error) {
+	c, err := rowOf[struct {
+		Schema string `db:"schema"`
+	}](ctx, db, "CurrentSchema")
+	if err != nil {
+		return "", fmt.Errorf("read the current schema: %w", err)
+	}
+	return c.Schema, nil
+}

@@ -10,7 +10,7 @@ SELECT p.proname, p.pronargs::int AS pronargs, p.prosrc
 
 -- name: GuardSettingsSet
 -- The settings that switch a guard off around functions as shipped, set for a role that can log
--- in, or for every role, in this database or every database (pg_db_role_setting), or else in this
+-- in and store a run, or for every role, in this database or every database (pg_db_role_setting), or else in this
 -- session (PGOPTIONS, a SET): 00029's probectl.runs_once = 'checked' outside probe_finish_many,
 -- the function it belongs to (probe_runs_once off for every finish), and session_replication_role
 -- = 'replica' (no trigger fires: left by a replication or migration tool, it takes every guard a
@@ -31,7 +31,9 @@ WITH guard (setting) AS (
      -- PostgreSQL takes it ('Replica' is stored as given)
      WHERE (s.setting = 'probectl.runs_once=checked' OR lower(s.setting) = 'session_replication_role=replica')
        AND (drs.setdatabase = 0 OR d.datname = current_database())
-       AND (drs.setrole = 0 OR r.rolcanlogin)
+       -- a role's own setting counts where the role can log in and store a run (a loader's or a
+       -- replication tool's role that cannot write probectl's tables is its own business)
+       AND (drs.setrole = 0 OR (r.rolcanlogin AND has_table_privilege(r.oid, 'probe_runs', 'INSERT')))
 )
 SELECT st.role, st.database, st.setting, '' AS source FROM stored AS st
 UNION ALL
@@ -68,3 +70,8 @@ SELECT c.relname::text AS table_name, t.tgname::text AS name, f.proname::text AS
    AND NOT t.tgisinternal
    AND t.tgparentid = 0
  ORDER BY 1, 2;
+
+-- name: CurrentSchema
+-- The schema probectl's tables are found in (the first of the search_path that exists), quoted
+-- for a statement.
+SELECT quote_ident(current_schema()) AS schema;

@@ -317,7 +317,11 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 	if err != nil {
 		return Check{}, Functions{}, err
 	}
-	off := triggersOff(triggers)
+	schema, err := queries.CurrentSchema(ctx, tx)
+	if err != nil {
+		return Check{}, Functions{}, err
+	}
+	off := triggersOff(triggers, schema)
 	bad = append(bad, off...)
 	set, err := queries.GuardSettingsSet(ctx, tx)
 	if err != nil {
@@ -346,10 +350,16 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 // triggersOff names each trigger the migrations leave that the database lacks, runs as another
 // (another function, time or events), has disabled, or has disabled or lacks in some of its
 // table's partitions, with what it keeps and how to mend it.
-func triggersOff(live []queries.LiveTrigger) []string {
+// The statements run as printed where schema, the one verify found the tables in, is the first of
+// the search_path: for another than public they are preceded by the SET that makes it so.
+func triggersOff(live []queries.LiveTrigger, schema string) []string {
 	byName := make(map[string]queries.LiveTrigger, len(live))
 	for _, l := range live {
 		byName[l.Table+"."+l.Name] = l
+	}
+	set := ""
+	if schema != "public" {
+		set = "SET search_path = " + schema + "; "
 	}
 	var off []string
 	for _, g := range queries.GuardTriggers {
@@ -357,18 +367,18 @@ func triggersOff(live []queries.LiveTrigger) []string {
 		what := fmt.Sprintf("trigger %s on %s", g.Name, g.Table)
 		switch {
 		case !ok:
-			off = append(off, fmt.Sprintf("%s is missing (it keeps %s): make it again: %s",
-				what, g.Holds, g.Create))
+			off = append(off, fmt.Sprintf("%s is missing (it keeps %s): make it again: %s%s",
+				what, g.Holds, set, g.Create))
 		case l.Function != g.Function || l.Type != g.Type:
 			off = append(off, fmt.Sprintf("%s is not the one shipped (%s; it keeps %s): "+
-				"DROP TRIGGER %s ON %s, then make it again: %s", what, l.Create, g.Holds, g.Name, g.Table, g.Create))
+				"%sBEGIN; DROP TRIGGER %s ON %s; %s; COMMIT", what, l.Create, g.Holds, set, g.Name, g.Table, g.Create))
 		case !l.Enabled:
-			off = append(off, fmt.Sprintf("%s is disabled (it keeps %s): ALTER TABLE %s ENABLE TRIGGER %s",
-				what, g.Holds, g.Table, g.Name))
+			off = append(off, fmt.Sprintf("%s is disabled (it keeps %s): %sALTER TABLE %s ENABLE TRIGGER %s",
+				what, g.Holds, set, g.Table, g.Name))
 		case len(l.OffIn) > 0:
 			off = append(off, fmt.Sprintf("%s is disabled or missing in %d partition(s), %s (it keeps %s): "+
-				"ALTER TABLE %s ENABLE TRIGGER %s enables it in every partition",
-				what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, g.Table, g.Name))
+				"%sALTER TABLE %s ENABLE TRIGGER %s enables it in every partition",
+				what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, set, g.Table, g.Name))
 		}
 	}
 	return off

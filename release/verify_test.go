@@ -652,6 +652,39 @@ func TestVerifyFailsWhenAGuardsTriggerIsOff(t *testing.T) {
 	require.Len(t, items, 1)
 	require.True(t, strings.HasPrefix(items[0], "trigger probe_runs_once on probe_runs is not the one shipped "+
 		"(CREATE TRIGGER probe_runs_once AFTER DELETE ON "), items[0])
+	_, mend, ok := strings.Cut(items[0], "for every finish but the batched one): ")
+	require.True(t, ok, items[0])
+	require.True(t, strings.HasPrefix(mend, "BEGIN; DROP TRIGGER probe_runs_once ON probe_runs; CREATE TRIGGER"), mend)
+	exec(mend)
+	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})))
+}
+
+// A role's own setting counts only where the role can store a run: a loader's or a replication
+// tool's role that cannot write probectl's tables may keep whatever it sets for itself.
+func TestVerifyLooksAtTheSettingsOfRolesThatCanStoreARun(t *testing.T) {
+	t.Parallel()
+	s := newScene(t, 6)
+	s.clean()
+	var db string
+	require.NoError(t, s.pool.QueryRow(s.ctx, "SELECT current_database()").Scan(&db))
+	name := db + "_loader" // quoted as quote_ident would not: a lower-case name
+	role := pgx.Identifier{name}.Sanitize()
+	exec := func(sql string) {
+		t.Helper()
+		_, err := s.pool.Exec(s.ctx, sql)
+		require.NoError(t, err) // test-only: a role of the test's own, and its setting
+	}
+	exec("CREATE ROLE " + role + " LOGIN")
+	t.Cleanup(func() {
+		_, _ = s.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
+	})
+	exec("ALTER ROLE " + role + " IN DATABASE " + pgx.Identifier{db}.Sanitize() + " SET probectl.runs_once = 'checked'")
+	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})), "a role that cannot store a run")
+
+	exec("GRANT INSERT ON probe_runs TO " + role)
+	items := checkNamed(t, s.verify(release.VerifyRequest{}), release.CheckFunctions).Items
+	require.Len(t, items, 1)
+	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for role "+name+" in database "+db+": "), items[0])
 }
 
 // session_replication_role = 'replica', left for the database by a replication or migration tool,
