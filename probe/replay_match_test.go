@@ -294,21 +294,10 @@ func TestAJournalsCutLineIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	db := testDB(t)
 	lostServer := testfactory.Server(ctx, t, db, nil)
 	round := testfactory.Round(ctx, t, db, nil)
-	dir := filepath.Join(t.TempDir(), "spool")
-	require.NoError(t, os.MkdirAll(dir, 0o700))
-	j := &journal{dir: dir, roundID: round, timeline: 999}
 	requested := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
-	require.NoError(t, j.put(lostClaimEntry(8001, lostServer, round, requested)))
-	require.NoError(t, j.close())
-	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	f, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString(`{"job_id":80`)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	name := filepath.Base(files[0])
+	dir, path := journalWithACutLine(t, lostClaimEntry(8001, lostServer, round, requested))
+	files := []string{path}
+	name := filepath.Base(path)
 
 	// A round's replay: nothing for the round to fail on; the file set aside, and said.
 	jr, err := ReplayJournals(ctx, db, dir, nil)
@@ -389,19 +378,8 @@ func TestAJournalWithAResultLeftStaysForTheNextReplay(t *testing.T) {
 		BEGIN RAISE EXCEPTION 'refused'; END $$;
 		CREATE TRIGGER refuse_run BEFORE INSERT ON probe_runs FOR EACH ROW EXECUTE FUNCTION refuse_run()`)
 	require.NoError(t, err) // test-only: a run this database refuses for now
-	dir := filepath.Join(t.TempDir(), "spool")
-	require.NoError(t, os.MkdirAll(dir, 0o700))
-	j := &journal{dir: dir, roundID: round, timeline: 999}
-	require.NoError(t, j.put(lostClaimEntry(8003, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond))))
-	require.NoError(t, j.close())
-	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	f, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString(`{"job_id":80`)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	dir, path := journalWithACutLine(t, lostClaimEntry(8003, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
+	files := []string{path}
 
 	jr, err := ReplayJournals(ctx, db, dir, nil)
 	require.NoError(t, err)
@@ -418,4 +396,24 @@ func TestAJournalWithAResultLeftStaysForTheNextReplay(t *testing.T) {
 	require.Equal(t, 1, jr.Restored, "%v", jr.Problems)
 	require.Len(t, jr.SetAside, 1, "the cut line, said once the rest is stored")
 	require.FileExists(t, files[0]+journalAside)
+}
+
+// journalWithACutLine writes a journal of another timeline (999) holding e, then the start of a
+// line cut short, in a spool directory of its own.
+func journalWithACutLine(t *testing.T, e spoolEntry) (dir, path string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	j := &journal{dir: dir, roundID: e.RoundID, timeline: 999}
+	require.NoError(t, j.put(e))
+	require.NoError(t, j.close())
+	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	f, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"job_id":80`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return dir, files[0]
 }
