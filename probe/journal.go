@@ -323,7 +323,7 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 			msg := fmt.Sprintf("%s: %s; the rest of it is stored, and it is kept as %s for a person to read",
 				filepath.Base(path), b, filepath.Base(aside))
 			out.SetAside = append(out.SetAside, msg)
-			log.Warn("journal set aside: " + msg)
+			log.Warn("a failover journal is set aside for a person to read", "what", msg)
 		}
 		return
 	}

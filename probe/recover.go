@@ -190,7 +190,9 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 			}
 		}
 	}
-	rec.Problems = append(rec.Problems, badLines(path, bad)...)
+	for _, b := range bad {
+		rec.Problems = append(rec.Problems, fmt.Sprintf("%s: %s; the file is kept for a person to read", filepath.Base(path), b))
+	}
 	rec.Left += left
 	if left > 0 || len(bad) > 0 {
 		return
@@ -206,16 +208,6 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 func sameFile(path string, fi os.FileInfo) bool {
 	cur, err := os.Stat(path)
 	return err == nil && os.SameFile(cur, fi)
-}
-
-// badLines says each line of a spool or journal file that does not hold a result: such a file
-// is kept, for a person to read.
-func badLines(path string, bad []string) []string {
-	out := make([]string, 0, len(bad))
-	for _, b := range bad {
-		out = append(out, fmt.Sprintf("%s: %s; the file is kept for a person to read", filepath.Base(path), b))
-	}
-	return out
 }
 
 // readSpoolFile reads a spool file's entries; bad lists the lines that do not parse (a line cut
