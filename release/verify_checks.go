@@ -416,8 +416,9 @@ func resetOf(g queries.GuardSetting, name string) string {
 			return "take it out of postgresql.conf (or ALTER SYSTEM RESET " + name + ") and reload"
 		case "session":
 			return "RESET " + name + " where the session sets it"
-		case "": // a setting of an extension's prefix, which pg_settings does not list
-			return "take it out of PGOPTIONS, or RESET " + name + " where the session sets it"
+		case "": // a setting of an extension's prefix (probectl.*), which pg_settings does not list
+			return "take it out of PGOPTIONS or postgresql.conf (ALTER SYSTEM RESET " + name + "), or RESET " + name +
+				" where the session sets it"
 		}
 		return "find where the session gets it (pg_settings.source: " + g.Source + ")"
 	case isRole && isDB:

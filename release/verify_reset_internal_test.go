@@ -22,7 +22,7 @@ func TestEachSettingsPlaceHasItsOwnReset(t *testing.T) {
 		{"this session", "database d", "client", "take it out of PGOPTIONS (the client's startup options)"},
 		{"this session", "database d", "configuration file", "take it out of postgresql.conf (or ALTER SYSTEM RESET x) and reload"},
 		{"this session", "database d", "session", "RESET x where the session sets it"},
-		{"this session", "database d", "", "take it out of PGOPTIONS, or RESET x where the session sets it"},
+		{"this session", "database d", "", "take it out of PGOPTIONS or postgresql.conf (ALTER SYSTEM RESET x), or RESET x where the session sets it"},
 		{"this session", "database d", "override", "find where the session gets it (pg_settings.source: override)"},
 	} {
 		got := resetOf(queries.GuardSetting{Role: tc.role, Database: tc.database, Setting: "x=y", Source: tc.source}, "x")

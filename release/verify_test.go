@@ -583,7 +583,7 @@ func TestVerifyFailsWhenAGuardsSettingIsSetInItsSession(t *testing.T) {
 	items := checkNamed(t, rep, release.CheckFunctions).Items
 	require.Len(t, items, 1)
 	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for this session in database "), items[0])
-	require.True(t, strings.HasSuffix(items[0], "; take it out of PGOPTIONS, or RESET probectl.runs_once where the session sets it"), items[0])
+	require.True(t, strings.HasSuffix(items[0], "; take it out of PGOPTIONS or postgresql.conf (ALTER SYSTEM RESET probectl.runs_once), or RESET probectl.runs_once where the session sets it"), items[0])
 }
 
 // A function as shipped keeps no guard when its trigger is off: verify names each trigger the
