@@ -41,6 +41,9 @@ type SpoolContents struct {
 	Dir     string
 	Files   int
 	Results int
+	// SetAside counts the failover journals set aside for a person to read (journalAside): they
+	// hold results no replay can store, and stay until a person removes them.
+	SetAside int
 }
 
 // maxSpoolLine bounds one line of a spool file: a result is capped well below it.
@@ -65,12 +68,33 @@ func spoolFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
+// countSetAside counts the journals of dir set aside for a person to read.
+func countSetAside(dir string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read spool directory %s: %w", dir, err)
+	}
+	n := 0
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), journalExt+journalAside) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // InspectSpool counts the results waiting in dir, without replaying or locking anything, and
 // without parsing them (countSpoolLines): the worker's heartbeat asks every 10 s.
 func InspectSpool(dir string) (SpoolContents, error) {
 	c := SpoolContents{Dir: dir}
 	files, err := spoolFiles(dir)
 	if err != nil {
+		return c, err
+	}
+	if c.SetAside, err = countSetAside(dir); err != nil {
 		return c, err
 	}
 	for _, p := range files {

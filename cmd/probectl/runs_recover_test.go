@@ -40,13 +40,7 @@ func TestStatusShowsTheSpoolUntilRunsRecoverStoresIt(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "SPOOL")
 	require.Contains(t, res.Stdout, "1 result(s) in 1 file(s) in "+dir)
-	res = runCLI(t, "--database-url", url, "status", "--spool-dir", dir, "-o", "json")
-	require.Equal(t, 0, res.Code, res.Stderr)
-	var got struct {
-		Spool map[string]any `json:"spool"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
-	require.Equal(t, map[string]any{"dir": dir, "files": 1.0, "results": 1.0}, got.Spool)
+	require.Equal(t, map[string]any{"dir": dir, "files": 1.0, "results": 1.0, "set_aside": 0.0}, statusSpool(t, url, dir))
 
 	res = runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir, "-o", "json")
 	require.Equal(t, 0, res.Code, res.Stderr)
@@ -74,4 +68,38 @@ func TestRunsRecoverRefusesASpoolOthersMayWrite(t *testing.T) {
 	res := runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir)
 	require.Equal(t, 2, res.Code, res.Stderr) // --spool-dir named it: bad input
 	require.Contains(t, res.Stderr, "others may write it")
+}
+
+// A failover journal set aside for a person to read shows in status until a person removes it.
+func TestStatusShowsAJournalSetAsideUntilItIsRemoved(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	aside := filepath.Join(dir, "journal-tl1-round-1-pid-1-00000000.journal.bad")
+	require.NoError(t, os.WriteFile(aside, []byte(`{"job_`), 0o600))
+
+	res := runCLI(t, "--database-url", url, "status", "--spool-dir", dir)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "SPOOL")
+	require.Contains(t, res.Stdout, "1 failover journal(s) set aside in "+dir)
+	require.NotContains(t, res.Stdout, "could not be stored")
+	require.Equal(t, map[string]any{"dir": dir, "files": 0.0, "results": 0.0, "set_aside": 1.0}, statusSpool(t, url, dir))
+
+	require.NoError(t, os.Remove(aside))
+	res = runCLI(t, "--database-url", url, "status", "--spool-dir", dir)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.NotContains(t, res.Stdout, "SPOOL")
+}
+
+// statusSpool is status -o json's spool for the spool directory dir.
+func statusSpool(t *testing.T, url, dir string) map[string]any {
+	t.Helper()
+	res := runCLI(t, "--database-url", url, "status", "--spool-dir", dir, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got struct {
+		Spool map[string]any `json:"spool"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	return got.Spool
 }

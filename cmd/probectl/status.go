@@ -214,8 +214,14 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 	writeWorkers(p, io, st, r)
 	if sp := r.Spool; sp != nil {
 		p.title(st, "SPOOL")
-		p.linef("%s", st.Fail.Render(fmt.Sprintf("%d result(s) in %d file(s) in %s could not be stored: "+
-			"'probectl runs recover' (or the next run round) stores them", sp.Results, sp.Files, sp.Dir)))
+		if sp.Files > 0 {
+			p.linef("%s", st.Fail.Render(fmt.Sprintf("%d result(s) in %d file(s) in %s could not be stored: "+
+				"'probectl runs recover' (or the next run round) stores them", sp.Results, sp.Files, sp.Dir)))
+		}
+		if sp.SetAside > 0 {
+			p.linef("%s", st.Warn.Render(fmt.Sprintf("%d failover journal(s) set aside in %s (*.journal.bad): "+
+				"they hold what no replay can store; read them, then remove them", sp.SetAside, sp.Dir)))
+		}
 	}
 	writeOpenAlerts(p, io, st, r) // alerts (cmd/probectl/alerts_status.go)
 	p.title(st, "")

@@ -52,9 +52,10 @@ type standbyJSON struct {
 // spoolJSON is what waits in the local spool: null when nothing waits (or, on serve's pages, when
 // it was not looked at).
 type spoolJSON struct {
-	Dir     string `json:"dir"`
-	Files   int    `json:"files"`
-	Results int    `json:"results"`
+	Dir      string `json:"dir"`
+	Files    int    `json:"files"`
+	Results  int    `json:"results"`
+	SetAside int    `json:"set_aside"` // failover journals set aside for a person to read
 }
 
 type releaseJSON struct {
@@ -185,7 +186,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 			NextCheckAt: j.NextCheckAt})
 	}
 	if r.Spool != nil {
-		out.Spool = &spoolJSON{Dir: r.Spool.Dir, Files: r.Spool.Files, Results: r.Spool.Results}
+		out.Spool = &spoolJSON{Dir: r.Spool.Dir, Files: r.Spool.Files, Results: r.Spool.Results, SetAside: r.Spool.SetAside}
 	}
 	for _, rd := range r.RecentRounds {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,

@@ -77,16 +77,19 @@ type Standby struct {
 type Spool struct {
 	Dir            string
 	Files, Results int
+	// SetAside counts the failover journals set aside for a person to read (results no replay
+	// can store).
+	SetAside int
 }
 
 // ReadSpool counts what waits in the spool directory dir, to show with a report: nil when nothing
-// waits (a missing directory included).
+// waits and no journal is set aside (a missing directory included).
 func ReadSpool(dir string) (*Spool, error) {
 	c, err := probe.InspectSpool(dir)
-	if err != nil || c.Files == 0 {
+	if err != nil || c.Files+c.SetAside == 0 {
 		return nil, err
 	}
-	return &Spool{Dir: c.Dir, Files: c.Files, Results: c.Results}, nil
+	return &Spool{Dir: c.Dir, Files: c.Files, Results: c.Results, SetAside: c.SetAside}, nil
 }
 
 // Release is the active release's round settings.
