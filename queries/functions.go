@@ -264,7 +264,7 @@ type LiveTrigger struct {
 	OffIn    []string `db:"off_in"`  // its table's partitions whose copy of it is disabled or missing
 }
 
-// LiveTriggers reads the triggers a migration made on the current schema's tables.
+// LiveTriggers reads the triggers a migration made on the tables of probectl's schema.
 func LiveTriggers(ctx context.Context, db DBTX) ([]LiveTrigger, error) {
 	live, err := rowsOf[LiveTrigger](ctx, db, "LiveTriggers")
 	if err != nil {
@@ -273,13 +273,13 @@ func LiveTriggers(ctx context.Context, db DBTX) ([]LiveTrigger, error) {
 	return live, nil
 }
 
-// CurrentSchema is the schema probectl's tables are found in, quoted for a statement.
-func CurrentSchema(ctx context.Context, db DBTX) (string, error) {
+// TablesSchema is the schema of probectl's tables (probe_runs's), quoted for a statement.
+func TablesSchema(ctx context.Context, db DBTX) (string, error) {
 	c, err := rowOf[struct {
 		Schema string `db:"schema"`
-	}](ctx, db, "CurrentSchema")
+	}](ctx, db, "TablesSchema")
 	if err != nil {
-		return "", fmt.Errorf("read the current schema: %w", err)
+		return "", fmt.Errorf("read the schema of probectl's tables: %w", err)
 	}
 	return c.Schema, nil
 }

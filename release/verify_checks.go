@@ -317,7 +317,7 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 	if err != nil {
 		return Check{}, Functions{}, err
 	}
-	schema, err := queries.CurrentSchema(ctx, tx)
+	schema, err := queries.TablesSchema(ctx, tx)
 	if err != nil {
 		return Check{}, Functions{}, err
 	}
@@ -349,36 +349,38 @@ func checkFunctions(ctx context.Context, tx pgx.Tx) (Check, Functions, error) {
 
 // triggersOff names each trigger the migrations leave that the database lacks, runs as another
 // (another function, time or events), has disabled, or has disabled or lacks in some of its
-// table's partitions, with what it keeps and how to mend it.
-// The statements run as printed where schema, the one verify found the tables in, is the first of
-// the search_path: for another than public they are preceded by the SET that makes it so.
+// table's partitions, with what it keeps and the statements that mend it. They run as printed:
+// for a schema other than public, in a transaction that sets the search_path for itself.
 func triggersOff(live []queries.LiveTrigger, schema string) []string {
 	byName := make(map[string]queries.LiveTrigger, len(live))
 	for _, l := range live {
 		byName[l.Table+"."+l.Name] = l
 	}
-	set := ""
-	if schema != "public" {
-		set = "SET search_path = " + schema + "; "
+	mend := func(stmts ...string) string {
+		if schema != "public" {
+			stmts = append([]string{"SET LOCAL search_path = " + schema}, stmts...)
+		}
+		if len(stmts) == 1 {
+			return stmts[0]
+		}
+		return "BEGIN; " + strings.Join(stmts, "; ") + "; COMMIT"
 	}
 	var off []string
 	for _, g := range queries.GuardTriggers {
 		l, ok := byName[g.Table+"."+g.Name]
 		what := fmt.Sprintf("trigger %s on %s", g.Name, g.Table)
+		enable := fmt.Sprintf("ALTER TABLE %s ENABLE TRIGGER %s", g.Table, g.Name)
 		switch {
 		case !ok:
-			off = append(off, fmt.Sprintf("%s is missing (it keeps %s): make it again: %s%s",
-				what, g.Holds, set, g.Create))
+			off = append(off, fmt.Sprintf("%s is missing (it keeps %s): make it again: %s", what, g.Holds, mend(g.Create)))
 		case l.Function != g.Function || l.Type != g.Type:
-			off = append(off, fmt.Sprintf("%s is not the one shipped (%s; it keeps %s): "+
-				"%sBEGIN; DROP TRIGGER %s ON %s; %s; COMMIT", what, l.Create, g.Holds, set, g.Name, g.Table, g.Create))
+			off = append(off, fmt.Sprintf("%s is not the one shipped (%s; it keeps %s): %s", what, l.Create, g.Holds,
+				mend(fmt.Sprintf("DROP TRIGGER %s ON %s", g.Name, g.Table), g.Create)))
 		case !l.Enabled:
-			off = append(off, fmt.Sprintf("%s is disabled (it keeps %s): %sALTER TABLE %s ENABLE TRIGGER %s",
-				what, g.Holds, set, g.Table, g.Name))
+			off = append(off, fmt.Sprintf("%s is disabled (it keeps %s): %s", what, g.Holds, mend(enable)))
 		case len(l.OffIn) > 0:
 			off = append(off, fmt.Sprintf("%s is disabled or missing in %d partition(s), %s (it keeps %s): "+
-				"%sALTER TABLE %s ENABLE TRIGGER %s enables it in every partition",
-				what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, set, g.Table, g.Name))
+				"%s enables every partition's copy", what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, mend(enable)))
 		}
 	}
 	return off

@@ -37,6 +37,7 @@ func TestTheStatementsThatMendATriggerSetTheSchemaWhenItIsNotPublic(t *testing.T
 	g := queries.GuardTriggers[0]
 	in := func(schema string) string { return triggersOff(nil, schema)[0] }
 	require.True(t, strings.HasSuffix(in("public"), ": make it again: "+g.Create), in("public"))
-	require.True(t, strings.HasSuffix(in(`"Probe"`), `: make it again: SET search_path = "Probe"; `+g.Create), in(`"Probe"`))
+	require.True(t, strings.HasSuffix(in(`"Probe"`), `: make it again: BEGIN; SET LOCAL search_path = "Probe"; `+g.Create+"; COMMIT"),
+		in(`"Probe"`))
 	require.Len(t, triggersOff(nil, "public"), len(queries.GuardTriggers))
 }

@@ -631,7 +631,7 @@ func TestVerifyFailsWhenAGuardsTriggerIsOff(t *testing.T) {
 	exec("ALTER TABLE " + pgx.Identifier{part}.Sanitize() + " DISABLE TRIGGER probe_jobs_open")
 	require.Equal(t, []string{"trigger probe_jobs_open on probe_jobs is disabled or missing in 1 partition(s), " + part +
 		" (it keeps the open-job queue: layer 4, one open job per server): ALTER TABLE probe_jobs ENABLE TRIGGER " +
-		"probe_jobs_open enables it in every partition"}, functionsItems(one))
+		"probe_jobs_open enables every partition's copy"}, functionsItems(one))
 	exec("ALTER TABLE probe_jobs ENABLE TRIGGER probe_jobs_open") // as the item says
 	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})))
 
@@ -681,7 +681,20 @@ func TestVerifyLooksAtTheSettingsOfRolesThatCanStoreARun(t *testing.T) {
 	exec("ALTER ROLE " + role + " IN DATABASE " + pgx.Identifier{db}.Sanitize() + " SET probectl.runs_once = 'checked'")
 	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})), "a role that cannot store a run")
 
-	exec("GRANT INSERT ON probe_runs TO " + role)
+	// Verify run as that role, which cannot store a run: its own setting does not count, nor does
+	// its session's value, which the setting explains.
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.User = name
+	exec("GRANT SELECT ON ALL TABLES IN SCHEMA public TO " + role)
+	c, err := pgx.ConnectConfig(s.ctx, cfg)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	rep, err := release.Verify(s.ctx, c, release.VerifyRequest{})
+	require.NoError(t, err)
+	require.Empty(t, checkNamed(t, rep, release.CheckFunctions).Items, "verify as the role that cannot store a run")
+
+	// A grant of one column is enough to store a run.
+	exec("GRANT INSERT (job_id) ON probe_runs TO " + role)
 	items := checkNamed(t, s.verify(release.VerifyRequest{}), release.CheckFunctions).Items
 	require.Len(t, items, 1)
 	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for role "+name+" in database "+db+": "), items[0])
@@ -712,10 +725,30 @@ func TestVerifyFailsWhenTriggersAreSwitchedOffForTheDatabase(t *testing.T) {
 		"alert states are not kept); ALTER DATABASE " + db + " RESET session_replication_role"},
 		checkNamed(t, rep, release.CheckFunctions).Items)
 
-	// Set in the session instead, beside the other setting stored for the database: each is said,
-	// the session's because no stored setting of its own name explains it.
+	// Set for a loader's role instead: said where the role writes a table a guard's trigger is on
+	// (here servers), not where it only reads.
 	_, err = s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" RESET session_replication_role")
 	require.NoError(t, err)
+	s.pool.Reset() // sessions without the database's setting
+	name := db + "_loader"
+	role := pgx.Identifier{name}.Sanitize()
+	_, err = s.pool.Exec(s.ctx, "CREATE ROLE "+role+" LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO "+role+
+		"; ALTER ROLE "+role+" IN DATABASE "+pgx.Identifier{db}.Sanitize()+" SET session_replication_role = replica")
+	require.NoError(t, err) // test-only: a role of the test's own, and its setting
+	t.Cleanup(func() {
+		_, _ = s.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
+	})
+	require.Empty(t, notPassing(s.verify(release.VerifyRequest{})), "a role that only reads")
+	_, err = s.pool.Exec(s.ctx, "GRANT INSERT ON servers TO "+role)
+	require.NoError(t, err)
+	items := checkNamed(t, s.verify(release.VerifyRequest{}), release.CheckFunctions).Items
+	require.Len(t, items, 1)
+	require.True(t, strings.HasPrefix(items[0], "session_replication_role=replica set for role "+name+" in database "+db+": "), items[0])
+	_, err = s.pool.Exec(s.ctx, "DROP OWNED BY "+role)
+	require.NoError(t, err)
+
+	// Set in the session instead, beside the other setting stored for the database: each is said,
+	// the session's because no stored setting of its own name explains it.
 	_, err = s.pool.Exec(s.ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET probectl.runs_once = 'checked'")
 	require.NoError(t, err)
 	s.pool.Reset()
@@ -726,7 +759,7 @@ func TestVerifyFailsWhenTriggersAreSwitchedOffForTheDatabase(t *testing.T) {
 	require.NoError(t, err)
 	rep, err = release.Verify(s.ctx, c.Conn(), release.VerifyRequest{})
 	require.NoError(t, err)
-	items := checkNamed(t, rep, release.CheckFunctions).Items
+	items = checkNamed(t, rep, release.CheckFunctions).Items
 	require.Len(t, items, 2, "%v", items)
 	require.True(t, strings.HasPrefix(items[0], "probectl.runs_once=checked set for every role in database "), items[0])
 	require.True(t, strings.HasPrefix(items[1], "session_replication_role=replica set for this session in database "), items[1])
