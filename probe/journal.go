@@ -191,11 +191,20 @@ type JournalReplay struct {
 	// Left could not be stored now: their file stays for the next replay.
 	Left     int
 	Problems []string
-	// SetAside says each line of a journal that did not hold a result (cut short by a failed
-	// write or a crash) and each result kept for a person (isKept): once every other result was
-	// stored, the file was renamed to end in journalAside, which no replay reads, for a person to
-	// read. Said once, and logged; not a round's problem, since nothing a round could do is left.
+	// SetAside says, one line a file, each journal set aside: it held lines that hold no result
+	// (cut short by a failed write or a crash) or results kept for a person (isKept), and once
+	// every other result was stored it was renamed to end in journalAside, which no replay reads,
+	// for a person to read. Said once (LogSetAside, a round's summary, runs recover's problems),
+	// and shown by status until removed; not a round's problem, since nothing a round could do is
+	// left.
 	SetAside []string
+}
+
+// LogSetAside logs each journal this replay set aside.
+func (jr JournalReplay) LogSetAside(log *slog.Logger) {
+	for _, a := range jr.SetAside {
+		log.Warn("a failover journal is set aside for a person to read", "journal", a)
+	}
 }
 
 // ReplayJournals replays the journals in dir that were written on another timeline than the
@@ -319,12 +328,9 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 			return
 		}
 		_ = syncDir(filepath.Dir(path))
-		for _, b := range append(bad, kept...) {
-			msg := fmt.Sprintf("%s: %s; the rest of it is stored, and it is kept as %s for a person to read",
-				filepath.Base(path), b, filepath.Base(aside))
-			out.SetAside = append(out.SetAside, msg)
-			log.Warn("a failover journal is set aside for a person to read", "what", msg)
-		}
+		out.SetAside = append(out.SetAside, fmt.Sprintf("%s is set aside as %s for a person to read "+
+			"(%d of its results stored, or there already): %s", filepath.Base(path), filepath.Base(aside),
+			len(entries)-len(kept), strings.Join(append(bad, kept...), "; ")))
 		return
 	}
 	if os.Remove(path) == nil {
@@ -345,6 +351,7 @@ func (r *Round) openJournal(ctx context.Context, st *state, dir string, roundID 
 	for _, p := range jr.Problems {
 		st.problem("journal: %s", p)
 	}
+	r.noteSetAside(st, jr)
 	return &journal{dir: dir, roundID: roundID, timeline: jr.Timeline}
 }
 
@@ -369,7 +376,16 @@ func (r *Round) closeJournal(ctx context.Context, st *state) *JournalReplay {
 	for _, p := range jr.Problems {
 		st.problem("journal: %s", p)
 	}
+	r.noteSetAside(st, jr)
 	return &jr
+}
+
+// noteSetAside logs the journals a replay set aside and keeps them for the round's summary.
+func (r *Round) noteSetAside(st *state, jr JournalReplay) {
+	jr.LogSetAside(r.Log)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.journalSetAside = append(st.journalSetAside, jr.SetAside...)
 }
 
 // journalResult keeps a stored result in the round's journal, for a failover's replay. A journal

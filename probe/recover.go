@@ -51,52 +51,42 @@ const maxSpoolLine = 16 << 20
 
 // spoolFiles lists the spool files of dir, oldest name first; a missing dir has none.
 func spoolFiles(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read spool directory %s: %w", dir, err)
-	}
-	var out []string
-	for _, e := range ents {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), spoolExt) && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, filepath.Join(dir, e.Name()))
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	files, _, err := listSpoolDir(dir)
+	return files, err
 }
 
-// countSetAside counts the journals of dir set aside for a person to read.
-func countSetAside(dir string) (int, error) {
+// listSpoolDir reads dir once: its spool files, oldest name first, and how many of its failover
+// journals are set aside for a person to read (journalAside). A missing dir has neither.
+func listSpoolDir(dir string) (files []string, setAside int, err error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read spool directory %s: %w", dir, err)
+		return nil, 0, fmt.Errorf("read spool directory %s: %w", dir, err)
 	}
-	n := 0
 	for _, e := range ents {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), journalExt+journalAside) {
-			n++
+		switch name := e.Name(); {
+		case !e.Type().IsRegular() || strings.HasPrefix(name, "."):
+		case strings.HasSuffix(name, spoolExt):
+			files = append(files, filepath.Join(dir, name))
+		case strings.HasSuffix(name, journalExt+journalAside):
+			setAside++
 		}
 	}
-	return n, nil
+	slices.Sort(files)
+	return files, setAside, nil
 }
 
 // InspectSpool counts the results waiting in dir, without replaying or locking anything, and
 // without parsing them (countSpoolLines): the worker's heartbeat asks every 10 s.
 func InspectSpool(dir string) (SpoolContents, error) {
 	c := SpoolContents{Dir: dir}
-	files, err := spoolFiles(dir)
+	files, setAside, err := listSpoolDir(dir)
 	if err != nil {
 		return c, err
 	}
-	if c.SetAside, err = countSetAside(dir); err != nil {
-		return c, err
-	}
+	c.SetAside = setAside
 	for _, p := range files {
 		n, err := countSpoolLines(p)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

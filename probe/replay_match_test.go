@@ -304,8 +304,8 @@ func TestAJournalsCutLineIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, jr.Restored, "the whole line is stored: %v", jr.Problems)
 	require.Empty(t, jr.Problems)
-	require.Equal(t, []string{name + ": line 2 does not hold a result; the rest of it is stored, and it is kept as " +
-		name + ".bad for a person to read"}, jr.SetAside)
+	require.Equal(t, []string{name + " is set aside as " + name + ".bad for a person to read " +
+		"(1 of its results stored, or there already): line 2 does not hold a result"}, jr.SetAside)
 	require.NoFileExists(t, files[0])
 	require.FileExists(t, files[0]+".bad")
 
@@ -329,8 +329,9 @@ func TestRecoverAllSaysTheJournalItSetsAside(t *testing.T) {
 
 	rec, err := RecoverAll(ctx, db, dir, nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{filepath.Base(path) + ": line 1 does not hold a result; the rest of it is stored, and it is kept as " +
-		filepath.Base(path) + ".bad for a person to read"}, rec.Problems)
+	name := filepath.Base(path)
+	require.Equal(t, []string{name + " is set aside as " + name + ".bad for a person to read " +
+		"(0 of its results stored, or there already): line 1 does not hold a result"}, rec.Problems)
 }
 
 // A journaled result kept for a person (here one whose claim vanished and whose record predates
@@ -356,8 +357,8 @@ func TestAJournalsKeptResultIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	require.Empty(t, jr.Problems)
 	require.Equal(t, 0, jr.Left)
 	require.Len(t, jr.SetAside, 1)
-	require.Contains(t, jr.SetAside[0], ": journaled job 8002 (lost): the database holds no job 8002")
-	require.True(t, strings.HasSuffix(jr.SetAside[0], ".journal.bad for a person to read"), jr.SetAside[0])
+	require.Contains(t, jr.SetAside[0], ".journal.bad for a person to read (0 of its results stored, or there already): "+
+		"journaled job 8002 (lost): the database holds no job 8002")
 	files, err := filepath.Glob(filepath.Join(dir, "*"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)
@@ -416,4 +417,22 @@ func journalWithACutLine(t *testing.T, e spoolEntry) (dir, path string) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	return dir, files[0]
+}
+
+// A round whose replay sets a journal aside says so in its summary, not as a problem: the round
+// completes.
+func TestARoundSaysTheJournalItSetAside(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	server := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	dir, path := journalWithACutLine(t, lostClaimEntry(8004, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
+
+	r := &Round{DB: db, Settings: testSettings(FinishTx), Checker: &okChecker{}, SpoolDir: dir}
+	sum, err := r.Run(ctx)
+	require.NoError(t, err)
+	require.Empty(t, sum.Problems)
+	require.Len(t, sum.JournalSetAside, 1)
+	require.True(t, strings.HasPrefix(sum.JournalSetAside[0], filepath.Base(path)+" is set aside as "), sum.JournalSetAside[0])
 }

@@ -116,6 +116,9 @@ type Summary struct {
 	// Journal is what the replay of the failover journals did when the round ended (nil without
 	// a spool directory): after a failover, what the new primary lacked of this round's results.
 	Journal *JournalReplay
+	// JournalSetAside says each failover journal the replays at the round's start and end set
+	// aside for a person to read (JournalReplay.SetAside).
+	JournalSetAside []string
 }
 
 // Duration is how long the round took.
@@ -191,13 +194,15 @@ type state struct {
 	deadline time.Time
 	stop     atomic.Bool // stop claiming: an advance failed twice
 
-	mu             sync.Mutex
-	problems       []string
-	advanceMisses  int
-	closedElsewise int
-	interrupted    int // checks stopped midway by the round's cancellation
-	fenced         int // checks stopped or not made because their lease ended
-	spooled        int // results written to the spool
+	mu       sync.Mutex
+	problems []string
+	// journalSetAside: the journals the replays at the round's start and end set aside
+	journalSetAside []string
+	advanceMisses   int
+	closedElsewise  int
+	interrupted     int // checks stopped midway by the round's cancellation
+	fenced          int // checks stopped or not made because their lease ended
+	spooled         int // results written to the spool
 
 	spool *spool // nil: no spool
 	// journal keeps what the round stored for a failover's replay; nil: no spool, no journal.
@@ -312,6 +317,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	r.closeRound(ctx, st, sum)
 	st.mu.Lock()
 	sum.Problems = slices.Clone(st.problems)
+	sum.JournalSetAside = slices.Clone(st.journalSetAside)
 	sum.AdvanceMisses, sum.JobsClosedElsewhere, sum.Fenced = st.advanceMisses, st.closedElsewise, st.fenced
 	sum.Spooled = st.spooled
 	st.mu.Unlock()

@@ -62,3 +62,25 @@ func TestGuardTriggersAreTheMigratedOnes(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 }
+
+// One migration back (00029 down: probe_runs_once made again without its WHEN), every guard
+// trigger is still the one verify looks for, by name, function and type: a database going back one
+// version passes verify's trigger check.
+func TestGuardTriggersHoldOneMigrationBack(t *testing.T) {
+	t.Parallel()
+	pool, p := upOnEmptyDB(t)
+	_, err := p.DownTo(t.Context(), runsOnceVersion-1)
+	require.NoError(t, err)
+	live, err := queries.LiveTriggers(t.Context(), pool)
+	require.NoError(t, err)
+	got := map[string]queries.LiveTrigger{}
+	for _, tr := range live {
+		got[tr.Table+"."+tr.Name] = tr
+	}
+	for _, g := range queries.GuardTriggers {
+		tr, ok := got[g.Table+"."+g.Name]
+		require.True(t, ok, "%s.%s", g.Table, g.Name)
+		require.Equal(t, []any{g.Function, g.Type, true}, []any{tr.Function, tr.Type, tr.Enabled}, "%s.%s", g.Table, g.Name)
+	}
+	require.NotContains(t, got["probe_runs.probe_runs_once"].Create, "WHEN", "00028's probe_runs_once")
+}

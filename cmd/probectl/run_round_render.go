@@ -55,13 +55,15 @@ type roundJSON struct {
 	Degraded bool `json:"degraded"`
 	// Spooled results could not be stored and wait in SpoolFile; Recovered were stored from the
 	// spool before the round claimed.
-	Spooled       int                `json:"spooled"`
-	SpoolFile     *string            `json:"spool_file"`
-	Recovered     int                `json:"recovered"`
-	Settings      settings.Round     `json:"settings"`
-	Overrides     []overrideJSON     `json:"overrides"`
-	PerInvocation []invocationJSON   `json:"per_invocation"`
-	Failures      []roundFailureJSON `json:"failures"`
+	Spooled   int     `json:"spooled"`
+	SpoolFile *string `json:"spool_file"`
+	Recovered int     `json:"recovered"`
+	// JournalSetAside: failover journals set aside for a person to read, one line each.
+	JournalSetAside []string           `json:"journal_set_aside"`
+	Settings        settings.Round     `json:"settings"`
+	Overrides       []overrideJSON     `json:"overrides"`
+	PerInvocation   []invocationJSON   `json:"per_invocation"`
+	Failures        []roundFailureJSON `json:"failures"`
 }
 
 func renderRoundSummary(f *factory, format string, s *probe.Summary, overrides []release.Override, failures []queries.Run,
@@ -95,6 +97,7 @@ func roundSummaryView(f *factory, s *probe.Summary, overrides []release.Override
 	if s.Recovered != nil {
 		out.Recovered = s.Recovered.Stored
 	}
+	out.JournalSetAside = append([]string{}, s.JournalSetAside...)
 	for _, p := range s.PerInvocation {
 		out.PerInvocation = append(out.PerInvocation, invocationJSON{Invocation: p.Invocation, Claimed: p.Claimed, Done: p.Done})
 	}
@@ -152,6 +155,9 @@ func writeRoundSummary(f *factory, s *probe.Summary, overrides []release.Overrid
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("the database failed over (now on timeline %d, first seen %s): %d result(s) it lacked "+
 			"were stored again from the failover journal (%d under jobs of their own), %d were there", j.Timeline,
 			j.SwitchSeen.UTC().Format(time.RFC3339), j.Stored, j.Restored, j.AlreadyStored)))
+	}
+	for _, a := range s.JournalSetAside {
+		fmt.Fprintln(w, st.Warn.Render("a failover journal was set aside (probectl status shows it until it is removed): "+a))
 	}
 	if s.Spooled > 0 {
 		fmt.Fprintln(w, st.Fail.Render(fmt.Sprintf("%d result(s) could not be stored and wait in %s: the next run round (or runs recover) stores them",

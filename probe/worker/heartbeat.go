@@ -130,9 +130,11 @@ func (p *process) beatOnce(ctx context.Context) {
 	}
 	if dir != "" {
 		// After a failover, what this machine's invocations stored and the new primary lacks.
-		if _, err := probe.ReplayJournals(ctx, p.cfg.Pool, dir, log); err != nil && ctx.Err() == nil {
+		jr, err := probe.ReplayJournals(ctx, p.cfg.Pool, dir, log)
+		if err != nil && ctx.Err() == nil {
 			log.Warn("replay the failover journals; the next heartbeat tries again", "err", err)
 		}
+		jr.LogSetAside(log)
 	}
 }
 
