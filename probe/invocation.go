@@ -105,12 +105,13 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 			var err error
 			jobs, err = queries.Claim(actx, r.DB, queries.ClaimParams{
 				RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing.D(),
+				Timeline: st.journal.roundTimeline(),
 			})
 			return err
 		})
 		cancel()
-		if switched {
-			break
+		if switched || (err == nil && len(jobs) == 0 && r.failedOver(ctx, st, inv)) {
+			break // failed over: the claim, sent to the promoted standby, claimed nothing
 		}
 		// The cool-down runs from the claim's answer: a claim that waited long for the lock must
 		// not make the next one go out at once for a single slot.

@@ -406,6 +406,15 @@ func (r *Round) journalResult(st *state, job queries.ClaimedJob, p queries.Finis
 	}
 }
 
+// roundTimeline is the timeline the round's journal was opened on, for a claim to be judged
+// against (queries.ClaimParams.Timeline); nil without a journal.
+func (j *journal) roundTimeline() *int64 {
+	if j == nil {
+		return nil
+	}
+	return &j.timeline
+}
+
 // failedOver says, before a claim, whether the database is on another timeline than when the
 // round began: then the claims and results it lost in the failover are not there, their servers
 // look due, and a claim now would check them twice. The invocation stops claiming (a decision,

@@ -32,6 +32,10 @@ type ClaimParams struct {
 	InFlight time.Duration
 	// Now, when set, stands in for the time of the claim.
 	Now *time.Time
+	// Timeline, when set, is the timeline the round began on (CurrentTimeline): on another, the
+	// claim claims nothing. Judged in the claim's own statement, so that a claim sent after a
+	// failover, to the promoted standby, claims no server whose claim the failover lost.
+	Timeline *int64
 }
 
 // ClaimedJob is one job a claim created: what the prober needs to check the server and to finish.
@@ -65,7 +69,7 @@ func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	}
 	jobs, err := rowsOf[ClaimedJob](ctx, db, "Claim", pgx.StrictNamedArgs{"round_id": p.RoundID,
 		"invocation": p.Invocation, "limit": p.Limit, "min_spacing": p.MinSpacing, "in_flight": inFlight,
-		"now": p.Now})
+		"now": p.Now, "timeline": p.Timeline})
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
 	}

@@ -4,11 +4,19 @@
 -- in-flight window ends. Run it outside any transaction of the caller's, so the
 -- advisory lock is released as soon as the claim commits. It does not close abandoned jobs: a
 -- round does, once, when it starts (CloseAbandoned).
+-- @timeline is the timeline the round began on (CurrentTimeline), NULL without a failover journal:
+-- on any other the claim claims nothing (a limit of 0), judged in the statement that would claim,
+-- on its connection. A claim sent again after its connection broke may reach a standby promoted
+-- meanwhile, where the servers whose claims the failover lost look due: it must not claim them
+-- (the invocation's own look at the timeline may have found the database away).
 SELECT c.job_id, c.server_id, c.slug, c.endpoint_url, c.kind, c.transport, c.due_at,
        c.claimed_next_check_at, c.reason, c.requested_at
   FROM probe_claim_due(p_round_id    => @round_id,
                        p_invocation  => @invocation,
-                       p_limit       => @limit,
+                       p_limit       => CASE WHEN @timeline::bigint IS NULL THEN @limit::integer
+                                             WHEN @timeline::bigint = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+                                             THEN @limit::integer
+                                             ELSE 0 END,
                        p_min_spacing => @min_spacing::interval,
                        p_in_flight   => @in_flight::interval,
                        p_now         => @now::timestamptz) AS c;

@@ -147,3 +147,29 @@ func TestAClaimOfNothingWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, jobs)
 }
+
+// A claim given the timeline its round began on claims on that timeline only: on another (the
+// database failed over since), it claims nothing and opens no job, in its own statement, so that
+// a claim sent again after a failover does not take the servers whose lost claims look due.
+func TestAClaimOnAnotherTimelineThanItsRoundsClaimsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: ago(time.Hour)})
+	round := testfactory.Round(ctx, t, pool, nil)
+	tl, err := queries.CurrentTimeline(ctx, pool)
+	require.NoError(t, err)
+	other := tl + 1
+
+	jobs, err := queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 5, Now: &now, Timeline: &other})
+	require.NoError(t, err)
+	require.Empty(t, jobs)
+	var open int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_jobs WHERE server_id = $1", srv).Scan(&open))
+	require.Zero(t, open, "no job opened")
+
+	jobs, err = queries.Claim(ctx, pool, queries.ClaimParams{RoundID: round, Limit: 5, Now: &now, Timeline: &tl})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1, "on its round's timeline it claims")
+	require.Equal(t, srv, jobs[0].ServerID)
+}
