@@ -213,7 +213,13 @@ func writeSpooled(t *testing.T, pool *pgxpool.Pool, dir string, round, srv, job 
 		"check_finished_at": now, "requests": 1, "result": map[string]any{"outcome": "ok"}, "spooled_at": now,
 		"cause": "finish job: connection refused"})
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-%s", round, name)), append(line, '\n'), 0o600))
+	// Written under a hidden name and renamed, as a round makes its spool file: a heartbeat's
+	// replay that read the file between its creation and its write would find it empty and
+	// remove it, and the result with it.
+	final := filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-%s", round, name))
+	hidden := filepath.Join(dir, "."+filepath.Base(final)+".new")
+	require.NoError(t, os.WriteFile(hidden, append(line, '\n'), 0o600))
+	require.NoError(t, os.Rename(hidden, final))
 }
 
 // The leader inserts a tick job only when a tick has work: an idle leader, whose schedule is not
