@@ -406,17 +406,20 @@ func (r *Round) journalResult(st *state, job queries.ClaimedJob, p queries.Finis
 	}
 }
 
-// roundTimeline is the timeline the round's journal was opened on, for a claim to be judged
-// against (queries.ClaimParams.Timeline); nil without a journal.
+// roundTimeline is the timeline the journal was opened on (at the round's start; under a worker,
+// the invocation's), for a claim to be judged against (queries.ClaimParams.Timeline); nil without
+// a journal.
 func (j *journal) roundTimeline() *int64 {
 	if j == nil {
 		return nil
 	}
-	return &j.timeline
+	tl := j.timeline
+	return &tl
 }
 
-// failedOver says, before a claim, whether the database is on another timeline than when the
-// round began: then the claims and results it lost in the failover are not there, their servers
+// failedOver says, before a claim (or after a claim that claimed nothing, which may have been
+// refused on another timeline), whether the database is on another timeline than when the
+// journal was opened: then the claims and results it lost in the failover are not there, their servers
 // look due, and a claim now would check them twice. The invocation stops claiming (a decision,
 // not a failure: the jobs it has are finished as usual); the round's end (or the next round's
 // start) stores what was lost again from the journal first. A timeline that cannot be read

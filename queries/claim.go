@@ -32,7 +32,8 @@ type ClaimParams struct {
 	InFlight time.Duration
 	// Now, when set, stands in for the time of the claim.
 	Now *time.Time
-	// Timeline, when set, is the timeline the round began on (CurrentTimeline): on another, the
+	// Timeline, when set, is the timeline the round's failover journal was opened on
+	// (CurrentTimeline; under a worker, the invocation's journal): on another, the
 	// claim claims nothing. Judged in the claim's own statement, so that a claim sent after a
 	// failover, to the promoted standby, claims no server whose claim the failover lost.
 	Timeline *int64

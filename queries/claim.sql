@@ -4,7 +4,8 @@
 -- in-flight window ends. Run it outside any transaction of the caller's, so the
 -- advisory lock is released as soon as the claim commits. It does not close abandoned jobs: a
 -- round does, once, when it starts (CloseAbandoned).
--- @timeline is the timeline the round began on (CurrentTimeline), NULL without a failover journal:
+-- @timeline is the timeline the round's failover journal was opened on (CurrentTimeline; under
+-- a worker, the invocation's), NULL without a journal:
 -- on any other the claim claims nothing (a limit of 0), judged in the statement that would claim,
 -- on its connection. A claim sent again after its connection broke may reach a standby promoted
 -- meanwhile, where the servers whose claims the failover lost look due: it must not claim them
