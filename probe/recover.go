@@ -34,6 +34,9 @@ type Recovery struct {
 	Left int
 	// Problems say why, one per result or file.
 	Problems []string
+	// SetAside says each failover journal this replay set aside for a person to read
+	// (JournalReplay.SetAside): not a problem of the replay, nothing in it could be stored.
+	SetAside []string
 }
 
 // SpoolContents is what waits in a spool directory.
@@ -123,7 +126,7 @@ func RecoverAll(ctx context.Context, db queries.DBTX, dir string, log *slog.Logg
 	rec.AlreadyStored += jr.AlreadyStored
 	rec.Left += jr.Left
 	rec.Problems = append(rec.Problems, jr.Problems...)
-	rec.Problems = append(rec.Problems, jr.SetAside...)
+	rec.SetAside = jr.SetAside
 	return rec, nil
 }
 

@@ -313,11 +313,12 @@ func TestAJournalsCutLineIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	rec, err := RecoverAll(ctx, db, dir, nil)
 	require.NoError(t, err)
 	require.Empty(t, rec.Problems)
+	require.Empty(t, rec.SetAside)
 	require.Equal(t, 0, rec.Stored+rec.AlreadyStored)
 	require.FileExists(t, files[0]+".bad")
 }
 
-// runs recover says a journal it sets aside as a problem: a person asked.
+// runs recover says a journal it sets aside, apart from its problems: a person asked.
 func TestRecoverAllSaysTheJournalItSetsAside(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -331,7 +332,8 @@ func TestRecoverAllSaysTheJournalItSetsAside(t *testing.T) {
 	require.NoError(t, err)
 	name := filepath.Base(path)
 	require.Equal(t, []string{name + " is set aside as " + name + ".bad for a person to read " +
-		"(0 of its results stored, or there already): line 1 does not hold a result"}, rec.Problems)
+		"(0 of its results stored, or there already): line 1 does not hold a result"}, rec.SetAside)
+	require.Empty(t, rec.Problems)
 }
 
 // A journaled result kept for a person (here one whose claim vanished and whose record predates

@@ -61,6 +61,7 @@ type recoveryJSON struct {
 	Busy          int      `json:"busy"`
 	Left          int      `json:"left"`
 	Problems      []string `json:"problems"`
+	SetAside      []string `json:"set_aside"`
 }
 
 // recoverIncompleteError says results stay in the spool: the work is not all done.
@@ -96,12 +97,16 @@ func runRunsRecover(ctx context.Context, opts *runsRecoverOptions) error {
 	}
 	err = render.Output(f.IO.Out, format, render.View{
 		JSON: recoveryJSON{Dir: rec.Dir, Files: rec.Files, Stored: rec.Stored, AlreadyStored: rec.AlreadyStored,
-			Restored: rec.Restored, Busy: rec.Busy, Left: rec.Left, Problems: problems},
+			Restored: rec.Restored, Busy: rec.Busy, Left: rec.Left, Problems: problems,
+			SetAside: append([]string{}, rec.SetAside...)},
 		Text: func() error {
 			_, err := fmt.Fprintf(f.IO.Out, "%s: %d stored (%d restored), %d already stored, %d file(s) replayed, %d busy, %d left\n",
 				rec.Dir, rec.Stored, rec.Restored, rec.AlreadyStored, rec.Files, rec.Busy, rec.Left)
 			for _, p := range rec.Problems {
 				fmt.Fprintf(f.IO.ErrOut, "probectl: %s\n", p)
+			}
+			for _, a := range rec.SetAside {
+				fmt.Fprintf(f.IO.ErrOut, "probectl: %s\n", a)
 			}
 			return err
 		},

@@ -47,7 +47,7 @@ func TestStatusShowsTheSpoolUntilRunsRecoverStoresIt(t *testing.T) {
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rec))
 	require.Equal(t, map[string]any{"dir": dir, "files": 1.0, "stored": 1.0, "already_stored": 0.0, "restored": 0.0, "busy": 0.0,
-		"left": 0.0, "problems": []any{}}, rec)
+		"left": 0.0, "problems": []any{}, "set_aside": []any{}}, rec)
 	var runs int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_runs WHERE job_id = $1", job).Scan(&runs))
 	require.Equal(t, 1, runs)
