@@ -167,8 +167,11 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	writeSpooled(t, pool, dir, round, srv, job, "stored.jsonl")
 	writeSpooled(t, pool, dir, round, srv, job+1000, "orphan.jsonl") // no such job: it stays
 
+	// A beat has its interval for all it does, the replay last with what is left: at 50 ms, on a
+	// loaded machine (CI runs every package at once, with -race), the three writes before it
+	// could use the whole beat every time, and the replay never ran (the test timed out twice).
 	cfg := Config{Pool: pool, Log: testLog(t), MaxWorkers: 1, Version: "dev", SpoolDir: dir,
-		heartbeatEvery: 50 * time.Millisecond}
+		heartbeatEvery: 500 * time.Millisecond}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(wctx, cfg) }()
