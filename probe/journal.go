@@ -38,6 +38,18 @@ const journalExt = ".journal"
 // journalAside ends the name of a journal set aside, for a person to read: no replay reads it.
 const journalAside = ".bad"
 
+// setAsideShown bounds the lines one set-aside journal's message quotes: a journal can hold a
+// round's worth of results no replay can store, and the file keeps them all.
+const setAsideShown = 3
+
+// firstLines joins up to n of lines, and says how many more there are.
+func firstLines(lines []string, n int) string {
+	if len(lines) <= n {
+		return strings.Join(lines, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(lines[:n], "; "), len(lines)-n)
+}
+
 // journalKeep is how long a journal of the current timeline is kept.
 const journalKeep = queries.InFlightWindow + time.Minute
 
@@ -330,7 +342,7 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 		_ = syncDir(filepath.Dir(path))
 		out.SetAside = append(out.SetAside, fmt.Sprintf("%s is set aside as %s for a person to read "+
 			"(%d of its results stored, or there already): %s", filepath.Base(path), filepath.Base(aside),
-			len(entries)-len(kept), strings.Join(append(bad, kept...), "; ")))
+			len(entries)-len(kept), firstLines(append(bad, kept...), setAsideShown)))
 		return
 	}
 	if os.Remove(path) == nil {

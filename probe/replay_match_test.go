@@ -438,3 +438,21 @@ func TestARoundSaysTheJournalItSetAside(t *testing.T) {
 	require.Len(t, sum.JournalSetAside, 1)
 	require.True(t, strings.HasPrefix(sum.JournalSetAside[0], filepath.Base(path)+" is set aside as "), sum.JournalSetAside[0])
 }
+
+// A set-aside journal's line quotes at most setAsideShown of the lines no replay can store, and
+// counts the rest: a journal can hold a round's worth of them.
+func TestASetAsideJournalsLineIsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	path := filepath.Join(dir, "journal-tl999-round-1-pid-1-00000000"+journalExt)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat("{\"job_\n", 50)), 0o600))
+
+	jr, err := ReplayJournals(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Len(t, jr.SetAside, 1)
+	require.True(t, strings.HasSuffix(jr.SetAside[0], "line 3 does not hold a result; and 47 more"), jr.SetAside[0])
+	require.Equal(t, 3, strings.Count(jr.SetAside[0], "does not hold a result"))
+}
