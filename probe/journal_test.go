@@ -77,17 +77,7 @@ func TestAJournalWhoseFsyncFailedTakesNoMoreResults(t *testing.T) {
 		b, _ := io.ReadAll(r)
 		read <- b
 	}()
-	j := &journal{roundID: 7, timeline: 1, f: w, name: "pipe"}
-	requested := time.Now().UTC().Truncate(time.Microsecond)
-
-	err = j.put(lostClaimEntry(1, 1, 7, requested))
-	require.ErrorIs(t, err, syscall.EINVAL)
-	require.ErrorContains(t, err, "fsync journal pipe")
-	again := j.put(lostClaimEntry(2, 1, 7, requested))
-	require.ErrorIs(t, again, errJournalOff, "refused, not written")
-	require.ErrorIs(t, again, syscall.EINVAL, "with the failed fsync's cause")
-	require.Equal(t, 1, j.refusedCount())
-	require.NoError(t, j.close())
+	requireRefusedAfterAFailure(t, &journal{roundID: 7, timeline: 1, f: w, name: "pipe"}, syscall.EINVAL, "fsync journal pipe")
 
 	written := <-read
 	var e spoolEntry
@@ -247,17 +237,7 @@ func TestAJournalWhoseWriteFailedTakesNoMoreResults(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
-	j := &journal{roundID: 7, timeline: 1, f: w, name: "pipe"}
-	requested := time.Now().UTC().Truncate(time.Microsecond)
-
-	err = j.put(lostClaimEntry(1, 1, 7, requested))
-	require.ErrorIs(t, err, syscall.EPIPE)
-	require.ErrorContains(t, err, "write journal pipe")
-	again := j.put(lostClaimEntry(2, 1, 7, requested))
-	require.ErrorIs(t, again, errJournalOff, "refused, not written after a failed write")
-	require.ErrorIs(t, again, syscall.EPIPE, "with the failed write's cause")
-	require.Equal(t, 1, j.refusedCount())
-	require.NoError(t, j.close())
+	requireRefusedAfterAFailure(t, &journal{roundID: 7, timeline: 1, f: w, name: "pipe"}, syscall.EPIPE, "write journal pipe")
 }
 
 // A failed write stops new lines, not the fsyncs of the lines written whole before it: a put
@@ -286,4 +266,19 @@ func TestAJournalWriteThatFailsLeavesTheLinesBeforeItToTheirFsync(t *testing.T) 
 	h.answer <- nil
 	require.NoError(t, <-second)
 	require.ErrorIs(t, j.put(lostClaimEntry(4, 1, 7, requested)), errJournalOff, "no line after the failed write")
+}
+
+// requireRefusedAfterAFailure puts two results in j, whose file fails the first with cause (what
+// says where): the second is refused, not written, with the first's cause, and counted; j closes.
+func requireRefusedAfterAFailure(t *testing.T, j *journal, cause syscall.Errno, what string) {
+	t.Helper()
+	requested := time.Now().UTC().Truncate(time.Microsecond)
+	err := j.put(lostClaimEntry(1, 1, 7, requested))
+	require.ErrorIs(t, err, cause)
+	require.ErrorContains(t, err, what)
+	again := j.put(lostClaimEntry(2, 1, 7, requested))
+	require.ErrorIs(t, again, errJournalOff, "refused, not written")
+	require.ErrorIs(t, again, cause, "with the failure's cause")
+	require.Equal(t, 1, j.refusedCount())
+	require.NoError(t, j.close())
 }
