@@ -141,6 +141,13 @@ func (s *scene) sign(jobID, roundID int64, invocation int, srv sceneServer, star
 }
 
 // clean plants the two clean rounds every defect case starts from: three servers each.
+// exec runs a statement of the test's own (a misconfiguration planted, or taken back).
+func (s *scene) exec(sql string) {
+	s.t.Helper()
+	_, err := s.pool.Exec(s.ctx, sql)
+	require.NoError(s.t, err)
+}
+
 func (s *scene) clean() {
 	s.round(time.Minute, true, job{server: 0}, job{server: 1}, job{server: 2})
 	s.round(6*time.Minute, true, job{server: 3}, job{server: 4}, job{server: 5})
@@ -592,11 +599,7 @@ func TestVerifyFailsWhenAGuardsTriggerIsOff(t *testing.T) {
 	t.Parallel()
 	s := newScene(t, 6)
 	s.clean()
-	exec := func(sql string) {
-		t.Helper()
-		_, err := s.pool.Exec(s.ctx, sql)
-		require.NoError(t, err) // test-only: plant the misconfiguration, or take it back
-	}
+	exec := s.exec
 	functionsItems := func(wantDetail string) []string {
 		t.Helper()
 		rep := s.verify(release.VerifyRequest{})
@@ -669,11 +672,7 @@ func TestVerifyLooksAtTheSettingsOfRolesThatCanStoreARun(t *testing.T) {
 	require.NoError(t, s.pool.QueryRow(s.ctx, "SELECT current_database()").Scan(&db))
 	name := db + "_loader" // quoted as quote_ident would not: a lower-case name
 	role := pgx.Identifier{name}.Sanitize()
-	exec := func(sql string) {
-		t.Helper()
-		_, err := s.pool.Exec(s.ctx, sql)
-		require.NoError(t, err) // test-only: a role of the test's own, and its setting
-	}
+	exec := s.exec
 	exec("CREATE ROLE " + role + " LOGIN")
 	t.Cleanup(func() {
 		_, _ = s.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
