@@ -108,9 +108,8 @@ func TestABatchStoresNoSecondRunOfAJobStoredInTheDefaultPartition(t *testing.T) 
 	require.NoError(t, err)
 	stored := runIDOf(t, pool, j.JobID)
 	require.Equal(t, "probe_runs_default", partitionOf(t, pool, "probe_runs", stored))
-	var day string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM probe_jobs WHERE id = $1`, j.JobID).Scan(&day))
-	require.NotEqual(t, "probe_jobs_default", day, "the job's day has partitions: a second run would land apart from the first")
+	require.NotEqual(t, "probe_jobs_default", partitionOf(t, pool, "probe_jobs", j.JobID),
+		"the job's day has partitions: a second run would land apart from the first")
 
 	got, err := finishInBatch(t, pool, finishParams(j, at))
 	require.NoError(t, err)
