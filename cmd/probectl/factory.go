@@ -13,6 +13,7 @@ import (
 
 	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/probe"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -55,7 +56,17 @@ func newFactory(io *render.Streams, getenv func(string) string, build buildInfo)
 
 // Pool connects and checks that the schema is current: every command but `migrate` uses it.
 func (f *factory) Pool(ctx context.Context) (*pgxpool.Pool, error) {
-	pool, err := f.RawPool(ctx)
+	return f.checkedPool(ctx, defaultConns)
+}
+
+// RoundPool is Pool for `run round`, whose pool holds probe.RoundConns connections: a round pays
+// for every connection it opens (see probe.RoundConns).
+func (f *factory) RoundPool(ctx context.Context) (*pgxpool.Pool, error) {
+	return f.checkedPool(ctx, probe.RoundConns)
+}
+
+func (f *factory) checkedPool(ctx context.Context, conns int32) (*pgxpool.Pool, error) {
+	pool, err := f.rawPool(ctx, conns)
 	if err != nil {
 		return nil, err
 	}
@@ -65,17 +76,25 @@ func (f *factory) Pool(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// defaultConns is the pool of every command but `run round`: a worker's invocations claim and
+// finish concurrently beside River's own connections, and pgxpool's default (4 on this size of
+// machine) would queue them behind each other. 25 stays far below max_connections.
+const defaultConns = 25
+
 // RawPool connects without looking at the schema (for `migrate`).
 func (f *factory) RawPool(ctx context.Context) (*pgxpool.Pool, error) {
+	return f.rawPool(ctx, defaultConns)
+}
+
+// rawPool opens the command's one pool, of conns connections, the first time it is asked for.
+func (f *factory) rawPool(ctx context.Context, conns int32) (*pgxpool.Pool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.pools) > 0 {
 		return f.pools[0], nil
 	}
 	url, source := resolveURL(f.DatabaseURL, f.Getenv)
-	// A round's 20 invocations claim and finish concurrently; pgxpool's default (4 on this size of
-	// machine) would queue them behind each other. 25 stays far below max_connections.
-	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{MaxConns: 25})
+	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{MaxConns: conns})
 	if err != nil {
 		return nil, err
 	}

@@ -186,7 +186,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	}
 	if opts.ViaQueue {
 		// The workers sign: no key is asked for or read here.
-		pool, err := f.Pool(ctx)
+		pool, err := f.RoundPool(ctx)
 		if err != nil {
 			return err
 		}
@@ -204,7 +204,7 @@ func runRunRound(ctx context.Context, opts *runRoundOptions) error {
 	if err != nil {
 		return err
 	}
-	pool, err := f.Pool(ctx)
+	pool, err := f.RoundPool(ctx)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func renderRoundWithFailures(ctx context.Context, f *factory, pool *pgxpool.Pool
 
 func runRoundDryRun(ctx context.Context, opts *runRoundOptions, format string) error {
 	f := opts.f
-	pool, err := f.Pool(ctx)
+	pool, err := f.RoundPool(ctx)
 	if err != nil {
 		return err
 	}
