@@ -41,6 +41,10 @@ import (
 //     rows a check cannot do without, with no guard, in servers/s;
 //   - the same three with a check and a job that do nothing.
 //
+// The rounds and the floor run on a pool of probe.RoundConns connections, as `run round` does;
+// River on one of (1 + fan-out) + 10, which its client shares among its producer, completer and
+// notifier. A round pays for each connection it opens (see probe.RoundConns).
+//
 // Sizes are small by default so that `make bench` stays short on a shared machine:
 //
 //	PROBECTL_BENCH_SERVERS      due servers, and River jobs (default 1000)
@@ -62,10 +66,17 @@ func BenchmarkThroughput(b *testing.B) {
 	// A fleet that keeps no record: the peak RSS below is the rounds', not 10,000 recorded requests'.
 	fleet := fakefleet.NewCounting(b, nil)
 
+	// One database, two pools: the rounds (and the floor, which stands for them) on the pool
+	// `run round` opens, of probe.RoundConns connections, and River on a pool of as many as the
+	// round has invocations and ten more, which River's client shares among its producer,
+	// completer and notifier.
 	tracer := &costTracer{}
-	pool := migrated.Pool(b, dbtest.MaxConns(int32(min(invocations+10, 60))), dbtest.Tracer(tracer))
-	b.Logf("%d servers, fan-out %d, %d checks at a time per invocation (%d slots), claim limit %d",
-		servers, fanout, concurrency, slots, (servers+invocations-1)/invocations)
+	url := migrated.NewDB(b)
+	roundPool := dbtest.Pool(b, url, dbtest.MaxConns(probe.RoundConns), dbtest.Tracer(tracer))
+	pool := dbtest.Pool(b, url, dbtest.MaxConns(int32(min(invocations+10, 60))))
+	b.Logf("%d servers, fan-out %d, %d checks at a time per invocation (%d slots), claim limit %d; "+
+		"%d connections for the rounds and the floor, %d for River",
+		servers, fanout, concurrency, slots, (servers+invocations-1)/invocations, probe.RoundConns, pool.Config().MaxConns)
 
 	s := settings.Default()
 	s.Fanout, s.Concurrency = fanout, concurrency
@@ -81,26 +92,26 @@ func BenchmarkThroughput(b *testing.B) {
 	pub, priv, err := attest.GenerateKey()
 	require.NoError(b, err)
 	signer := attest.NewSigner(priv)
-	require.NoError(b, queries.RegisterSigningKey(context.Background(), pool, signer.KeyID(), pub))
+	require.NoError(b, queries.RegisterSigningKey(context.Background(), roundPool, signer.KeyID(), pub))
 
 	var probectlGET, floorGET, riverGET, probectlNoop, floorNoop, riverNoop float64
 	b.Run("probectl claim+check+finish", func(b *testing.B) {
-		probectlGET = probectlRounds(b, pool, tracer, s, signer, realCheck, servers, fleet.URL)
+		probectlGET = probectlRounds(b, roundPool, tracer, s, signer, realCheck, servers, fleet.URL)
 	})
 	// Read before River runs in this process: the high-water mark of probectl's rounds alone (the
 	// benchmark's own PostgreSQL runs in other processes).
 	rss := peakRSS()
 	b.Run("floor claim+check+finish", func(b *testing.B) {
-		floorGET = floorRounds(b, pool, s, signer, realCheck, servers, fleet.URL)
+		floorGET = floorRounds(b, roundPool, s, signer, realCheck, servers, fleet.URL)
 	})
 	b.Run("river fetch+GET+complete", func(b *testing.B) {
 		riverGET = riverJobs(b, pool, slots, servers, fleet.URL, getFresh)
 	})
 	b.Run("probectl no-op check", func(b *testing.B) {
-		probectlNoop = probectlRounds(b, pool, tracer, s, signer, noopChecker{}, servers, fleet.URL)
+		probectlNoop = probectlRounds(b, roundPool, tracer, s, signer, noopChecker{}, servers, fleet.URL)
 	})
 	b.Run("floor no-op check", func(b *testing.B) {
-		floorNoop = floorRounds(b, pool, s, signer, noopChecker{}, servers, fleet.URL)
+		floorNoop = floorRounds(b, roundPool, s, signer, noopChecker{}, servers, fleet.URL)
 	})
 	b.Run("river no-op job", func(b *testing.B) {
 		riverNoop = riverJobs(b, pool, slots, servers, fleet.URL, func(context.Context, string) error { return nil })
