@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/probectl/probectl/queries"
 )
 
@@ -14,10 +16,24 @@ import (
 // finishes the checks it holds. A beat that fails is logged and the next one tries again; it
 // never stops the round (the jobs' leases, not the heartbeat, keep servers from being checked
 // twice).
+//
+// When the round's database is a pool, the beats go through a pool of their own, of one
+// connection made like the round's, opened at the first beat: the round's pool is small
+// (RoundConns), and on a slow database its claims and a storm of finishes made one at a time
+// (after their batches failed) could hold every connection of it for longer than a round may go
+// without a beat, and the round would be taken for dead.
 func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
 	every := queries.RoundHeartbeatEvery
 	if r.heartbeatEvery > 0 {
 		every = r.heartbeatEvery
+	}
+	db, closeOwn := r.DB, func() {}
+	if pool, ok := r.DB.(*pgxpool.Pool); ok {
+		cfg := pool.Config()
+		cfg.MaxConns, cfg.MinConns = 1, 0
+		if own, err := pgxpool.NewWithConfig(ctx, cfg); err == nil {
+			db, closeOwn = own, own.Close
+		}
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -31,7 +47,7 @@ func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
 			case <-t.C:
 			}
 			bctx, bcancel := context.WithTimeout(ctx, every)
-			err := queries.RoundHeartbeat(bctx, r.DB, roundID, nil)
+			err := queries.RoundHeartbeat(bctx, db, roundID, nil)
 			bcancel()
 			if err != nil && ctx.Err() == nil {
 				r.Log.Warn("heartbeat failed; the next one tries again", "round", roundID, "err", err)
@@ -41,5 +57,6 @@ func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
+		closeOwn()
 	}
 }
