@@ -43,24 +43,26 @@ type Progress struct {
 	Claiming   bool
 }
 
-// RoundConns is how many database connections `run round` opens: its pool, shared by every
-// invocation's claims, the two batches of finishes that may commit at once (completerWorkers),
-// the heartbeat and the replays. A claim or a batch holds one only while its statement runs, and
-// nothing in a round waits for a second connection while it holds one.
+// RoundConns is how many database connections `run round` opens for its work: its pool, shared by
+// every invocation's claims, the two batches of finishes that may commit at once
+// (completerWorkers), the finishes made one at a time, an MCP check's tools and the replays. A
+// statement holds one only while it runs, and nothing in a round waits for a second connection
+// while it holds one. The heartbeat has one of its own besides (beat), so that it never waits
+// behind the round's work.
 //
 // Each new connection is a new PostgreSQL backend that plans the claim, the batched finish and
 // their triggers' statements for itself (plans are kept per session, 00025) and loads the
-// catalog of every partition they read: ~50 ms of the database's CPU for the claim alone, paid
-// again on every connection of every round, since a round is a process of its own. A pool of
-// 25 spread a round's claims over as many connections, each paying it. Measured with
+// catalog of every partition they read: ~50 ms of the database's CPU for the claim's first call
+// alone, paid again on every connection of every round, since a round is a process of its own. A
+// pool of 25 spread a round's claims over as many connections, each paying it. Measured with
 // BenchmarkThroughput at the issue's size (10,000 servers, fan-out 19, 1,000 slots) on 2 cores
 // (docs/scale.md): with 4 connections 1,801-2,087 servers/s with a GET and 3,635-3,795 no-op,
-// against 1,413-1,603 and 2,700-3,018 with 30; pools of 2 and 3 ran as fast as 4, of 6 and more
-// fell back towards 30; gating the statements rather than the connections (at most 3 or 4 at
-// once over 30 connections) gained nothing: it is the connections that cost, not the statements
-// at once. Four leave room for the heartbeat beside two batches and a claim, and a round's
-// database work needs fewer: at 1,111 checks a second (a million servers every 15 minutes) its
-// claims and finishes, alone on that machine, keep under one connection busy.
+// against 1,413-1,603 and 2,700-3,018 with 30; pools of 2 and 3 ran about as fast as 4, of 6 to
+// 12 in between; gating the statements rather than the connections (at most 3 or 4 at once over
+// 30 connections) gained nothing beyond the scatter: it is the connections that cost. Measured
+// alone, a claim of ~16 servers took 2-5 ms and a batched finish ~150 us a server: at 1,111
+// checks a second (a million servers every 15 minutes) about 0.4 s of connection time a second,
+// a tenth of four (an MCP check that lists tools adds a statement of its own, not measured so).
 const RoundConns = 4
 
 // Round is one round: set the fields, then call Run once.
