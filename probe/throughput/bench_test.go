@@ -51,6 +51,10 @@ import (
 //	PROBECTL_BENCH_FANOUT       fan-out invocations besides the cron one (default 19)
 //	PROBECTL_BENCH_CONCURRENCY  checks at a time per invocation (default 10); River's MaxWorkers
 //	                            is (1 + fan-out) x concurrency, the same number of slots
+//	PROBECTL_BENCH_HISTORY      1: every server has the history of its steady state (a rollup,
+//	                            30 days of runs counted, an alert state that is up), as in every
+//	                            round after its first; unset (the default), every check is its
+//	                            server's first
 //
 // The size (10,000 servers, 1,000 slots):
 //
@@ -160,9 +164,12 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 	b.ReportMetric(float64(claims)/float64(b.N), "claims/round")
 	b.ReportMetric(ms(claimMean), "ms/claim")
 	b.ReportMetric(ms(finishMean), "ms/finish")
+	acquires, acquireMean := tracer.acquire.mean()
 	b.Logf("%d claims (%.1f servers each), %d finishes (%d batches) per round; mean claim %.2f ms, mean finish %.2f ms "+
-		"(from the client, waits included; a batch's time shared among its finishes)",
-		claims/b.N, float64(tracer.claim.rows.Load())/float64(max(claims, 1)), finishes/b.N, int(tracer.batches.Load())/b.N, ms(claimMean), ms(finishMean))
+		"(from the client once it holds a connection, the database's waits included; a batch's time shared among its "+
+		"finishes); mean wait for a connection %.2f ms (%d waits a round)",
+		claims/b.N, float64(tracer.claim.rows.Load())/float64(max(claims, 1)), finishes/b.N, int(tracer.batches.Load())/b.N,
+		ms(claimMean), ms(finishMean), ms(acquireMean), acquires/b.N)
 	return perSecond
 }
 
@@ -250,17 +257,24 @@ func reset(b *testing.B, pool *pgxpool.Pool, servers int, fleetURL string) {
 	if servers > 0 {
 		_, err = pool.Exec(ctx, testSQL(b, "due_servers.sql"), servers, fleetURL)
 		require.NoError(b, err)
+		if envInt(b, "PROBECTL_BENCH_HISTORY", 0) > 0 {
+			_, err = pool.Exec(ctx, testSQL(b, "history.sql"))
+			require.NoError(b, err)
+		}
 		_, err = pool.Exec(ctx, "ANALYZE servers")
 		require.NoError(b, err)
 	}
 }
 
 // costTracer sums the time of the statements that claim (probe_claim_lease, or the previous
-// binary's probe_claim) and that call probe_finish, from the client's side (a claim's wait for
-// the lock included).
+// binary's probe_claim) and that call probe_finish, from the client's side once it holds a
+// connection (a claim's wait for the lock included), and, apart, the waits for a connection.
 type costTracer struct {
 	claim, finish cost
 	batches       atomic.Int64 // batches of finishes
+	// acquire is every wait for one of the pool's connections, which the statements' times,
+	// measured once a connection is held, leave out (pgxpool.AcquireTracer).
+	acquire cost
 }
 
 type cost struct {
@@ -285,12 +299,25 @@ type traceStart struct {
 }
 
 func (t *costTracer) reset() {
-	for _, c := range []*cost{&t.claim, &t.finish} {
+	for _, c := range []*cost{&t.claim, &t.finish, &t.acquire} {
 		c.n.Store(0)
 		c.total.Store(0)
 		c.rows.Store(0)
 	}
 	t.batches.Store(0)
+}
+
+type acquireKey struct{}
+
+func (t *costTracer) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
+	return context.WithValue(ctx, acquireKey{}, time.Now())
+}
+
+func (t *costTracer) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireEndData) {
+	if start, ok := ctx.Value(acquireKey{}).(time.Time); ok {
+		t.acquire.n.Add(1)
+		t.acquire.total.Add(int64(time.Since(start)))
+	}
 }
 
 func (t *costTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
