@@ -58,11 +58,12 @@ type Progress struct {
 // BenchmarkThroughput at the size (10,000 servers, fan-out 19, 1,000 slots) on 2 cores
 // (docs/scale.md): with 4 connections 1,801-2,087 servers/s with a GET and 3,635-3,795 no-op,
 // against 1,413-1,603 and 2,700-3,018 with 30; pools of 2 and 3 ran about as fast as 4, of 6 to
-// 12 in between; gating the statements rather than the connections (at most 3 or 4 at once over
-// 30 connections) gained nothing beyond the scatter: it is the connections that cost. Measured
-// alone, a claim of ~16 servers took 2-5 ms and a batched finish ~150 us a server: at 1,111
-// checks a second (a million servers every 15 minutes) about 0.4 s of connection time a second,
-// a tenth of four (an MCP check that lists tools adds a statement of its own, not measured so).
+// 12 in between; gating the statements rather than the connections over 30 connections gained
+// a tenth (claims alone) or nothing (claims and batches, 3 or 4 at once): it is mostly the
+// connections that cost. Measured alone, a claim of ~16 servers took 2-5 ms and a batched finish
+// ~150 us a server: at 1,111 checks a second (a million servers every 15 minutes) about 0.4 s of
+// connection time a second, a tenth of four (an MCP check that lists tools adds a statement of
+// its own, not measured so).
 const RoundConns = 4
 
 // Round is one round: set the fields, then call Run once.
