@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -21,7 +22,9 @@ import (
 // connection made like the round's, opened at the first beat: the round's pool is small
 // (RoundConns), and on a slow database its claims and a storm of finishes made one at a time
 // (after their batches failed) could hold every connection of it for longer than a round may go
-// without a beat, and the round would be taken for dead.
+// without a beat, and the round would be taken for dead. A beat that fails there (its connection
+// refused: max_connections, a role's limit, a pooler's cap) is made again through the round's
+// pool.
 func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
 	every := queries.RoundHeartbeatEvery
 	if r.heartbeatEvery > 0 {
@@ -30,7 +33,7 @@ func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
 	db, closeOwn := r.DB, func() {}
 	if pool, ok := r.DB.(*pgxpool.Pool); ok {
 		cfg := pool.Config()
-		cfg.MaxConns, cfg.MinConns = 1, 0
+		cfg.MaxConns, cfg.MinConns, cfg.MinIdleConns = 1, 0, 0
 		if own, err := pgxpool.NewWithConfig(ctx, cfg); err == nil {
 			db, closeOwn = own, own.Close
 		}
@@ -49,6 +52,17 @@ func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
 			bctx, bcancel := context.WithTimeout(ctx, every)
 			err := queries.RoundHeartbeat(bctx, db, roundID, nil)
 			bcancel()
+			if err != nil && db != r.DB && ctx.Err() == nil {
+				// Its own connection could not be had or was lost: this beat goes through the
+				// round's pool, behind its work, rather than not at all.
+				bctx, bcancel = context.WithTimeout(ctx, every)
+				if again := queries.RoundHeartbeat(bctx, r.DB, roundID, nil); again != nil {
+					err = errors.Join(err, again)
+				} else {
+					err = nil
+				}
+				bcancel()
+			}
 			if err != nil && ctx.Err() == nil {
 				r.Log.Warn("heartbeat failed; the next one tries again", "round", roundID, "err", err)
 			}

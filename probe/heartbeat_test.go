@@ -2,8 +2,11 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,15 +33,49 @@ func TestTheHeartbeatBeatsWhileTheRoundsWorkHoldsEveryConnection(t *testing.T) {
 	require.NoError(t, err)
 	defer held.Release()
 	r := &Round{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		testKnobs: testKnobs{heartbeatEvery: 20 * time.Millisecond}}
+		testKnobs: testKnobs{heartbeatEvery: 100 * time.Millisecond}}
 	stop := r.beat(ctx, roundID)
 	defer stop()
 
+	waitForABeat(t, held, roundID, began, "while the round's pool was held")
+}
+
+// When the heartbeat's own connection cannot be had (max_connections reached, a role's
+// connection limit, a pooler's cap) while the round's pool still works, the round beats through
+// its pool: it must not be taken for dead for want of a connection it does not need.
+func TestTheHeartbeatBeatsThroughTheRoundsPoolWhenItsOwnCannotConnect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDB(t)
+	// The round's pool makes its one connection; every later dial, the heartbeat's own, is refused.
+	var dials atomic.Int32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) > 1 {
+			return nil, errors.New("refused: no second connection")
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	db := dbtest.Pool(t, url, dbtest.MaxConns(1), dbtest.Dialer(dial))
+	began := time.Now().Add(-time.Hour)
+	roundID, _, err := queries.InsertRound(ctx, db, settings.RecordOf(testSettings(FinishTx), ""), &began)
+	require.NoError(t, err)
+
+	r := &Round{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		testKnobs: testKnobs{heartbeatEvery: 100 * time.Millisecond}}
+	stop := r.beat(ctx, roundID)
+	defer stop()
+	waitForABeat(t, db, roundID, began, "when its own connection could not be had")
+	require.Greater(t, dials.Load(), int32(1), "the heartbeat tried a connection of its own")
+}
+
+// waitForABeat waits until the round has beaten since began (its first heartbeat, an hour ago).
+func waitForABeat(t *testing.T, db queries.DBTX, roundID int64, began time.Time, when string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for beats := false; !beats; {
-		require.True(t, time.Now().Before(deadline), "no heartbeat in 10 s while the round's pool was held")
+		require.True(t, time.Now().Before(deadline), "no heartbeat in 10 s %s", when)
 		time.Sleep(10 * time.Millisecond) // polling a condition, not standing in for one
-		require.NoError(t, held.QueryRow(ctx, "SELECT heartbeat_at > $2 FROM probe_rounds WHERE id = $1", roundID,
-			began.Add(time.Minute)).Scan(&beats))
+		require.NoError(t, db.QueryRow(context.Background(), "SELECT heartbeat_at > $2 FROM probe_rounds WHERE id = $1",
+			roundID, began.Add(time.Minute)).Scan(&beats))
 	}
 }
