@@ -15,9 +15,9 @@ import (
 
 // A round opens at most probe.RoundConns connections for its work, whatever its fan-out, and one
 // for its heartbeat if it lasts past its first beat (10 s; this one should not): each connection
-// is a backend that plans the claim and the finish for itself.
-// Counted by the database itself (pg_stat_database.sessions: every session a client opened in the
-// test's own database), with this test's other sessions ended first.
+// is a backend that plans the claim and the finish for itself. Counted by the database itself
+// (pg_stat_database.sessions: every session a client opened in the test's own database), with
+// this test's other sessions ended first.
 func TestARoundOpensAtMostItsConnections(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
