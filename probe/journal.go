@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -41,14 +42,6 @@ const journalAside = ".bad"
 // setAsideShown bounds the lines one set-aside journal's message quotes: a journal can hold a
 // round's worth of results no replay can store, and the file keeps them all.
 const setAsideShown = 3
-
-// firstLines joins up to n of lines, and says how many more there are.
-func firstLines(lines []string, n int) string {
-	if len(lines) <= n {
-		return strings.Join(lines, "; ")
-	}
-	return fmt.Sprintf("%s; and %d more", strings.Join(lines[:n], "; "), len(lines)-n)
-}
 
 // journalKeep is how long a journal of the current timeline is kept.
 const journalKeep = queries.InFlightWindow + time.Minute
@@ -206,7 +199,7 @@ type JournalReplay struct {
 	// SetAside says, one line a file, each journal set aside: it held lines that hold no result
 	// (cut short by a failed write or a crash) or results kept for a person (isKept), and once
 	// every other result was stored it was renamed to end in journalAside, which no replay reads,
-	// for a person to read. Said once (LogSetAside, a round's summary, runs recover's problems),
+	// for a person to read. Said once (LogSetAside, a round's summary, runs recover's set_aside),
 	// and shown by status until removed; not a round's problem, since nothing a round could do is
 	// left.
 	SetAside []string
@@ -342,7 +335,7 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 		_ = syncDir(filepath.Dir(path))
 		out.SetAside = append(out.SetAside, fmt.Sprintf("%s is set aside as %s for a person to read "+
 			"(%d of its results stored, or there already): %s", filepath.Base(path), filepath.Base(aside),
-			len(entries)-len(kept), firstLines(append(bad, kept...), setAsideShown)))
+			len(entries)-len(kept), render.FirstOf(append(bad, kept...), setAsideShown, "; ")))
 		return
 	}
 	if os.Remove(path) == nil {

@@ -271,12 +271,8 @@ func TestRecoverAllReplaysTheJournalsAFailoverLeft(t *testing.T) {
 	db := testDB(t)
 	lostServer := testfactory.Server(ctx, t, db, nil)
 	round := testfactory.Round(ctx, t, db, nil)
-	dir := filepath.Join(t.TempDir(), "spool")
-	require.NoError(t, os.MkdirAll(dir, 0o700))
-	j := &journal{dir: dir, roundID: round, timeline: 999}
 	requested := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
-	require.NoError(t, j.put(lostClaimEntry(8000, lostServer, round, requested)))
-	require.NoError(t, j.close())
+	dir, _ := lostJournal(t, lostClaimEntry(8000, lostServer, round, requested))
 
 	rec, err := RecoverAll(ctx, db, dir, nil)
 	require.NoError(t, err)
@@ -346,13 +342,9 @@ func TestAJournalsKeptResultIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	db := testDB(t)
 	server := testfactory.Server(ctx, t, db, nil)
 	round := testfactory.Round(ctx, t, db, nil)
-	dir := filepath.Join(t.TempDir(), "spool")
-	require.NoError(t, os.MkdirAll(dir, 0o700))
-	j := &journal{dir: dir, roundID: round, timeline: 999}
 	e := lostClaimEntry(8002, server, round, time.Now().Add(-time.Minute).UTC())
 	e.RequestedAt = nil
-	require.NoError(t, j.put(e))
-	require.NoError(t, j.close())
+	dir, _ := lostJournal(t, e)
 
 	jr, err := ReplayJournals(ctx, db, dir, nil)
 	require.NoError(t, err)
@@ -401,9 +393,9 @@ func TestAJournalWithAResultLeftStaysForTheNextReplay(t *testing.T) {
 	require.FileExists(t, files[0]+journalAside)
 }
 
-// journalWithACutLine writes a journal of another timeline (999) holding e, then the start of a
-// line cut short, in a spool directory of its own.
-func journalWithACutLine(t *testing.T, e spoolEntry) (dir, path string) {
+// lostJournal writes a journal of another timeline (999) than the database's holding e, in a
+// spool directory of its own: what a failover left.
+func lostJournal(t *testing.T, e spoolEntry) (dir, path string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.MkdirAll(dir, 0o700))
@@ -413,12 +405,19 @@ func journalWithACutLine(t *testing.T, e spoolEntry) (dir, path string) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
 	require.NoError(t, err)
 	require.Len(t, files, 1)
-	f, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
+	return dir, files[0]
+}
+
+// journalWithACutLine is lostJournal, then the start of a line cut short.
+func journalWithACutLine(t *testing.T, e spoolEntry) (dir, path string) {
+	t.Helper()
+	dir, path = lostJournal(t, e)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.WriteString(`{"job_id":80`)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	return dir, files[0]
+	return dir, path
 }
 
 // A round whose replay sets a journal aside says so in its summary, not as a problem: the round

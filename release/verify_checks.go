@@ -380,18 +380,10 @@ func triggersOff(live []queries.LiveTrigger, schema string) []string {
 			off = append(off, fmt.Sprintf("%s is disabled (it keeps %s): %s", what, g.Holds, mend(enable)))
 		case len(l.OffIn) > 0:
 			off = append(off, fmt.Sprintf("%s is disabled or missing in %d partition(s), %s (it keeps %s): "+
-				"%s enables every partition's copy", what, len(l.OffIn), firstOf(l.OffIn, 3), g.Holds, mend(enable)))
+				"%s enables every partition's copy", what, len(l.OffIn), render.FirstOf(l.OffIn, 3, ", "), g.Holds, mend(enable)))
 		}
 	}
 	return off
-}
-
-// firstOf joins up to n names, and says how many more there are.
-func firstOf(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // settingOff says what a setting GuardSettingsSet found switches off, and how to take it back.
