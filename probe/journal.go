@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -35,13 +34,6 @@ import (
 
 // journalExt ends the name of every journal file; a spool replay never reads them.
 const journalExt = ".journal"
-
-// journalAside ends the name of a journal set aside, for a person to read: no replay reads it.
-const journalAside = ".bad"
-
-// setAsideShown bounds the lines one set-aside journal's message quotes: a journal can hold a
-// round's worth of results no replay can store, and the file keeps them all.
-const setAsideShown = 3
 
 // journalKeep is how long a journal of the current timeline is kept.
 const journalKeep = queries.InFlightWindow + time.Minute
@@ -198,7 +190,7 @@ type JournalReplay struct {
 	Problems []string
 	// SetAside says, one line a file, each journal set aside: it held lines that hold no result
 	// (cut short by a failed write or a crash) or results kept for a person (isKept), and once
-	// every other result was stored it was renamed to end in journalAside, which no replay reads,
+	// every other result was stored it was set aside (setAside) under a name no replay reads,
 	// for a person to read. Said once (LogSetAside, a round's summary, runs recover's set_aside),
 	// and shown by status until removed; not a round's problem, since nothing a round could do is
 	// left.
@@ -324,18 +316,12 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 		return // tried again at the next replay, cut lines and kept results with it
 	}
 	if len(bad)+len(kept) > 0 {
-		// Every result that can be stored is; what is left cannot be, by any later replay (a line
-		// cut short by a failed write or a crash, a result kept for a person). Set aside under a
-		// name no replay reads, so that it is said once and does not hold up every round after.
-		aside := path + journalAside
-		if err := os.Rename(path, aside); err != nil {
-			out.Problems = append(out.Problems, fmt.Sprintf("set aside journal %s: %v", path, err))
+		line, err := setAside(path, len(entries)-len(kept), append(bad, kept...))
+		if err != nil {
+			out.Problems = append(out.Problems, err.Error())
 			return
 		}
-		_ = syncDir(filepath.Dir(path))
-		out.SetAside = append(out.SetAside, fmt.Sprintf("%s is set aside as %s for a person to read "+
-			"(%d of its results stored, or there already): %s", filepath.Base(path), filepath.Base(aside),
-			len(entries)-len(kept), render.FirstOf(append(bad, kept...), setAsideShown, "; ")))
+		out.SetAside = append(out.SetAside, line)
 		return
 	}
 	if os.Remove(path) == nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -34,9 +35,17 @@ type Recovery struct {
 	Left int
 	// Problems say why, one per result or file.
 	Problems []string
-	// SetAside says each failover journal this replay set aside for a person to read
-	// (JournalReplay.SetAside): not a problem of the replay, nothing in it could be stored.
+	// SetAside says each spool file this replay set aside for a person to read (setAside), and,
+	// from RecoverAll, each failover journal (JournalReplay.SetAside): not a problem of the replay,
+	// since no replay could store what is left in them.
 	SetAside []string
+}
+
+// LogSetAside logs each file this replay set aside.
+func (rec Recovery) LogSetAside(log *slog.Logger) {
+	for _, a := range rec.SetAside {
+		log.Warn("a file of the spool directory is set aside for a person to read", "file", a)
+	}
 }
 
 // SpoolContents is what waits in a spool directory.
@@ -44,8 +53,8 @@ type SpoolContents struct {
 	Dir     string
 	Files   int
 	Results int
-	// SetAside counts the failover journals set aside for a person to read (journalAside): they
-	// hold results no replay can store, and stay until a person removes them.
+	// SetAside counts the spool files and failover journals set aside for a person to read
+	// (setAside): they hold what no replay can store, and stay until a person removes them.
 	SetAside int
 }
 
@@ -58,8 +67,8 @@ func spoolFiles(dir string) ([]string, error) {
 	return files, err
 }
 
-// listSpoolDir reads dir once: its spool files, oldest name first, and how many of its failover
-// journals are set aside for a person to read (journalAside). A missing dir has neither.
+// listSpoolDir reads dir once: its spool files, oldest name first, and how many of its spool files
+// and failover journals are set aside for a person to read (setAside). A missing dir has neither.
 func listSpoolDir(dir string) (files []string, setAside int, err error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -73,7 +82,7 @@ func listSpoolDir(dir string) (files []string, setAside int, err error) {
 		case !e.Type().IsRegular() || strings.HasPrefix(name, "."):
 		case strings.HasSuffix(name, spoolExt):
 			files = append(files, filepath.Join(dir, name))
-		case strings.HasSuffix(name, journalExt+journalAside):
+		case strings.HasSuffix(name, journalExt+asideExt), strings.HasSuffix(name, spoolExt+asideExt):
 			setAside++
 		}
 	}
@@ -126,14 +135,15 @@ func RecoverAll(ctx context.Context, db queries.DBTX, dir string, log *slog.Logg
 	rec.AlreadyStored += jr.AlreadyStored
 	rec.Left += jr.Left
 	rec.Problems = append(rec.Problems, jr.Problems...)
-	rec.SetAside = jr.SetAside
+	rec.SetAside = append(rec.SetAside, jr.SetAside...)
 	return rec, nil
 }
 
 // Recover stores every result waiting in the spool directory dir, each exactly once: the run's
 // job id is unique, so a result whose run exists is counted as already stored and changes
-// nothing. A file is removed once all its results are stored; a file a live round still writes is
-// left alone. The error is a *SpoolError when dir cannot be used, else nil: results that could not
+// nothing. A file is removed once all its results are stored, or set aside (setAside) once every
+// result that can be stored is and what is left no replay can store; a file a live round still
+// writes is left alone. The error is a *SpoolError when dir cannot be used, else nil: results that could not
 // be stored stay in the spool and are counted in Left and Problems.
 func Recover(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger) (Recovery, error) {
 	rec := Recovery{Dir: dir}
@@ -183,6 +193,8 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		return
 	}
 	left := 0
+	var kept []spoolEntry // results no replay can store (isKept)
+	var keptWhy []string
 	for i, e := range entries {
 		if *down {
 			n := len(entries) - i
@@ -193,8 +205,11 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		}
 		already, restored, err := storeSpooled(ctx, db, e, "spool", log)
 		switch {
+		case isKept(err):
+			kept = append(kept, e)
+			keptWhy = append(keptWhy, fmt.Sprintf("spooled job %d (%s): %v", e.JobID, e.Slug, err))
 		case err != nil:
-			*down = queries.Transient(err) && !isKept(err)
+			*down = queries.Transient(err)
 			left++
 			rec.Problems = append(rec.Problems, fmt.Sprintf("job %d (%s) from %s: %v; it stays in the spool",
 				e.JobID, e.Slug, filepath.Base(path), err))
@@ -207,11 +222,26 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 			}
 		}
 	}
-	for _, b := range bad {
-		rec.Problems = append(rec.Problems, fmt.Sprintf("%s: %s; the file is kept for a person to read", filepath.Base(path), b))
+	if left > 0 {
+		// The file stays for the next replay, and what no replay can store in it is said with it
+		// until the rest is stored.
+		rec.Left += left + len(kept)
+		for _, k := range keptWhy {
+			rec.Problems = append(rec.Problems, fmt.Sprintf("%s from %s; it stays in the spool", k, filepath.Base(path)))
+		}
+		for _, b := range bad {
+			rec.Problems = append(rec.Problems, fmt.Sprintf("%s: %s; the file is kept for a person to read", filepath.Base(path), b))
+		}
+		return
 	}
-	rec.Left += left
-	if left > 0 || len(bad) > 0 {
+	if len(bad)+len(kept) > 0 {
+		line, err := setAside(path, len(entries)-len(kept), append(bad, keptWhy...))
+		if err != nil {
+			rec.Left += len(kept)
+			rec.Problems = append(rec.Problems, err.Error())
+			return
+		}
+		rec.SetAside = append(rec.SetAside, line)
 		return
 	}
 	if err := os.Remove(path); err != nil {
@@ -220,6 +250,29 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 	}
 	_ = syncDir(filepath.Dir(path))
 	rec.Files++
+}
+
+// asideExt ends the name of a spool file or journal set aside (setAside), for a person to read:
+// no replay reads it, and status counts it until a person removes it.
+const asideExt = ".bad"
+
+// setAsideShown bounds the lines one set-aside file's message quotes: a file can hold a round's
+// worth of results no replay can store, and it keeps them all.
+const setAsideShown = 3
+
+// setAside renames path, a spool file or journal whose every result that can be stored is (stored
+// of them, or there already), to a name no replay reads: what is left in it no later replay can
+// store either (lines that hold no result, cut short by a crash or a failed write, and results
+// kept for a person: isKept; why, one line each). So it is said once, in the line returned, and
+// does not hold up every round after it; status counts it until a person removes it.
+func setAside(path string, stored int, why []string) (string, error) {
+	aside := path + asideExt
+	if err := os.Rename(path, aside); err != nil {
+		return "", fmt.Errorf("set aside %s: %w; it stays where every replay reads it", path, err)
+	}
+	_ = syncDir(filepath.Dir(path))
+	return fmt.Sprintf("%s is set aside as %s for a person to read (%d of its results stored, or there already): %s",
+		filepath.Base(path), filepath.Base(aside), stored, render.FirstOf(why, setAsideShown, "; ")), nil
 }
 
 func sameFile(path string, fi os.FileInfo) bool {

@@ -154,8 +154,9 @@ func TestASpooledResultIsMatchedByItsRequestedTimeToo(t *testing.T) {
 }
 
 // A record written before records carried the requested time, whose job id now holds another
-// server's job, is kept in the spool and reported: never counted, never dropped.
-func TestAnOldRecordWhoseJobIsAnotherClaimIsKeptAndReported(t *testing.T) {
+// server's job, is kept for a person and said: never counted, never dropped, never stored on the
+// other server's job.
+func TestAnOldRecordWhoseJobIsAnotherClaimIsKeptAndSaid(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testDB(t)
@@ -174,11 +175,12 @@ func TestAnOldRecordWhoseJobIsAnotherClaimIsKeptAndReported(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, rec.AlreadyStored)
 	require.Zero(t, rec.Stored)
-	require.Equal(t, 1, rec.Left)
-	require.Len(t, rec.Problems, 1)
-	require.Contains(t, rec.Problems[0], "kept for a person to read")
-	require.FileExists(t, path, "the record stays in the spool")
+	require.Empty(t, rec.Problems)
+	require.Len(t, rec.SetAside, 1)
+	require.Contains(t, rec.SetAside[0], "kept for a person to read")
+	require.FileExists(t, path+asideExt, "the record is kept, in a file no replay reads")
 	require.Equal(t, serverRuns{}, runsOf(t, db, lostServer))
+	require.Equal(t, serverRuns{Runs: 1}, runsOf(t, db, otherServer))
 }
 
 // A check in flight when the database fails over finishes on the new primary, which may have lost
@@ -356,7 +358,7 @@ func TestAJournalsKeptResultIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)
-	require.True(t, strings.HasSuffix(files[0], journalExt+journalAside), files[0])
+	require.True(t, strings.HasSuffix(files[0], journalExt+asideExt), files[0])
 	require.Equal(t, serverRuns{}, runsOf(t, db, server))
 }
 
@@ -369,10 +371,7 @@ func TestAJournalWithAResultLeftStaysForTheNextReplay(t *testing.T) {
 	db := testDB(t)
 	server := testfactory.Server(ctx, t, db, nil)
 	round := testfactory.Round(ctx, t, db, nil)
-	_, err := db.Exec(ctx, `CREATE FUNCTION refuse_run() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'refused'; END $$;
-		CREATE TRIGGER refuse_run BEFORE INSERT ON probe_runs FOR EACH ROW EXECUTE FUNCTION refuse_run()`)
-	require.NoError(t, err) // test-only: a run this database refuses for now
+	allowRuns := refuseRuns(t, db)
 	dir, path := journalWithACutLine(t, lostClaimEntry(8003, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
 	files := []string{path}
 
@@ -384,13 +383,12 @@ func TestAJournalWithAResultLeftStaysForTheNextReplay(t *testing.T) {
 	require.Empty(t, jr.SetAside)
 	require.FileExists(t, files[0])
 
-	_, err = db.Exec(ctx, `DROP TRIGGER refuse_run ON probe_runs`)
-	require.NoError(t, err)
+	allowRuns()
 	jr, err = ReplayJournals(ctx, db, dir, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, jr.Restored, "%v", jr.Problems)
 	require.Len(t, jr.SetAside, 1, "the cut line, said once the rest is stored")
-	require.FileExists(t, files[0]+journalAside)
+	require.FileExists(t, files[0]+asideExt)
 }
 
 // lostJournal writes a journal of another timeline (999) than the database's holding e, in a
@@ -412,11 +410,7 @@ func lostJournal(t *testing.T, e spoolEntry) (dir, path string) {
 func journalWithACutLine(t *testing.T, e spoolEntry) (dir, path string) {
 	t.Helper()
 	dir, path = lostJournal(t, e)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString(`{"job_id":80`)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	appendCutLine(t, path)
 	return dir, path
 }
 
@@ -454,4 +448,130 @@ func TestASetAsideJournalsLineIsBounded(t *testing.T) {
 	require.Len(t, jr.SetAside, 1)
 	require.True(t, strings.HasSuffix(jr.SetAside[0], "line 3 does not hold a result; and 47 more"), jr.SetAside[0])
 	require.Equal(t, 3, strings.Count(jr.SetAside[0], "does not hold a result"))
+}
+
+// A spool file's line cut short (a crash in the middle of its write, never acknowledged to its
+// round) is said once, the file's whole lines stored, and the file set aside for a person to read
+// under a name no replay reads, as a journal's is. Before, the file stayed and its cut line was a
+// problem of every replay: every round after it (and every worker invocation) ended incomplete,
+// exit 3, until a person removed the file.
+func TestASpoolFilesCutLineIsSaidOnceAndItsFileSetAside(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	server := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	dir := filepath.Join(t.TempDir(), "spool")
+	path := writeSpool(t, dir, lostClaimEntry(8101, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
+	appendCutLine(t, path)
+	name := filepath.Base(path)
+
+	r := &Round{DB: db, Settings: testSettings(FinishTx), Checker: &okChecker{}, SpoolDir: dir}
+	sum, err := r.Run(ctx)
+	require.NoError(t, err, "nothing left for the round to fail on")
+	require.Empty(t, sum.Problems)
+	require.Equal(t, 1, sum.Recovered.Stored, "the whole line is stored")
+	require.Equal(t, []string{name + " is set aside as " + name + ".bad for a person to read " +
+		"(1 of its results stored, or there already): line 2 does not hold a result"}, sum.Recovered.SetAside)
+	require.NoFileExists(t, path)
+	require.FileExists(t, path+asideExt)
+
+	// Said once: the next round reads nothing of it, and completes.
+	sum, err = r.Run(ctx)
+	require.NoError(t, err)
+	require.Empty(t, sum.Problems)
+	require.Empty(t, sum.Recovered.SetAside)
+	c, err := InspectSpool(dir)
+	require.NoError(t, err)
+	require.Equal(t, SpoolContents{Dir: dir, SetAside: 1}, c, "status shows it until a person removes it")
+	require.Equal(t, serverRuns{Runs: 1, Restored: 1}, runsOf(t, db, server), "the restore moved the server on: not due again")
+}
+
+// A spooled result kept for a person (its claim vanished and its record predates the requested
+// time that would restore it) is said once with its file set aside, once every other result of
+// the file is stored: no later replay could store it.
+func TestASpoolFilesKeptResultIsSaidOnceAndItsFileSetAside(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	lostServer := testfactory.Server(ctx, t, db, nil)
+	otherServer := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	requested := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	kept := lostClaimEntry(8102, lostServer, round, requested)
+	kept.RequestedAt = nil
+	dir := filepath.Join(t.TempDir(), "spool")
+	path := writeSpool(t, dir, kept, lostClaimEntry(8103, otherServer, round, requested))
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, rec.Problems)
+	require.Zero(t, rec.Left)
+	require.Equal(t, 1, rec.Restored)
+	require.Len(t, rec.SetAside, 1)
+	require.Contains(t, rec.SetAside[0], ".jsonl.bad for a person to read (1 of its results stored, or there already): "+
+		"spooled job 8102 (lost): the database holds no job 8102")
+	require.FileExists(t, path+asideExt)
+	require.Equal(t, serverRuns{}, runsOf(t, db, lostServer))
+
+	rec, err = Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, rec.Problems)
+	require.Empty(t, rec.SetAside)
+}
+
+// A spool file with a result that could not be stored now, for a reason that is not the
+// result's, stays where the next replay reads it, its cut line reported with it: set aside, its
+// result would be read by no replay again.
+func TestASpoolFileWithAResultLeftStaysForTheNextReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	server := testfactory.Server(ctx, t, db, nil)
+	round := testfactory.Round(ctx, t, db, nil)
+	allowRuns := refuseRuns(t, db)
+	dir := filepath.Join(t.TempDir(), "spool")
+	path := writeSpool(t, dir, lostClaimEntry(8104, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
+	appendCutLine(t, path)
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Left)
+	require.Len(t, rec.Problems, 2)
+	require.Contains(t, rec.Problems[0], "job 8104 (lost) from ")
+	require.Contains(t, rec.Problems[1], "line 2 does not hold a result")
+	require.Empty(t, rec.SetAside)
+	require.FileExists(t, path)
+
+	allowRuns()
+	rec, err = Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Restored, "%v", rec.Problems)
+	require.Empty(t, rec.Problems)
+	require.Len(t, rec.SetAside, 1, "the cut line, said once the rest is stored")
+	require.FileExists(t, path+asideExt)
+}
+
+// appendCutLine appends to the spool or journal file path the start of a line cut short.
+func appendCutLine(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"job_id":80`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// refuseRuns makes db refuse every run stored from now (a trigger planted for the test), until
+// the function it returns is called.
+func refuseRuns(t *testing.T, db queries.DBTX) (allow func()) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), `CREATE FUNCTION refuse_run() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused'; END $$;
+		CREATE TRIGGER refuse_run BEFORE INSERT ON probe_runs FOR EACH ROW EXECUTE FUNCTION refuse_run()`)
+	require.NoError(t, err)
+	return func() {
+		_, err := db.Exec(context.Background(), `DROP TRIGGER refuse_run ON probe_runs`)
+		require.NoError(t, err)
+	}
 }

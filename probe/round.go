@@ -269,6 +269,7 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		if err != nil {
 			return nil, err
 		}
+		rec.LogSetAside(r.Log)
 		recovered = &rec
 	}
 	s := r.Settings

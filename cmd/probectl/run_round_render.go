@@ -58,8 +58,10 @@ type roundJSON struct {
 	Spooled   int     `json:"spooled"`
 	SpoolFile *string `json:"spool_file"`
 	Recovered int     `json:"recovered"`
-	// JournalSetAside: failover journals set aside for a person to read, one line each.
+	// JournalSetAside: failover journals set aside for a person to read, one line each;
+	// SpoolSetAside: spool files, as the replay before the round claimed set them aside.
 	JournalSetAside []string           `json:"journal_set_aside"`
+	SpoolSetAside   []string           `json:"spool_set_aside"`
 	Settings        settings.Round     `json:"settings"`
 	Overrides       []overrideJSON     `json:"overrides"`
 	PerInvocation   []invocationJSON   `json:"per_invocation"`
@@ -98,6 +100,10 @@ func roundSummaryView(f *factory, s *probe.Summary, overrides []release.Override
 		out.Recovered = s.Recovered.Stored
 	}
 	out.JournalSetAside = append([]string{}, s.JournalSetAside...)
+	out.SpoolSetAside = []string{}
+	if s.Recovered != nil {
+		out.SpoolSetAside = append(out.SpoolSetAside, s.Recovered.SetAside...)
+	}
 	for _, p := range s.PerInvocation {
 		out.PerInvocation = append(out.PerInvocation, invocationJSON{Invocation: p.Invocation, Claimed: p.Claimed, Done: p.Done})
 	}
@@ -155,6 +161,11 @@ func writeRoundSummary(f *factory, s *probe.Summary, overrides []release.Overrid
 		fmt.Fprintln(w, st.Warn.Render(fmt.Sprintf("the database failed over (now on timeline %d, first seen %s): %d result(s) it lacked "+
 			"were stored again from the failover journal (%d under jobs of their own), %d were there", j.Timeline,
 			j.SwitchSeen.UTC().Format(time.RFC3339), j.Stored, j.Restored, j.AlreadyStored)))
+	}
+	if s.Recovered != nil {
+		for _, a := range s.Recovered.SetAside {
+			fmt.Fprintln(w, st.Warn.Render("a spool file was set aside (probectl status shows it until it is removed): "+a))
+		}
 	}
 	for _, a := range s.JournalSetAside {
 		fmt.Fprintln(w, st.Warn.Render("a failover journal was set aside (probectl status shows it until it is removed): "+a))

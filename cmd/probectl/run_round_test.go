@@ -104,11 +104,11 @@ func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 	for _, key := range []string{"round_id", "started_at", "finished_at", "duration_seconds", "invocations", "jobs",
 		"runs", "servers", "ok", "failed", "errors", "abandoned", "open_jobs", "runs_unsigned", "counts_unknown", "key_id",
 		"stopped_claiming", "interrupted", "advance_misses", "jobs_closed_elsewhere", "fenced", "problems", "settings", "overrides",
-		"per_invocation", "failures", "spooled", "spool_file", "recovered", "journal_set_aside", "degraded",
+		"per_invocation", "failures", "spooled", "spool_file", "recovered", "journal_set_aside", "spool_set_aside", "degraded",
 		"finish_batches", "finish_batches_failed", "finish_batch_causes"} {
 		assert.Contains(t, got, key)
 	}
-	assert.Len(t, got, 34, "a new key is a change of the documented shape")
+	assert.Len(t, got, 35, "a new key is a change of the documented shape")
 	for key, want := range map[string]any{"invocations": 2.0, "jobs": 4.0, "runs": 4.0, "servers": 4.0, "ok": 4.0,
 		"failed": 0.0, "errors": 0.0, "open_jobs": 0.0, "runs_unsigned": 4.0, "key_id": nil, "stopped_claiming": false,
 		"interrupted": false, "fenced": 0.0, "counts_unknown": false} {
@@ -117,6 +117,7 @@ func TestRunRoundJSONHasTheDocumentedShape(t *testing.T) {
 	assert.Equal(t, []any{}, got["problems"])
 	assert.Equal(t, []any{}, got["failures"])
 	assert.Equal(t, []any{}, got["journal_set_aside"])
+	assert.Equal(t, []any{}, got["spool_set_aside"])
 	_, err := time.Parse(time.RFC3339, got["started_at"].(string))
 	assert.NoError(t, err)
 	assert.Equal(t, map[string]any{"fanout": 2.0 - 1, "claim_limit": 2.0, "concurrency": 3.0, "min_spacing_seconds": 600.0,

@@ -70,23 +70,27 @@ func TestRunsRecoverRefusesASpoolOthersMayWrite(t *testing.T) {
 	require.Contains(t, res.Stderr, "others may write it")
 }
 
-// A failover journal set aside for a person to read shows in status until a person removes it.
-func TestStatusShowsAJournalSetAsideUntilItIsRemoved(t *testing.T) {
+// A failover journal or spool file set aside for a person to read shows in status until a person
+// removes it.
+func TestStatusShowsAFileSetAsideUntilItIsRemoved(t *testing.T) {
 	t.Parallel()
 	url, _ := migratedDB(t)
 	dir := filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	aside := filepath.Join(dir, "journal-tl1-round-1-pid-1-00000000.journal.bad")
 	require.NoError(t, os.WriteFile(aside, []byte(`{"job_`), 0o600))
+	spoolAside := filepath.Join(dir, "round-1-pid-1-00000000.jsonl.bad")
+	require.NoError(t, os.WriteFile(spoolAside, []byte(`{"job_`), 0o600))
 
 	res := runCLI(t, "--database-url", url, "status", "--spool-dir", dir)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "SPOOL")
-	require.Contains(t, res.Stdout, "1 failover journal(s) set aside in "+dir)
+	require.Contains(t, res.Stdout, "2 file(s) set aside in "+dir)
 	require.NotContains(t, res.Stdout, "could not be stored")
-	require.Equal(t, map[string]any{"dir": dir, "files": 0.0, "results": 0.0, "set_aside": 1.0}, statusSpool(t, url, dir))
+	require.Equal(t, map[string]any{"dir": dir, "files": 0.0, "results": 0.0, "set_aside": 2.0}, statusSpool(t, url, dir))
 
 	require.NoError(t, os.Remove(aside))
+	require.NoError(t, os.Remove(spoolAside))
 	res = runCLI(t, "--database-url", url, "status", "--spool-dir", dir)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.NotContains(t, res.Stdout, "SPOOL")

@@ -219,7 +219,7 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 				"'probectl runs recover' (or the next run round) stores them", sp.Results, sp.Files, sp.Dir)))
 		}
 		if sp.SetAside > 0 {
-			p.linef("%s", st.Warn.Render(fmt.Sprintf("%d failover journal(s) set aside in %s (*.journal.bad): "+
+			p.linef("%s", st.Warn.Render(fmt.Sprintf("%d file(s) set aside in %s (*.bad: spool files and failover journals): "+
 				"they hold what no replay can store; read them, then remove them", sp.SetAside, sp.Dir)))
 		}
 	}

@@ -127,6 +127,7 @@ func (p *process) beatOnce(ctx context.Context) {
 		if err == nil && rec.Stored+rec.AlreadyStored > 0 {
 			log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
 		}
+		rec.LogSetAside(log)
 	}
 	if dir != "" {
 		// After a failover, what this machine's invocations stored and the new primary lacks.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,8 +154,8 @@ func TestAHeartbeatKeepsQueuedRoundsAliveButNotAnotherWorkersRunningOne(t *testi
 }
 
 // A worker stores what waits in its spool before it runs anything, and its heartbeat reports
-// what is left there (a result whose job is gone cannot be stored), since status on another
-// machine cannot read this one's files.
+// what is left there (here a file a live round still writes, which no replay takes), since status
+// on another machine cannot read this one's files.
 func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -165,7 +166,11 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	writeSpooled(t, pool, dir, round, srv, job, "stored.jsonl")
-	writeSpooled(t, pool, dir, round, srv, job+1000, "orphan.jsonl") // no such job: it stays
+	busy := writeSpooled(t, pool, dir, round, srv, job+1000, "busy.jsonl")
+	f, err := os.Open(busy)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX)) // as its round holds it: it stays
 
 	// A beat has its interval for all it does, the replay last with what is left: at 50 ms, on a
 	// loaded machine (CI runs every package at once, with -race), the three writes before it
@@ -199,14 +204,14 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT server_id FROM probe_jobs WHERE id = $1", later).Scan(&srv2))
 	writeSpooled(t, pool, dir, round, srv2, later, "later.jsonl")
 	waitFor(t, "a heartbeat to store the result spooled later", func() bool { return runsOf(later) == 1 })
-	waitFor(t, "the heartbeat to report the spool back to its one orphan", func() bool { return depth() == [2]int{1, 1} })
+	waitFor(t, "the heartbeat to report the spool back to its one busy file", func() bool { return depth() == [2]int{1, 1} })
 	stop()
 	require.NoError(t, <-done)
 }
 
 // writeSpooled writes a spool file holding one result of job, as a round that could not store it
-// would have.
-func writeSpooled(t *testing.T, pool *pgxpool.Pool, dir string, round, srv, job int64, name string) {
+// would have, and returns its path.
+func writeSpooled(t *testing.T, pool *pgxpool.Pool, dir string, round, srv, job int64, name string) string {
 	t.Helper()
 	var claimed time.Time
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
@@ -223,6 +228,7 @@ func writeSpooled(t *testing.T, pool *pgxpool.Pool, dir string, round, srv, job 
 	hidden := filepath.Join(dir, "."+filepath.Base(final)+".new")
 	require.NoError(t, os.WriteFile(hidden, append(line, '\n'), 0o600))
 	require.NoError(t, os.Rename(hidden, final))
+	return final
 }
 
 // The leader inserts a tick job only when a tick has work: an idle leader, whose schedule is not

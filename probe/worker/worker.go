@@ -118,6 +118,7 @@ func Run(ctx context.Context, cfg Config) error {
 		for _, p := range rec.Problems { // a file not replayed (another user's, a link, a bad line) says why
 			cfg.Log.Warn("spool replay", "problem", p)
 		}
+		rec.LogSetAside(cfg.Log)
 	}
 	p := newProcess(cfg)
 	client, err := p.client()
