@@ -200,7 +200,7 @@ type JournalReplay struct {
 // LogSetAside logs each journal this replay set aside.
 func (jr JournalReplay) LogSetAside(log *slog.Logger) {
 	for _, a := range jr.SetAside {
-		log.Warn("a failover journal is set aside for a person to read", "journal", a)
+		log.Warn("a failover journal is set aside for a person to read", "set_aside", a)
 	}
 }
 

@@ -44,7 +44,7 @@ type Recovery struct {
 // LogSetAside logs each file this replay set aside.
 func (rec Recovery) LogSetAside(log *slog.Logger) {
 	for _, a := range rec.SetAside {
-		log.Warn("a file of the spool directory is set aside for a person to read", "file", a)
+		log.Warn("a spool file is set aside for a person to read", "set_aside", a)
 	}
 }
 
@@ -167,7 +167,8 @@ func Recover(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger)
 	return rec, nil
 }
 
-// recoverFile replays one spool file under its lock, and removes it when all of it is stored.
+// recoverFile replays one spool file under its lock, and removes it when all of it is stored, or
+// sets it aside (setAside) when what is left in it no replay can store.
 func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Logger, rec *Recovery, down *bool) {
 	f, err := openSpoolFile(path, os.O_RDWR)
 	if errors.Is(err, os.ErrNotExist) {
@@ -235,10 +236,11 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		return
 	}
 	if len(bad)+len(kept) > 0 {
-		line, err := setAside(path, len(entries)-len(kept), append(bad, keptWhy...))
+		why := append(bad, keptWhy...)
+		line, err := setAside(path, len(entries)-len(kept), why)
 		if err != nil {
 			rec.Left += len(kept)
-			rec.Problems = append(rec.Problems, err.Error())
+			rec.Problems = append(rec.Problems, fmt.Sprintf("%v: %s", err, render.FirstOf(why, setAsideShown, "; ")))
 			return
 		}
 		rec.SetAside = append(rec.SetAside, line)
@@ -265,8 +267,15 @@ const setAsideShown = 3
 // store either (lines that hold no result, cut short by a crash or a failed write, and results
 // kept for a person: isKept; why, one line each). So it is said once, in the line returned, and
 // does not hold up every round after it; status counts it until a person removes it.
+// A file of that name already there (a person's copy) is not replaced: the file stays where
+// every replay reads it, and the error says so. The name cannot be taken between the look and the
+// rename by another replay: the caller holds path's lock, and path's name is its process's alone.
 func setAside(path string, stored int, why []string) (string, error) {
 	aside := path + asideExt
+	if _, err := os.Lstat(aside); err == nil {
+		return "", fmt.Errorf("set aside %s: %s is there already (move it away); it stays where every replay reads it",
+			path, filepath.Base(aside))
+	}
 	if err := os.Rename(path, aside); err != nil {
 		return "", fmt.Errorf("set aside %s: %w; it stays where every replay reads it", path, err)
 	}

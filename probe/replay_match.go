@@ -17,7 +17,8 @@ import (
 // to other claims: the id alone would match the result to another server's job, count it stored
 // and drop it. So a result is matched by its job id, server, round and requested time; a result
 // whose job is not there, or is another claim's, is never counted as stored: it is restored under
-// a finished job of its own (queries.RestoreRun), or kept in the spool and reported.
+// a finished job of its own (queries.RestoreRun), or kept for a person: its file is set aside
+// (setAside) once the rest of it is stored, and said.
 
 // clockSkew is how far the prober's clock (a result's StartedAt) may be from the database's (a
 // job's requested_at) when a record without a requested time is matched.

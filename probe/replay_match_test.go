@@ -575,3 +575,25 @@ func refuseRuns(t *testing.T, db queries.DBTX) (allow func()) {
 		require.NoError(t, err)
 	}
 }
+
+// A set-aside file of the same name already there (a person's copy) is not replaced: the spool
+// file stays where every replay reads it, and the replay says why, with what it could not store.
+func TestASpoolFileIsNotSetAsideOverAnotherOfItsName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	dir := filepath.Join(t.TempDir(), "spool")
+	path := writeSpool(t, dir)
+	appendCutLine(t, path)
+	require.NoError(t, os.WriteFile(path+asideExt, []byte("a person's copy\n"), 0o600))
+
+	rec, err := Recover(ctx, db, dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, rec.SetAside)
+	require.Len(t, rec.Problems, 1)
+	require.Contains(t, rec.Problems[0], "is there already (move it away); it stays where every replay reads it: line 1 does not hold a result")
+	require.FileExists(t, path)
+	kept, err := os.ReadFile(path + asideExt)
+	require.NoError(t, err)
+	require.Equal(t, "a person's copy\n", string(kept))
+}

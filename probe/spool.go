@@ -382,6 +382,11 @@ type spool struct {
 	mu   sync.Mutex
 	f    *os.File // nil until the first put
 	name string   // the file's path under its final name
+	// broken is the write or fsync that failed: part of its line may be in the file, and a line
+	// appended after it would be read back glued to it, as one line that holds no result (which a
+	// replay sets aside). So no result is acknowledged after it: each put says so, and its job
+	// stays open, as when the spool cannot be written at all.
+	broken error
 }
 
 // put appends one entry and fsyncs it: when put returns nil, the result survives a crash.
@@ -393,16 +398,21 @@ func (s *spool) put(e spoolEntry) error {
 	line = append(line, '\n')
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.broken != nil {
+		return fmt.Errorf("the spool file takes no more results after a failed write: %w", s.broken)
+	}
 	if s.f == nil {
 		if s.f, s.name, err = createSpoolFile(s.dir, s.roundID); err != nil {
 			return err
 		}
 	}
 	if _, err := s.f.Write(line); err != nil {
-		return fmt.Errorf("write spool file %s: %w", s.name, err)
+		s.broken = fmt.Errorf("write spool file %s: %w", s.name, err)
+		return s.broken
 	}
 	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("fsync spool file %s: %w", s.name, err)
+		s.broken = fmt.Errorf("fsync spool file %s: %w", s.name, err)
+		return s.broken
 	}
 	return nil
 }

@@ -3,7 +3,9 @@ package probe
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -43,4 +45,28 @@ func TestASpoolFileIsOpenedOnlyWhenThisUserWroteIt(t *testing.T) {
 	}
 	_, err = openSpoolFile(theirs, os.O_RDONLY)
 	require.ErrorContains(t, err, "is owned by uid 65534")
+}
+
+// A spool whose write failed part way takes no more results, even once a write would succeed
+// again (a disk with room again): a line appended after the failed one would be glued to what it
+// left, read back as a line that holds no result, and set aside by a replay, its result with it.
+func TestASpoolWhoseWriteFailedTakesNoMoreResults(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // the next write fails
+	s := &spool{roundID: 7, f: w, name: "pipe"}
+	requested := time.Now().UTC().Truncate(time.Microsecond)
+	require.ErrorIs(t, s.put(lostClaimEntry(3, 1, 7, requested)), syscall.EPIPE)
+
+	good, err := os.CreateTemp(t.TempDir(), "spool")
+	require.NoError(t, err)
+	t.Cleanup(func() { good.Close() })
+	s.f = good
+	err = s.put(lostClaimEntry(4, 1, 7, requested))
+	require.ErrorIs(t, err, syscall.EPIPE, "refused, with the failure that stopped it")
+	require.ErrorContains(t, err, "takes no more results")
+	fi, err := good.Stat()
+	require.NoError(t, err)
+	require.Zero(t, fi.Size(), "nothing appended after the failed write")
 }

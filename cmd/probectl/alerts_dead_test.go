@@ -77,18 +77,11 @@ func deadRoundWithSpool(ctx context.Context, t *testing.T, pool *pgxpool.Pool) (
 	hb := time.Now().Add(-2 * time.Minute)
 	round = testfactory.Round(ctx, t, pool, &testfactory.RoundOpts{HeartbeatAt: &hb})
 	job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
-	var claimed time.Time
-	require.NoError(t, pool.QueryRow(ctx, "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
 	dir = filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
-	now := time.Now().UTC()
-	line, err := json.Marshal(map[string]any{"round_id": round, "slug": "s", "finish": "tx", "job_id": job,
-		"server_id": srv, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
-		"check_finished_at": now, "requests": 1, "result": map[string]any{"outcome": "ok"}, "spooled_at": now,
-		"cause": "finish job: connection refused"})
-	require.NoError(t, err)
 	file := filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-00000000.jsonl", round))
-	require.NoError(t, os.WriteFile(file, append(line, '\n'), 0o600))
+	line := spoolLine(t, pool, round, srv, job, map[string]any{"outcome": "ok"}, "finish job: connection refused")
+	require.NoError(t, os.WriteFile(file, line, 0o600))
 	return round, dir
 }
 

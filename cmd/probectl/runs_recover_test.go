@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/testfactory"
@@ -19,22 +20,7 @@ func TestStatusShowsTheSpoolUntilRunsRecoverStoresIt(t *testing.T) {
 	t.Parallel()
 	url, pool := migratedDB(t)
 	ctx := context.Background()
-	srv := testfactory.Server(ctx, t, pool, nil)
-	round := testfactory.Round(ctx, t, pool, nil)
-	job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
-	var claimed time.Time
-	require.NoError(t, pool.QueryRow(ctx, "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
-
-	dir := filepath.Join(t.TempDir(), "spool")
-	require.NoError(t, os.Mkdir(dir, 0o700))
-	now := time.Now().UTC()
-	line, err := json.Marshal(map[string]any{"round_id": round, "slug": "s", "finish": "tx", "job_id": job,
-		"server_id": srv, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
-		"check_finished_at": now, "requests": 1, "result": map[string]any{"outcome": "ok"}, "spooled_at": now,
-		"cause": "finish job: connection refused"})
-	require.NoError(t, err)
-	file := filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-00000000.jsonl", round))
-	require.NoError(t, os.WriteFile(file, append(line, '\n'), 0o600))
+	dir, _, job := spooledResult(t, pool, "")
 
 	res := runCLI(t, "--database-url", url, "status", "--spool-dir", dir)
 	require.Equal(t, 0, res.Code, res.Stderr)
@@ -106,4 +92,58 @@ func statusSpool(t *testing.T, url, dir string) map[string]any {
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
 	return got.Spool
+}
+
+// spooledResult writes, in a new spool directory, the spool file of a round that could not store
+// the result of a job it claimed, then the text after (a line cut short, say), and returns the
+// directory, the file and the job.
+func spooledResult(t *testing.T, pool *pgxpool.Pool, after string) (dir, file string, job int64) {
+	t.Helper()
+	ctx := context.Background()
+	srv := testfactory.Server(ctx, t, pool, nil)
+	round := testfactory.Round(ctx, t, pool, nil)
+	job = testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
+	dir = filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	file = filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-00000000.jsonl", round))
+	line := spoolLine(t, pool, round, srv, job, map[string]any{"outcome": "ok"}, "finish job: connection refused")
+	require.NoError(t, os.WriteFile(file, append(line, after...), 0o600))
+	return dir, file, job
+}
+
+// spoolLine is the spool line (its newline included) of an ok result of job, claimed for server
+// srv in round, as a round whose finish failed for cause writes it.
+func spoolLine(t *testing.T, pool *pgxpool.Pool, round, srv, job int64, result map[string]any, cause string) []byte {
+	t.Helper()
+	var claimed time.Time
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
+	now := time.Now().UTC()
+	line, err := json.Marshal(map[string]any{"round_id": round, "slug": "s", "finish": "tx", "job_id": job,
+		"server_id": srv, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
+		"check_finished_at": now, "requests": 1, "result": result, "spooled_at": now, "cause": cause})
+	require.NoError(t, err)
+	return append(line, '\n')
+}
+
+// runs recover stores what a spool file holds and sets the file aside for its line cut short: it
+// exits 0, says the file once in set_aside, and status shows it until a person removes it.
+func TestRunsRecoverSetsASpoolFileWithACutLineAside(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	dir, file, _ := spooledResult(t, pool, `{"job_id":4`)
+	name := filepath.Base(file)
+
+	res := runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir, "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rec))
+	require.Equal(t, map[string]any{"dir": dir, "files": 0.0, "stored": 1.0, "already_stored": 0.0, "restored": 0.0,
+		"busy": 0.0, "left": 0.0, "problems": []any{}, "set_aside": []any{name + " is set aside as " + name +
+			".bad for a person to read (1 of its results stored, or there already): line 2 does not hold a result"}}, rec)
+	require.Equal(t, map[string]any{"dir": dir, "files": 0.0, "results": 0.0, "set_aside": 1.0}, statusSpool(t, url, dir))
+
+	res = runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "0 stored (0 restored), 0 already stored, 0 file(s) replayed, 0 busy, 0 left")
+	require.Empty(t, res.Stderr, "said once")
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -26,15 +25,7 @@ func plantedResult(t *testing.T, pool *pgxpool.Pool) (job int64, line []byte) {
 	srv := testfactory.Server(ctx, t, pool, nil)
 	round := testfactory.Round(ctx, t, pool, nil)
 	job = testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
-	var claimed time.Time
-	require.NoError(t, pool.QueryRow(ctx, "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
-	now := time.Now().UTC()
-	line, err := json.Marshal(map[string]any{"round_id": round, "slug": "s", "finish": "tx", "job_id": job,
-		"server_id": srv, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
-		"check_finished_at": now, "requests": 1, "result": map[string]any{"outcome": "ok", "summary": "planted"},
-		"spooled_at": now, "cause": "planted"})
-	require.NoError(t, err)
-	return job, append(line, '\n')
+	return job, spoolLine(t, pool, round, srv, job, map[string]any{"outcome": "ok", "summary": "planted"}, "planted")
 }
 
 // chownOrSkip gives path to another user; only root can, so elsewhere the test says loudly why

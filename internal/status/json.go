@@ -55,7 +55,7 @@ type spoolJSON struct {
 	Dir      string `json:"dir"`
 	Files    int    `json:"files"`
 	Results  int    `json:"results"`
-	SetAside int    `json:"set_aside"` // failover journals set aside for a person to read
+	SetAside int    `json:"set_aside"` // spool files and failover journals set aside for a person to read
 }
 
 type releaseJSON struct {

@@ -77,13 +77,13 @@ type Standby struct {
 type Spool struct {
 	Dir            string
 	Files, Results int
-	// SetAside counts the failover journals set aside for a person to read (results no replay
-	// can store).
+	// SetAside counts the spool files and failover journals set aside for a person to read
+	// (what no replay can store).
 	SetAside int
 }
 
 // ReadSpool counts what waits in the spool directory dir, to show with a report: nil when nothing
-// waits and no journal is set aside (a missing directory included).
+// waits and no file is set aside (a missing directory included).
 func ReadSpool(dir string) (*Spool, error) {
 	c, err := probe.InspectSpool(dir)
 	if err != nil || c.Files+c.SetAside == 0 {

@@ -97,7 +97,7 @@ func (p *process) beat(ctx context.Context) (stop func()) {
 
 // beatOnce is one heartbeat: the worker's row (with its spool's depth), the heartbeat of the
 // queued rounds it runs or that wait for a worker, and the removal of workers a day silent; then,
-// when results wait in the spool, a replay with what is left of the beat's time (the database may
+// when files wait in the spool, a replay with what is left of the beat's time (the database may
 // be back; a file a live invocation writes is skipped). The writes come first, so that a long
 // replay never costs the heartbeat. A failed write is logged; the next beat tries again.
 func (p *process) beatOnce(ctx context.Context) {
@@ -122,7 +122,7 @@ func (p *process) beatOnce(ctx context.Context) {
 	if err := queries.ForgetStaleWorkers(ctx, p.cfg.Pool); err != nil && ctx.Err() == nil {
 		log.Warn("remove stale workers", "err", err)
 	}
-	if b.SpoolResults > 0 {
+	if b.SpoolFiles > 0 { // a file holding only a line cut short counts no result: it is set aside
 		rec, err := probe.Recover(ctx, p.cfg.Pool, dir, log)
 		if err == nil && rec.Stored+rec.AlreadyStored > 0 {
 			log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
