@@ -18,6 +18,9 @@ type WorkerBeat struct {
 	InvocationsRunning int
 	SpoolFiles         int
 	SpoolResults       int
+	// SpoolSetAside counts the files of its spool directory set aside for a person to read
+	// (spool files and failover journals, *.bad): 00030.
+	SpoolSetAside int
 }
 
 // WorkerForgetAfter: a worker silent for this long is removed from probectl_workers.
@@ -28,7 +31,7 @@ func UpsertWorker(ctx context.Context, db DBTX, b WorkerBeat) error {
 	if _, err := db.Exec(ctx, SQL("UpsertWorker"), pgx.StrictNamedArgs{"id": b.ID, "host": b.Host,
 		"pid": b.PID, "version": b.Version, "max_workers": b.MaxWorkers,
 		"invocations_running": b.InvocationsRunning, "spool_files": b.SpoolFiles,
-		"spool_results": b.SpoolResults}); err != nil {
+		"spool_results": b.SpoolResults, "spool_set_aside": b.SpoolSetAside}); err != nil {
 		return fmt.Errorf("heartbeat of worker %s: %w", b.ID, err)
 	}
 	return nil
@@ -73,6 +76,7 @@ type WorkerRow struct {
 	InvocationsRunning int        `db:"invocations_running"`
 	SpoolFiles         int        `db:"spool_files"`
 	SpoolResults       int        `db:"spool_results"`
+	SpoolSetAside      int        `db:"spool_set_aside"`
 	Alive              bool       `db:"alive"`
 }
 

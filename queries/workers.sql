@@ -4,15 +4,16 @@
 -- name: UpsertWorker
 -- A worker says it is alive, what it runs and what waits in its spool, by the database's clock.
 INSERT INTO probectl_workers (id, host, pid, version, max_workers, invocations_running, spool_files,
-                              spool_results, started_at, heartbeat_at)
+                              spool_results, spool_set_aside, started_at, heartbeat_at)
 VALUES (@id, @host, @pid, @version, @max_workers, @invocations_running, @spool_files, @spool_results,
-        clock_timestamp(), clock_timestamp())
+        @spool_set_aside, clock_timestamp(), clock_timestamp())
 ON CONFLICT (id) DO UPDATE
    SET version             = excluded.version,
        max_workers         = excluded.max_workers,
        invocations_running = excluded.invocations_running,
        spool_files         = excluded.spool_files,
        spool_results       = excluded.spool_results,
+       spool_set_aside     = excluded.spool_set_aside,
        heartbeat_at        = clock_timestamp(),
        stopped_at          = NULL;
 
@@ -52,7 +53,7 @@ SELECT to_regclass('probectl_workers') IS NOT NULL AND to_regclass('river_job') 
 -- The workers heard from within @window of @now, alive ones first: alive when not stopped and
 -- their last heartbeat is within @dead_after of @now.
 SELECT w.id, w.host, w.pid, w.version, w.max_workers, w.started_at, w.heartbeat_at, w.stopped_at,
-       w.invocations_running, w.spool_files, w.spool_results,
+       w.invocations_running, w.spool_files, w.spool_results, w.spool_set_aside,
        (w.stopped_at IS NULL AND w.heartbeat_at > @now::timestamptz - @dead_after::interval) AS alive
   FROM probectl_workers w
  WHERE w.heartbeat_at > @now::timestamptz - @window::interval

@@ -52,6 +52,13 @@ func writeWorkers(p *statusPrinter, io *render.Streams, st render.Styles, r *sta
 		if w.SpoolResults > 0 {
 			spool = st.Fail.Render(fmt.Sprintf("%d in %d file(s)", w.SpoolResults, w.SpoolFiles))
 		}
+		if w.SpoolSetAside > 0 {
+			aside := st.Warn.Render(fmt.Sprintf("%d set aside", w.SpoolSetAside))
+			if w.SpoolResults > 0 {
+				aside = spool + ", " + aside
+			}
+			spool = aside
+		}
 		tbl.Row(w.ID, state, leader, fmt.Sprintf("%d/%d", w.InvocationsRunning, w.MaxWorkers), spool, w.Version,
 			w.Host, io.Time(w.HeartbeatAt))
 	}

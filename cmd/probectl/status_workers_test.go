@@ -35,7 +35,7 @@ func TestStatusShowsTheWorkersAndTheirQueue(t *testing.T) {
 	first := got.Workers[0]
 	require.Equal(t, map[string]any{"id": statustest.LeaderWorker, "host": "web-1", "pid": 101.0, "version": "v1.4.0",
 		"alive": true, "leader": true, "invocations_running": 3.0, "max_workers": 10.0, "spool_files": 0.0,
-		"spool_results": 0.0, "started_at": "2026-10-07T19:00:00Z", "heartbeat_at": "2026-10-07T20:59:55Z",
+		"spool_results": 0.0, "spool_set_aside": 0.0, "started_at": "2026-10-07T19:00:00Z", "heartbeat_at": "2026-10-07T20:59:55Z",
 		"stopped_at": nil}, first)
 	alive := map[string]bool{}
 	for _, w := range got.Workers {
@@ -43,4 +43,5 @@ func TestStatusShowsTheWorkersAndTheirQueue(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{statustest.LeaderWorker: true, statustest.SpoolWorker: true,
 		statustest.DeadWorker: false, statustest.StoppedWorker: false}, alive)
+	require.Equal(t, 1.0, got.Workers[1]["spool_set_aside"], "%v", got.Workers[1])
 }

@@ -31,8 +31,9 @@ type Worker struct {
 	// set on a standby, which cannot read River's UNLOGGED leader table).
 	Leader             bool
 	InvocationsRunning int
-	// SpoolFiles and SpoolResults are what waits in its machine's spool, which only it can read.
-	SpoolFiles, SpoolResults int
+	// SpoolFiles and SpoolResults are what waits in its machine's spool, which only it can read;
+	// SpoolSetAside, the files there set aside for a person to read (what no replay can store).
+	SpoolFiles, SpoolResults, SpoolSetAside int
 }
 
 // Queue is probectl's invocations in River's queue.
@@ -64,7 +65,7 @@ func workers(ctx context.Context, tx pgx.Tx, now time.Time) ([]Worker, *Queue, e
 		out = append(out, Worker{ID: w.ID, Host: w.Host, Version: w.Version, PID: w.PID, MaxWorkers: w.MaxWorkers,
 			StartedAt: w.StartedAt, HeartbeatAt: w.HeartbeatAt, StoppedAt: w.StoppedAt, Alive: w.Alive,
 			Leader: leader != "" && w.ID == leader, InvocationsRunning: w.InvocationsRunning, SpoolFiles: w.SpoolFiles,
-			SpoolResults: w.SpoolResults})
+			SpoolResults: w.SpoolResults, SpoolSetAside: w.SpoolSetAside})
 	}
 	q, err := queries.StatusQueue(ctx, tx, now, QueueWindow)
 	if err != nil {
@@ -85,6 +86,7 @@ type workerJSON struct {
 	MaxWorkers         int        `json:"max_workers"`
 	SpoolFiles         int        `json:"spool_files"`
 	SpoolResults       int        `json:"spool_results"`
+	SpoolSetAside      int        `json:"spool_set_aside"`
 	StartedAt          time.Time  `json:"started_at"`
 	HeartbeatAt        time.Time  `json:"heartbeat_at"`
 	StoppedAt          *time.Time `json:"stopped_at"`
@@ -103,7 +105,7 @@ func workersJSON(ws []Worker) []workerJSON {
 	for _, w := range ws {
 		out = append(out, workerJSON{ID: w.ID, Host: w.Host, PID: w.PID, Version: w.Version, Alive: w.Alive,
 			Leader: w.Leader, InvocationsRunning: w.InvocationsRunning, MaxWorkers: w.MaxWorkers,
-			SpoolFiles: w.SpoolFiles, SpoolResults: w.SpoolResults, StartedAt: w.StartedAt,
+			SpoolFiles: w.SpoolFiles, SpoolResults: w.SpoolResults, SpoolSetAside: w.SpoolSetAside, StartedAt: w.StartedAt,
 			HeartbeatAt: w.HeartbeatAt, StoppedAt: w.StoppedAt})
 	}
 	return out

@@ -109,7 +109,7 @@ func (p *process) beatOnce(ctx context.Context) {
 		if err != nil {
 			log.Warn("read the spool for the heartbeat", "dir", dir, "err", err)
 		}
-		b.SpoolFiles, b.SpoolResults = sp.Files, sp.Results
+		b.SpoolFiles, b.SpoolResults, b.SpoolSetAside = sp.Files, sp.Results, sp.SetAside
 	}
 	ids, n := p.snapshot()
 	b.InvocationsRunning = n

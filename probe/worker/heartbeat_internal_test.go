@@ -154,8 +154,9 @@ func TestAHeartbeatKeepsQueuedRoundsAliveButNotAnotherWorkersRunningOne(t *testi
 }
 
 // A worker stores what waits in its spool before it runs anything, and its heartbeat reports
-// what is left there (here a file a live round still writes, which no replay takes), since status
-// on another machine cannot read this one's files.
+// what is left there (here a file a live round still writes, which no replay takes) and what it
+// set aside for a person (a result whose job is gone, from a record too old to restore it), since
+// status on another machine cannot read this one's files.
 func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -166,7 +167,8 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	writeSpooled(t, pool, dir, round, srv, job, "stored.jsonl")
-	busy := writeSpooled(t, pool, dir, round, srv, job+1000, "busy.jsonl")
+	writeSpooled(t, pool, dir, round, srv, job+1000, "orphan.jsonl") // no such job: kept, set aside
+	busy := writeSpooled(t, pool, dir, round, srv, job+2000, "busy.jsonl")
 	f, err := os.Open(busy)
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
@@ -180,10 +182,11 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(wctx, cfg) }()
-	depth := func() [2]int {
-		var files, results int
-		require.NoError(t, pool.QueryRow(ctx, "SELECT spool_files, spool_results FROM probectl_workers").Scan(&files, &results))
-		return [2]int{files, results}
+	depth := func() [3]int {
+		var files, results, aside int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT spool_files, spool_results, spool_set_aside FROM probectl_workers").
+			Scan(&files, &results, &aside))
+		return [3]int{files, results, aside}
 	}
 	runsOf := func(job int64) int {
 		var n int
@@ -196,7 +199,8 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 		return n == 1
 	})
 	require.Equal(t, 1, runsOf(job), "the spooled result was stored at start, before the first heartbeat")
-	require.Equal(t, [2]int{1, 1}, depth(), "the heartbeat reports what is left in the spool")
+	require.Equal(t, [3]int{1, 1, 1}, depth(), "the heartbeat reports what is left in the spool, and what was set aside")
+	require.FileExists(t, filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-orphan.jsonl.bad", round)))
 
 	// A result spooled while the worker runs is stored by a later heartbeat.
 	later := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: testfactory.Server(ctx, t, pool, nil), RoundID: &round})
@@ -204,7 +208,7 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT server_id FROM probe_jobs WHERE id = $1", later).Scan(&srv2))
 	writeSpooled(t, pool, dir, round, srv2, later, "later.jsonl")
 	waitFor(t, "a heartbeat to store the result spooled later", func() bool { return runsOf(later) == 1 })
-	waitFor(t, "the heartbeat to report the spool back to its one busy file", func() bool { return depth() == [2]int{1, 1} })
+	waitFor(t, "the heartbeat to report the spool back to its one busy file", func() bool { return depth() == [3]int{1, 1, 1} })
 	stop()
 	require.NoError(t, <-done)
 }
