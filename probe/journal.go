@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -316,9 +317,11 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 		return // tried again at the next replay, cut lines and kept results with it
 	}
 	if len(bad)+len(kept) > 0 {
-		line, err := setAside(path, len(entries)-len(kept), append(bad, kept...))
+		why := append(bad, kept...)
+		line, err := setAside(path, len(entries)-len(kept), why)
 		if err != nil {
-			out.Problems = append(out.Problems, err.Error())
+			out.Left += len(kept)
+			out.Problems = append(out.Problems, fmt.Sprintf("%v: %s", err, render.FirstOf(why, setAsideShown, "; ")))
 			return
 		}
 		out.SetAside = append(out.SetAside, line)

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
@@ -268,20 +271,34 @@ const setAsideShown = 3
 // kept for a person: isKept; why, one line each). So it is said once, in the line returned, and
 // does not hold up every round after it; status counts it until a person removes it.
 // A file of that name already there (a person's copy) is not replaced: the file stays where
-// every replay reads it, and the error says so. The name cannot be taken between the look and the
-// rename by another replay: the caller holds path's lock, and path's name is its process's alone.
+// every replay reads it, and the error says so.
 func setAside(path string, stored int, why []string) (string, error) {
 	aside := path + asideExt
-	if _, err := os.Lstat(aside); err == nil {
-		return "", fmt.Errorf("set aside %s: %s is there already (move it away); it stays where every replay reads it",
-			path, filepath.Base(aside))
-	}
-	if err := os.Rename(path, aside); err != nil {
+	if err := renameNoReplace(path, aside); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%s is there already (move it away)", filepath.Base(aside))
+		}
 		return "", fmt.Errorf("set aside %s: %w; it stays where every replay reads it", path, err)
 	}
 	_ = syncDir(filepath.Dir(path))
 	return fmt.Sprintf("%s is set aside as %s for a person to read (%d of its results stored, or there already): %s",
 		filepath.Base(path), filepath.Base(aside), stored, render.FirstOf(why, setAsideShown, "; ")), nil
+}
+
+// renameNoReplace renames from to to, unless to exists (an error that is fs.ErrExist). Where the
+// file system cannot refuse to replace in the rename itself (renameat2's RENAME_NOREPLACE), it
+// looks first: nothing else takes that name between the look and the rename, since a set-aside
+// name is made from a spool or journal file's, which is its process's alone, and the caller holds
+// that file's lock.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+		return err // nil, EEXIST (fs.ErrExist) or why the rename failed
+	}
+	if _, err := os.Lstat(to); err == nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: unix.EEXIST}
+	}
+	return os.Rename(from, to)
 }
 
 func sameFile(path string, fi os.FileInfo) bool {

@@ -37,25 +37,27 @@ func writeWorkers(p *statusPrinter, io *render.Streams, st render.Styles, r *sta
 	}
 	tbl := render.NewTable(p.w, "WORKER", "STATE", "LEADER", "RUNNING", "SPOOL", "VERSION", "HOST", io.TimeHeader("HEARTBEAT"))
 	for _, w := range r.Workers {
-		state := "alive"
+		// Cells, not strings rendered here: the table escapes a string's control characters, a
+		// style's colour codes included.
+		state := render.Plain("alive")
 		switch {
 		case w.StoppedAt != nil:
-			state = st.Muted.Render("stopped")
+			state = render.Styled(st.Muted, "stopped")
 		case !w.Alive:
-			state = st.Fail.Render("dead")
+			state = render.Styled(st.Fail, "dead")
 		}
 		leader := ""
 		if w.Leader {
 			leader = "leader"
 		}
-		spool := fmt.Sprint(w.SpoolResults)
+		spool := render.Plain(fmt.Sprint(w.SpoolResults))
 		if w.SpoolResults > 0 {
-			spool = st.Fail.Render(fmt.Sprintf("%d in %d file(s)", w.SpoolResults, w.SpoolFiles))
+			spool = render.Styled(st.Fail, fmt.Sprintf("%d in %d file(s)", w.SpoolResults, w.SpoolFiles))
 		}
 		if w.SpoolSetAside > 0 {
-			aside := st.Warn.Render(fmt.Sprintf("%d set aside", w.SpoolSetAside))
+			aside := render.Styled(st.Warn, fmt.Sprintf("%d set aside", w.SpoolSetAside))
 			if w.SpoolResults > 0 {
-				aside = spool + ", " + aside
+				aside = spool.Then(render.Plain(", ")).Then(aside)
 			}
 			spool = aside
 		}

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 	"github.com/stretchr/testify/require"
 
 	"github.com/probectl/probectl/internal/golden"
+	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/internal/status"
 	"github.com/probectl/probectl/internal/status/statustest"
 )
 
@@ -44,4 +50,28 @@ func TestStatusShowsTheWorkersAndTheirQueue(t *testing.T) {
 	require.Equal(t, map[string]bool{statustest.LeaderWorker: true, statustest.SpoolWorker: true,
 		statustest.DeadWorker: false, statustest.StoppedWorker: false}, alive)
 	require.Equal(t, 1.0, got.Workers[1]["spool_set_aside"], "%v", got.Workers[1])
+}
+
+// On a terminal the workers' coloured cells (dead, stopped, what waits or is set aside in a
+// spool) are coloured, not shown as the escapes of their colour codes: the table shows a string's
+// control characters as escapes, so they are cells the table styles itself.
+func TestTheWorkersTableColoursItsCellsOnATerminal(t *testing.T) {
+	t.Parallel()
+	colour := lipgloss.NewRenderer(io.Discard)
+	colour.SetColorProfile(termenv.ANSI)
+	red := colour.NewStyle().Foreground(lipgloss.Color("1"))
+	st := render.Styles{Title: red, Pass: red, Fail: red, Warn: red, Muted: red}
+	stopped := statustest.Now
+	r := &status.Report{Queue: &status.Queue{}, Workers: []status.Worker{
+		{ID: "w-1", HeartbeatAt: stopped, StoppedAt: &stopped},
+		{ID: "w-2", HeartbeatAt: stopped, SpoolFiles: 1, SpoolResults: 2, SpoolSetAside: 1},
+	}}
+	var out bytes.Buffer
+	p := &statusPrinter{w: &out}
+	writeWorkers(p, &render.Streams{Out: &out, ErrOut: &out, OutTTY: true}, st, r)
+	require.NoError(t, p.err)
+	require.NotContains(t, out.String(), `\u001b`, "no colour code shown as its escape:\n%s", out.String())
+	for _, cell := range []string{"dead", "stopped", "2 in 1 file(s)", "1 set aside"} {
+		require.Contains(t, out.String(), red.Render(cell), "%q is coloured", cell)
+	}
 }

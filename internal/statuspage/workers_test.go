@@ -26,9 +26,9 @@ func TestPagesShowTheWorkersInTheirLanguage(t *testing.T) {
 		name, path, summary, queue, dead, spool string
 	}{
 		{"the English page", "/status", "2 alive of 4 heard from in the last hour.",
-			"Queue: 2 waiting, 1 running, 1 to retry; in the last 24 h 3 retried, 1 discarded.", "dead", "2 results in 1 file(s); 1 file(s) set aside for a person to read"},
+			"Queue: 2 waiting, 1 running, 1 to retry; in the last 24 h 3 retried, 1 discarded.", "dead", "2 results in 1 file(s); 1 file(s) set aside (*.bad) for a person to read"},
 		{"the Chinese page", "/zh/status", "最近一小时内有心跳的 4 个中，2 个存活。",
-			"队列：2 个等待，1 个运行中，1 个待重试；最近 24 小时重试 3 个，放弃 1 个。", "已失联", "2 个结果，1 个文件；1 个文件已移出，待人工查看"},
+			"队列：2 个等待，1 个运行中，1 个待重试；最近 24 小时重试 3 个，放弃 1 个。", "已失联", "2 个结果，1 个文件；1 个文件已搁置（*.bad），待人工查看"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -27,7 +27,7 @@ var workerWords = map[string]workerLabels{
 		DeadTitle:  "no heartbeat for 60 s: its process is gone; River retries its invocations once rescued",
 		NoneAlive:  "No worker is alive to run the waiting invocations: start probectl worker.",
 		Queue:      "Queue: %d waiting, %d running, %d to retry; in the last 24 h %d retried, %d discarded.",
-		SpoolDepth: "%d results in %d file(s)", SetAside: "%d file(s) set aside for a person to read", Sep: "; "},
+		SpoolDepth: "%d results in %d file(s)", SetAside: "%d file(s) set aside (*.bad) for a person to read", Sep: "; "},
 	"zh-CN": {Title: "worker 进程", Summary: "最近一小时内有心跳的 %[2]d 个中，%[1]d 个存活。",
 		None: "最近一小时内没有 worker 的心跳。", Worker: "worker", State: "状态", Leader: "主节点",
 		Running: "运行中的调用", Spool: "本地暂存", Version: "版本", Host: "主机", Heartbeat: "最后心跳",
@@ -35,7 +35,7 @@ var workerWords = map[string]workerLabels{
 		DeadTitle:  "超过 60 秒没有心跳：进程已不在；River 接管后会重试它的调用",
 		NoneAlive:  "没有存活的 worker 来运行等待中的调用：请启动 probectl worker。",
 		Queue:      "队列：%d 个等待，%d 个运行中，%d 个待重试；最近 24 小时重试 %d 个，放弃 %d 个。",
-		SpoolDepth: "%d 个结果，%d 个文件", SetAside: "%d 个文件已移出，待人工查看", Sep: "；"},
+		SpoolDepth: "%d 个结果，%d 个文件", SetAside: "%d 个文件已搁置（*.bad），待人工查看", Sep: "；"},
 }
 
 // workersView is the page's workers section; nil when the database has no workers' tables or

@@ -27,14 +27,38 @@ type process struct {
 	// warnedRelease is the active release of another version this worker last said it does not
 	// run rounds of (0: none), so that it says so once, not every tick.
 	warnedRelease int64
+	// said holds the spool replay's problems this process has logged (at most maxSaid), so
+	// that a file that stays (another user's, one whose set-aside failed) is said once, not
+	// every beat.
+	said map[string]bool
 }
+
+// maxSaid bounds process.said: past it, it starts again (a problem is said again, once).
+const maxSaid = 1000
 
 func newProcess(cfg Config) *process {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
 	}
-	return &process{cfg: cfg, id: ClientID(), host: host, rounds: map[int64]int{}, decodes: check.NewDecodeSlots()}
+	return &process{cfg: cfg, id: ClientID(), host: host, rounds: map[int64]int{}, decodes: check.NewDecodeSlots(),
+		said: map[string]bool{}}
+}
+
+// sayOnce logs each problem of a spool replay the first time this process meets it.
+func (p *process) sayOnce(problems []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range problems {
+		if p.said[pr] {
+			continue
+		}
+		if len(p.said) >= maxSaid {
+			clear(p.said)
+		}
+		p.said[pr] = true
+		p.cfg.Log.Warn("spool replay", "problem", pr)
+	}
 }
 
 // running counts an invocation of round id as running here until the returned done is called.
@@ -124,9 +148,10 @@ func (p *process) beatOnce(ctx context.Context) {
 	}
 	if b.SpoolFiles > 0 { // a file holding only a line cut short counts no result: it is set aside
 		rec, err := probe.Recover(ctx, p.cfg.Pool, dir, log)
-		if err == nil && rec.Stored+rec.AlreadyStored > 0 {
+		if err == nil && rec.Stored+rec.Files > 0 {
 			log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
 		}
+		p.sayOnce(rec.Problems)
 		rec.LogSetAside(log)
 	}
 	if dir != "" {

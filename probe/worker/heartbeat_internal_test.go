@@ -206,9 +206,22 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 	later := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: testfactory.Server(ctx, t, pool, nil), RoundID: &round})
 	var srv2 int64
 	require.NoError(t, pool.QueryRow(ctx, "SELECT server_id FROM probe_jobs WHERE id = $1", later).Scan(&srv2))
-	writeSpooled(t, pool, dir, round, srv2, later, "later.jsonl")
+	laterFile := writeSpooled(t, pool, dir, round, srv2, later, "later.jsonl")
 	waitFor(t, "a heartbeat to store the result spooled later", func() bool { return runsOf(later) == 1 })
 	waitFor(t, "the heartbeat to report the spool back to its one busy file", func() bool { return depth() == [3]int{1, 1, 1} })
+	require.NoFileExists(t, laterFile)
+
+	// Its round gone, the busy file is replayed: its result has no job, and is set aside.
+	require.NoError(t, f.Close())
+	waitFor(t, "a heartbeat to set the busy file aside", func() bool { return depth() == [3]int{0, 0, 2} })
+
+	// A file holding only a line cut short (a crashed invocation's) counts no result, and is
+	// still replayed, set aside and counted.
+	cut := filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-cut.jsonl", round))
+	require.NoError(t, os.WriteFile(cut+".new", []byte(`{"round_id":`), 0o600))
+	require.NoError(t, os.Rename(cut+".new", cut))
+	waitFor(t, "a heartbeat to set the cut file aside", func() bool { return depth() == [3]int{0, 0, 3} })
+	require.FileExists(t, cut+".bad")
 	stop()
 	require.NoError(t, <-done)
 }
