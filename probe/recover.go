@@ -15,8 +15,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
@@ -285,22 +283,6 @@ func setAside(path string, stored int, why []string) (string, error) {
 		filepath.Base(path), filepath.Base(aside), stored, render.FirstOf(why, setAsideShown, "; ")), nil
 }
 
-// renameNoReplace renames from to to, unless to exists (an error that is fs.ErrExist). Where the
-// file system cannot refuse to replace in the rename itself (renameat2's RENAME_NOREPLACE), it
-// looks first: nothing else takes that name between the look and the rename, since a set-aside
-// name is made from a spool or journal file's, which is its process's alone, and the caller holds
-// that file's lock.
-func renameNoReplace(from, to string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
-	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
-		return err // nil, EEXIST (fs.ErrExist) or why the rename failed
-	}
-	if _, err := os.Lstat(to); err == nil {
-		return &os.LinkError{Op: "rename", Old: from, New: to, Err: unix.EEXIST}
-	}
-	return os.Rename(from, to)
-}
-
 func sameFile(path string, fi os.FileInfo) bool {
 	cur, err := os.Stat(path)
 	return err == nil && os.SameFile(cur, fi)
@@ -383,4 +365,14 @@ func storeSpooled(ctx context.Context, db queries.DBTX, e spoolEntry, source str
 		return true, false, nil
 	}
 	return false, false, err
+}
+
+// renameLooked renames from to to unless to exists, by looking first. Nothing of probectl's takes
+// that name between the look and the rename: a set-aside name is made from a spool or journal
+// file's, which is its process's alone, and the caller holds that file's lock.
+func renameLooked(from, to string) error {
+	if _, err := os.Lstat(to); err == nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+	}
+	return os.Rename(from, to)
 }
