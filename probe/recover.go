@@ -144,8 +144,8 @@ func RecoverAll(ctx context.Context, db queries.DBTX, dir string, log *slog.Logg
 // job id is unique, so a result whose run exists is counted as already stored and changes
 // nothing. A file is removed once all its results are stored, or set aside (setAside) once every
 // result that can be stored is and what is left no replay can store; a file a live round still
-// writes is left alone. The error is a *SpoolError when dir cannot be used, else nil: results that could not
-// be stored stay in the spool and are counted in Left and Problems.
+// writes is left alone. The error is a *SpoolError when dir cannot be used, else nil: results
+// that could not be stored stay in the spool and are counted in Left and Problems.
 func Recover(ctx context.Context, db queries.DBTX, dir string, log *slog.Logger) (Recovery, error) {
 	rec := Recovery{Dir: dir}
 	if log == nil {
@@ -195,8 +195,7 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		return
 	}
 	left := 0
-	var kept []spoolEntry // results no replay can store (isKept)
-	var keptWhy []string
+	var kept []string // why, for each result no replay can store (isKept)
 	for i, e := range entries {
 		if *down {
 			n := len(entries) - i
@@ -208,8 +207,7 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		already, restored, err := storeSpooled(ctx, db, e, "spool", log)
 		switch {
 		case isKept(err):
-			kept = append(kept, e)
-			keptWhy = append(keptWhy, fmt.Sprintf("spooled job %d (%s): %v", e.JobID, e.Slug, err))
+			kept = append(kept, fmt.Sprintf("spooled job %d (%s): %v", e.JobID, e.Slug, err))
 		case err != nil:
 			*down = queries.Transient(err)
 			left++
@@ -228,7 +226,7 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		// The file stays for the next replay, and what no replay can store in it is said with it
 		// until the rest is stored.
 		rec.Left += left + len(kept)
-		for _, k := range keptWhy {
+		for _, k := range kept {
 			rec.Problems = append(rec.Problems, fmt.Sprintf("%s from %s; it stays in the spool", k, filepath.Base(path)))
 		}
 		for _, b := range bad {
@@ -237,7 +235,7 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		return
 	}
 	if len(bad)+len(kept) > 0 {
-		why := append(bad, keptWhy...)
+		why := append(bad, kept...)
 		line, err := setAside(path, len(entries)-len(kept), why)
 		if err != nil {
 			rec.Left += len(kept)
