@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,4 +79,31 @@ func waitForABeat(t *testing.T, db queries.DBTX, roundID int64, began time.Time,
 		require.NoError(t, db.QueryRow(context.Background(), "SELECT heartbeat_at > $2 FROM probe_rounds WHERE id = $1",
 			roundID, began.Add(time.Minute)).Scan(&beats))
 	}
+}
+
+// A round beats until it has ended, not only while it checks: the replay of the failover
+// journals and the round's end come after its checks, each with a budget of 30 s, and a round
+// silent for 60 s is taken for dead (a false round.dead alert). Here the round's end waits, its
+// heartbeat made an hour old, until a beat comes.
+func TestARoundBeatsUntilItHasEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	dueServers(t, db, 1)
+	beatAtTheEnd := false
+	r := &Round{DB: db, Settings: testSettings(FinishTx), Checker: &okChecker{}, SpoolDir: filepath.Join(t.TempDir(), "spool"),
+		testKnobs: testKnobs{heartbeatEvery: 50 * time.Millisecond, hooks: hooks{beforeWrite: func(ctx context.Context, w write) {
+			if w != writeFinishRound || beatAtTheEnd {
+				return
+			}
+			var roundID int64
+			began := time.Now().Add(-time.Hour)
+			require.NoError(t, db.QueryRow(ctx, `UPDATE probe_rounds SET heartbeat_at = $1 WHERE finished_at IS NULL
+			                                     RETURNING id`, began).Scan(&roundID))
+			waitForABeat(t, db, roundID, began, "while the round ends")
+			beatAtTheEnd = true
+		}}}}
+	_, err := r.Run(ctx)
+	require.NoError(t, err)
+	require.True(t, beatAtTheEnd)
 }

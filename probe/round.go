@@ -316,7 +316,6 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	if st.completer != nil {
 		batches = st.completer.close() // every check has its finish answered by now
 	}
-	stopBeating()
 	interrupted := ctx.Err() != nil
 	if interrupted {
 		st.mu.Lock()
@@ -339,6 +338,9 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		sum.Journal = r.closeJournal(ctx, st)
 	}
 	r.closeRound(ctx, st, sum)
+	// The round beats until it has ended: the journal's replay and the round's end have a budget
+	// of 30 s each, and a round silent for 60 s is taken for dead (a round.dead alert).
+	stopBeating()
 	st.mu.Lock()
 	sum.Problems = slices.Clone(st.problems)
 	sum.JournalSetAside = slices.Clone(st.journalSetAside)
@@ -361,6 +363,7 @@ func (r *Round) closeRound(ctx context.Context, st *state, sum *Summary) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), all)
 	defer cancel()
 	err := retry(wctx, each, r.Log, "finish round", func(ctx context.Context) error {
+		r.hooks.before(ctx, writeFinishRound)
 		var err error
 		sum.FinishedAt, err = queries.FinishRound(ctx, r.DB, st.roundID, nil)
 		return err

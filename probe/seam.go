@@ -30,6 +30,8 @@ const (
 	writeFinishTx       write = "finish-tx"  // probe_finish
 	writeAdvance        write = "advance"    // first write of an advance-first finish
 	writeFinishJob      write = "finish-job" // second write: the run and the job
+	// writeFinishRound is the round's end (its finished_at, and the alerts' judgement of it).
+	writeFinishRound write = "finish-round"
 )
 
 // hooks let tests stop or delay a round at the exact point they are about. Nil hooks do nothing.
