@@ -68,9 +68,9 @@ func (r *Round) beat(ctx context.Context, roundID int64) (stop func()) {
 			}
 		}
 	})
-	return func() {
+	return sync.OnceFunc(func() { // stop may be called again: it stops once
 		cancel()
 		wg.Wait()
 		closeOwn()
-	}
+	})
 }

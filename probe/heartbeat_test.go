@@ -107,3 +107,41 @@ func TestARoundBeatsUntilItHasEnded(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, beatAtTheEnd)
 }
+
+// A round beats from its start: before it claims, it replays the failover journals (after a
+// failover, every result the new primary lacks, each with a finish's budget), and a round silent
+// for 60 s is taken for dead. Here the replay waits, on a table it writes, while the round's
+// heartbeat, made an hour old, must come.
+func TestARoundBeatsWhileItsStartReplaysTheJournals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	dueServers(t, db, 1)
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // released below; a second rollback does nothing
+	// The replay's first write (the timeline it sees) waits.
+	_, err = tx.Exec(ctx, "LOCK TABLE probectl_timelines IN EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	r := &Round{DB: db, Settings: testSettings(FinishTx), Checker: &okChecker{}, SpoolDir: filepath.Join(t.TempDir(), "spool"),
+		testKnobs: testKnobs{heartbeatEvery: 50 * time.Millisecond}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(ctx)
+		done <- err
+	}()
+	var roundID int64
+	deadline := time.Now().Add(10 * time.Second)
+	for roundID == 0 {
+		require.True(t, time.Now().Before(deadline), "no round started in 10 s")
+		time.Sleep(10 * time.Millisecond) // polling a condition, not standing in for one
+		require.NoError(t, db.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM probe_rounds WHERE finished_at IS NULL").Scan(&roundID))
+	}
+	began := time.Now().Add(-time.Hour)
+	_, err = db.Exec(ctx, "UPDATE probe_rounds SET heartbeat_at = $2 WHERE id = $1", roundID, began)
+	require.NoError(t, err)
+	waitForABeat(t, db, roundID, began, "while the round's start replays the journals")
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, <-done)
+}

@@ -291,6 +291,11 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	st := &state{roundID: roundID, deadline: r.clock().Add(s.MaxDuration.D())}
+	// The round beats from its start to its end: the failover journals' replay before its claims
+	// and after its checks, and the round's end, have a budget of 30 s each (a result's, at the
+	// start), and a round silent for 60 s is taken for dead (a round.dead alert).
+	stopBeating := r.beat(ctx, roundID)
+	defer stopBeating() // also called below, once the round has ended
 	if r.SpoolDir != "" {
 		st.spool = &spool{dir: r.SpoolDir, roundID: roundID}
 		st.journal = r.openJournal(ctx, st, r.SpoolDir, roundID)
@@ -305,7 +310,6 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		_, each := r.finishBudgets()
 		st.completer = newCompleter(r.DB, each, r.Log)
 	}
-	stopBeating := r.beat(ctx, roundID)
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
 	for inv := range s.Invocations() {
@@ -338,8 +342,6 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 		sum.Journal = r.closeJournal(ctx, st)
 	}
 	r.closeRound(ctx, st, sum)
-	// The round beats until it has ended: the journal's replay and the round's end have a budget
-	// of 30 s each, and a round silent for 60 s is taken for dead (a round.dead alert).
 	stopBeating()
 	st.mu.Lock()
 	sum.Problems = slices.Clone(st.problems)

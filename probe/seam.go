@@ -30,7 +30,7 @@ const (
 	writeFinishTx       write = "finish-tx"  // probe_finish
 	writeAdvance        write = "advance"    // first write of an advance-first finish
 	writeFinishJob      write = "finish-job" // second write: the run and the job
-	// writeFinishRound is the round's end (its finished_at, and the alerts' judgement of it).
+	// writeFinishRound is the round's end (its finished_at).
 	writeFinishRound write = "finish-round"
 )
 
