@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/probectl/probectl/internal/render"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -200,9 +199,7 @@ type JournalReplay struct {
 
 // LogSetAside logs each journal this replay set aside.
 func (jr JournalReplay) LogSetAside(log *slog.Logger) {
-	for _, a := range jr.SetAside {
-		log.Warn("a failover journal is set aside for a person to read", "set_aside", a)
-	}
+	logSetAside(log, "a failover journal", jr.SetAside)
 }
 
 // ReplayJournals replays the journals in dir that were written on another timeline than the
@@ -317,14 +314,12 @@ func replayJournal(ctx context.Context, db queries.DBTX, path string, tl int64, 
 		return // tried again at the next replay, cut lines and kept results with it
 	}
 	if len(bad)+len(kept) > 0 {
-		why := append(bad, kept...)
-		line, err := setAside(path, len(entries)-len(kept), why)
-		if err != nil {
+		if line, err := setAside(path, len(entries)-len(kept), append(bad, kept...)); err != nil {
 			out.Left += len(kept)
-			out.Problems = append(out.Problems, fmt.Sprintf("%v: %s", err, render.FirstOf(why, setAsideShown, "; ")))
-			return
+			out.Problems = append(out.Problems, err.Error())
+		} else {
+			out.SetAside = append(out.SetAside, line)
 		}
-		out.SetAside = append(out.SetAside, line)
 		return
 	}
 	if os.Remove(path) == nil {

@@ -43,9 +43,12 @@ type Recovery struct {
 }
 
 // LogSetAside logs each file this replay set aside.
-func (rec Recovery) LogSetAside(log *slog.Logger) {
-	for _, a := range rec.SetAside {
-		log.Warn("a spool file is set aside for a person to read", "set_aside", a)
+func (rec Recovery) LogSetAside(log *slog.Logger) { logSetAside(log, "a spool file", rec.SetAside) }
+
+// logSetAside logs each line of setAside, the files (what) a replay set aside.
+func logSetAside(log *slog.Logger, what string, setAside []string) {
+	for _, a := range setAside {
+		log.Warn(what+" is set aside for a person to read", "set_aside", a)
 	}
 }
 
@@ -235,14 +238,12 @@ func recoverFile(ctx context.Context, db queries.DBTX, path string, log *slog.Lo
 		return
 	}
 	if len(bad)+len(kept) > 0 {
-		why := append(bad, kept...)
-		line, err := setAside(path, len(entries)-len(kept), why)
-		if err != nil {
+		if line, err := setAside(path, len(entries)-len(kept), append(bad, kept...)); err != nil {
 			rec.Left += len(kept)
-			rec.Problems = append(rec.Problems, fmt.Sprintf("%v: %s", err, render.FirstOf(why, setAsideShown, "; ")))
-			return
+			rec.Problems = append(rec.Problems, err.Error())
+		} else {
+			rec.SetAside = append(rec.SetAside, line)
 		}
-		rec.SetAside = append(rec.SetAside, line)
 		return
 	}
 	if err := os.Remove(path); err != nil {
@@ -267,18 +268,19 @@ const setAsideShown = 3
 // kept for a person: isKept; why, one line each). So it is said once, in the line returned, and
 // does not hold up every round after it; status counts it until a person removes it.
 // A file of that name already there (a person's copy) is not replaced: the file stays where
-// every replay reads it, and the error says so.
+// every replay reads it, and the error says so, and why it was to be set aside.
 func setAside(path string, stored int, why []string) (string, error) {
 	aside := path + asideExt
+	reasons := render.FirstOf(why, setAsideShown, "; ")
 	if err := renameNoReplace(path, aside); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%s is there already (move it away)", filepath.Base(aside))
 		}
-		return "", fmt.Errorf("set aside %s: %w; it stays where every replay reads it", path, err)
+		return "", fmt.Errorf("set aside %s: %w; it stays where every replay reads it: %s", path, err, reasons)
 	}
 	_ = syncDir(filepath.Dir(path))
 	return fmt.Sprintf("%s is set aside as %s for a person to read (%d of its results stored, or there already): %s",
-		filepath.Base(path), filepath.Base(aside), stored, render.FirstOf(why, setAsideShown, "; ")), nil
+		filepath.Base(path), filepath.Base(aside), stored, reasons), nil
 }
 
 func sameFile(path string, fi os.FileInfo) bool {

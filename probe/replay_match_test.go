@@ -362,35 +362,6 @@ func TestAJournalsKeptResultIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	require.Equal(t, serverRuns{}, runsOf(t, db, server))
 }
 
-// A journal whose result could not be stored now, for a reason that is not the result's (here a
-// trigger planted to refuse its run), stays where the next replay reads it, its cut line too:
-// set aside, its result would be read by no replay again.
-func TestAJournalWithAResultLeftStaysForTheNextReplay(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testDB(t)
-	server := testfactory.Server(ctx, t, db, nil)
-	round := testfactory.Round(ctx, t, db, nil)
-	allowRuns := refuseRuns(t, db)
-	dir, path := journalWithACutLine(t, lostClaimEntry(8003, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
-	files := []string{path}
-
-	jr, err := ReplayJournals(ctx, db, dir, nil)
-	require.NoError(t, err)
-	require.Equal(t, 1, jr.Left)
-	require.Len(t, jr.Problems, 1)
-	require.Contains(t, jr.Problems[0], "journaled job 8003 (lost) from ")
-	require.Empty(t, jr.SetAside)
-	require.FileExists(t, files[0])
-
-	allowRuns()
-	jr, err = ReplayJournals(ctx, db, dir, nil)
-	require.NoError(t, err)
-	require.Equal(t, 1, jr.Restored, "%v", jr.Problems)
-	require.Len(t, jr.SetAside, 1, "the cut line, said once the rest is stored")
-	require.FileExists(t, files[0]+asideExt)
-}
-
 // lostJournal writes a journal of another timeline (999) than the database's holding e, in a
 // spool directory of its own: what a failover left.
 func lostJournal(t *testing.T, e spoolEntry) (dir, path string) {
@@ -520,36 +491,66 @@ func TestASpoolFilesKeptResultIsSaidOnceAndItsFileSetAside(t *testing.T) {
 	require.Empty(t, rec.SetAside)
 }
 
-// A spool file with a result that could not be stored now, for a reason that is not the
-// result's, stays where the next replay reads it, its cut line reported with it: set aside, its
-// result would be read by no replay again.
-func TestASpoolFileWithAResultLeftStaysForTheNextReplay(t *testing.T) {
+// A spool file or journal whose result could not be stored now, for a reason that is not the
+// result's (here a trigger planted to refuse its run), stays where the next replay reads it, its
+// cut line too: set aside, its result would be read by no replay again. A spool file's replay
+// says the cut line with it, a journal's waits.
+func TestAFileWithAResultLeftStaysForTheNextReplay(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := testDB(t)
-	server := testfactory.Server(ctx, t, db, nil)
-	round := testfactory.Round(ctx, t, db, nil)
-	allowRuns := refuseRuns(t, db)
-	dir := filepath.Join(t.TempDir(), "spool")
-	path := writeSpool(t, dir, lostClaimEntry(8104, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
-	appendCutLine(t, path)
+	type replayed struct {
+		left, restored     int
+		problems, setAside []string
+	}
+	cases := []struct {
+		name string
+		// write puts e, then a line cut short, in a file of a new spool directory
+		write    func(t *testing.T, e spoolEntry) (dir, path string)
+		replay   func(t *testing.T, ctx context.Context, db queries.DBTX, dir string) replayed
+		problems []string // what the first replay's problems say, one each
+	}{
+		{"a journal", journalWithACutLine, func(t *testing.T, ctx context.Context, db queries.DBTX, dir string) replayed {
+			jr, err := ReplayJournals(ctx, db, dir, nil)
+			require.NoError(t, err)
+			return replayed{jr.Left, jr.Restored, jr.Problems, jr.SetAside}
+		}, []string{"journaled job 8003 (lost) from "}},
+		{"a spool file", func(t *testing.T, e spoolEntry) (dir, path string) {
+			dir = filepath.Join(t.TempDir(), "spool")
+			path = writeSpool(t, dir, e)
+			appendCutLine(t, path)
+			return dir, path
+		}, func(t *testing.T, ctx context.Context, db queries.DBTX, dir string) replayed {
+			rec, err := Recover(ctx, db, dir, nil)
+			require.NoError(t, err)
+			return replayed{rec.Left, rec.Restored, rec.Problems, rec.SetAside}
+		}, []string{"job 8003 (lost) from ", "line 2 does not hold a result"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := testDB(t)
+			server := testfactory.Server(ctx, t, db, nil)
+			round := testfactory.Round(ctx, t, db, nil)
+			allowRuns := refuseRuns(t, db)
+			dir, path := c.write(t, lostClaimEntry(8003, server, round, time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)))
 
-	rec, err := Recover(ctx, db, dir, nil)
-	require.NoError(t, err)
-	require.Equal(t, 1, rec.Left)
-	require.Len(t, rec.Problems, 2)
-	require.Contains(t, rec.Problems[0], "job 8104 (lost) from ")
-	require.Contains(t, rec.Problems[1], "line 2 does not hold a result")
-	require.Empty(t, rec.SetAside)
-	require.FileExists(t, path)
+			got := c.replay(t, ctx, db, dir)
+			require.Equal(t, 1, got.left)
+			require.Len(t, got.problems, len(c.problems))
+			for i, p := range c.problems {
+				require.Contains(t, got.problems[i], p)
+			}
+			require.Empty(t, got.setAside)
+			require.FileExists(t, path)
 
-	allowRuns()
-	rec, err = Recover(ctx, db, dir, nil)
-	require.NoError(t, err)
-	require.Equal(t, 1, rec.Restored, "%v", rec.Problems)
-	require.Empty(t, rec.Problems)
-	require.Len(t, rec.SetAside, 1, "the cut line, said once the rest is stored")
-	require.FileExists(t, path+asideExt)
+			allowRuns()
+			got = c.replay(t, ctx, db, dir)
+			require.Equal(t, 1, got.restored, "%v", got.problems)
+			require.Empty(t, got.problems)
+			require.Len(t, got.setAside, 1, "the cut line, said once the rest is stored")
+			require.FileExists(t, path+asideExt)
+		})
+	}
 }
 
 // appendCutLine appends to the spool or journal file path the start of a line cut short.

@@ -80,7 +80,7 @@ func deadRoundWithSpool(ctx context.Context, t *testing.T, pool *pgxpool.Pool) (
 	dir = filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	file := filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-00000000.jsonl", round))
-	line := spoolLine(t, pool, round, srv, job, map[string]any{"outcome": "ok"}, "finish job: connection refused")
+	line := testfactory.SpoolLine(ctx, t, pool, round, srv, job, map[string]any{"outcome": "ok"}, "finish job: connection refused")
 	require.NoError(t, os.WriteFile(file, line, 0o600))
 	return round, dir
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -106,23 +105,9 @@ func spooledResult(t *testing.T, pool *pgxpool.Pool, after string) (dir, file st
 	dir = filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	file = filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-00000000.jsonl", round))
-	line := spoolLine(t, pool, round, srv, job, map[string]any{"outcome": "ok"}, "finish job: connection refused")
+	line := testfactory.SpoolLine(ctx, t, pool, round, srv, job, map[string]any{"outcome": "ok"}, "finish job: connection refused")
 	require.NoError(t, os.WriteFile(file, append(line, after...), 0o600))
 	return dir, file, job
-}
-
-// spoolLine is the spool line (its newline included) of an ok result of job, claimed for server
-// srv in round, as a round whose finish failed for cause writes it.
-func spoolLine(t *testing.T, pool *pgxpool.Pool, round, srv, job int64, result map[string]any, cause string) []byte {
-	t.Helper()
-	var claimed time.Time
-	require.NoError(t, pool.QueryRow(context.Background(), "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
-	now := time.Now().UTC()
-	line, err := json.Marshal(map[string]any{"round_id": round, "slug": "s", "finish": "tx", "job_id": job,
-		"server_id": srv, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
-		"check_finished_at": now, "requests": 1, "result": result, "spooled_at": now, "cause": cause})
-	require.NoError(t, err)
-	return append(line, '\n')
 }
 
 // runs recover stores what a spool file holds and sets the file aside for its line cut short: it

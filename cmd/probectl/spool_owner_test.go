@@ -25,7 +25,7 @@ func plantedResult(t *testing.T, pool *pgxpool.Pool) (job int64, line []byte) {
 	srv := testfactory.Server(ctx, t, pool, nil)
 	round := testfactory.Round(ctx, t, pool, nil)
 	job = testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round})
-	return job, spoolLine(t, pool, round, srv, job, map[string]any{"outcome": "ok", "summary": "planted"}, "planted")
+	return job, testfactory.SpoolLine(ctx, t, pool, round, srv, job, map[string]any{"outcome": "ok", "summary": "planted"}, "planted")
 }
 
 // chownOrSkip gives path to another user; only root can, so elsewhere the test says loudly why

@@ -35,6 +35,8 @@ var (
 	signingKeysSQL string
 	//go:embed sql/set_server_status.sql
 	setServerStatusSQL string
+	//go:embed sql/server_next_check.sql
+	serverNextCheckSQL string
 )
 
 // ServerRow is a servers row with every field chosen.

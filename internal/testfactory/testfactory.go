@@ -176,6 +176,27 @@ func Run(ctx context.Context, t testing.TB, db queries.DBTX, opts *RunOpts) int6
 	return id
 }
 
+// SpoolLine is the spool file line (its newline included) a round writes when it could not store
+// job's result (result, an ok one, because of cause): job claimed for server serverID, as its
+// next check time is now, in round roundID. The line's shape is probe's spoolEntry; written by
+// hand, it is what a replay must read as a round's.
+func SpoolLine(ctx context.Context, t testing.TB, db queries.DBTX, roundID, serverID, jobID int64, result map[string]any,
+	cause string) []byte {
+	t.Helper()
+	var claimed time.Time
+	if err := db.QueryRow(ctx, serverNextCheckSQL, serverID).Scan(&claimed); err != nil {
+		t.Fatalf("testfactory: next check of server %d: %v", serverID, err)
+	}
+	now := time.Now().UTC()
+	line, err := json.Marshal(map[string]any{"round_id": roundID, "slug": "s", "finish": "tx", "job_id": jobID,
+		"server_id": serverID, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
+		"check_finished_at": now, "requests": 1, "result": result, "spooled_at": now, "cause": cause})
+	if err != nil {
+		t.Fatalf("testfactory: encode a spool line: %v", err)
+	}
+	return append(line, '\n')
+}
+
 // Ptr returns a pointer to v, for the optional fields above.
 func Ptr[T any](v T) *T { return &v }
 

@@ -3,7 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -230,20 +229,14 @@ func TestAWorkerReplaysItsSpoolOnStartAndReportsItsDepth(t *testing.T) {
 // would have, and returns its path.
 func writeSpooled(t *testing.T, pool *pgxpool.Pool, dir string, round, srv, job int64, name string) string {
 	t.Helper()
-	var claimed time.Time
-	require.NoError(t, pool.QueryRow(context.Background(), "SELECT next_check_at FROM servers WHERE id = $1", srv).Scan(&claimed))
-	now := time.Now().UTC()
-	line, err := json.Marshal(map[string]any{"round_id": round, "slug": "s", "finish": "tx", "job_id": job,
-		"server_id": srv, "claimed_next_check_at": claimed, "outcome": "ok", "started_at": now,
-		"check_finished_at": now, "requests": 1, "result": map[string]any{"outcome": "ok"}, "spooled_at": now,
-		"cause": "finish job: connection refused"})
-	require.NoError(t, err)
+	line := testfactory.SpoolLine(context.Background(), t, pool, round, srv, job, map[string]any{"outcome": "ok"},
+		"finish job: connection refused")
 	// Written under a hidden name and renamed, as a round makes its spool file: a heartbeat's
 	// replay that read the file between its creation and its write would find it empty and
 	// remove it, and the result with it.
 	final := filepath.Join(dir, fmt.Sprintf("round-%d-pid-1-%s", round, name))
 	hidden := filepath.Join(dir, "."+filepath.Base(final)+".new")
-	require.NoError(t, os.WriteFile(hidden, append(line, '\n'), 0o600))
+	require.NoError(t, os.WriteFile(hidden, line, 0o600))
 	require.NoError(t, os.Rename(hidden, final))
 	return final
 }
@@ -330,4 +323,25 @@ func TestAnIdleLeaderInsertsNoTickForAReleaseOfAnotherVersionAndSaysSoOnce(t *te
 	recordRelease(t, pool, time.Hour)
 	require.False(t, inserts())
 	require.Equal(t, 2, log.count("the active release is of another version"), "said again for the next such release")
+}
+
+// A spool file a replay cannot take (here one others may write: never replayed) stays, and every
+// heartbeat meets it again: the worker says it once, not every 10 s.
+func TestAHeartbeatSaysAReplayProblemOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	file := filepath.Join(dir, "round-1-pid-1-00000000.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte("{}\n"), 0o600))
+	require.NoError(t, os.Chmod(file, 0o660))
+	var log bytes.Buffer
+	p := newProcess(Config{Pool: pool, Log: slog.New(slog.NewTextHandler(&log, nil)), MaxWorkers: 1, Version: "dev",
+		SpoolDir: dir})
+	for range 3 {
+		p.beatOnce(ctx)
+	}
+	require.Equal(t, 1, strings.Count(log.String(), "others may write it"), "%s", log.String())
+	require.FileExists(t, file)
 }
