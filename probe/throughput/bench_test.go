@@ -39,7 +39,9 @@ import (
 //     one GET of the same fleet on a fresh connection, in jobs/s (fetch + GET + complete);
 //   - the floor (floorRounds): the same checks, signed, by as many invocations, writing only the
 //     rows a check cannot do without, with no guard, in servers/s;
-//   - the same three with a check and a job that do nothing.
+//   - the same three with a check and a job that do nothing;
+//   - for each, the CPU a check cost the machine and this process (cpuUse): with every core busy,
+//     the rate is the cores over that figure, so it says what a rate is made of.
 //
 // The rounds and the floor run on a pool of probe.RoundConns connections, as `run round` does;
 // River on one of (1 + fan-out) + 10, which its client shares among its producer, completer and
@@ -98,7 +100,7 @@ func BenchmarkThroughput(b *testing.B) {
 	signer := attest.NewSigner(priv)
 	require.NoError(b, queries.RegisterSigningKey(context.Background(), roundPool, signer.KeyID(), pub))
 
-	var probectlGET, floorGET, riverGET, probectlNoop, floorNoop, riverNoop float64
+	var probectlGET, floorGET, riverGET, probectlNoop, floorNoop, riverNoop measured
 	b.Run("probectl claim+check+finish", func(b *testing.B) {
 		probectlGET = probectlRounds(b, roundPool, tracer, s, signer, realCheck, servers, fleet.URL)
 	})
@@ -122,16 +124,31 @@ func BenchmarkThroughput(b *testing.B) {
 	})
 	fmt.Printf("with a GET: probectl %.0f servers/s, River %.0f jobs/s (probectl/River %.2f), floor %.0f/s (probectl/floor %.2f, floor/River %.2f); "+
 		"no-op: probectl %.0f/s, River %.0f/s (%.2f), floor %.0f/s (%.2f, %.2f); peak RSS of the rounds %.0f MiB",
-		probectlGET, riverGET, probectlGET/riverGET, floorGET, probectlGET/floorGET, floorGET/riverGET,
-		probectlNoop, riverNoop, probectlNoop/riverNoop, floorNoop, probectlNoop/floorNoop, floorNoop/riverNoop, float64(rss)/(1<<20))
+		probectlGET.perSecond, riverGET.perSecond, probectlGET.perSecond/riverGET.perSecond,
+		floorGET.perSecond, probectlGET.perSecond/floorGET.perSecond, floorGET.perSecond/riverGET.perSecond,
+		probectlNoop.perSecond, riverNoop.perSecond, probectlNoop.perSecond/riverNoop.perSecond,
+		floorNoop.perSecond, probectlNoop.perSecond/floorNoop.perSecond, floorNoop.perSecond/riverNoop.perSecond, float64(rss)/(1<<20))
+	fmt.Println()
+	// What each rate is made of: the CPU a check cost the machine, and the part of it this process
+	// spent (the prober and the fleet's HTTP server); the rest is PostgreSQL's.
+	fmt.Print("CPU a check costs, machine ms (this process ms):")
+	for _, c := range []struct {
+		name string
+		m    measured
+	}{{"probectl GET", probectlGET}, {"floor GET", floorGET}, {"River GET", riverGET},
+		{"probectl no-op", probectlNoop}, {"floor no-op", floorNoop}, {"River no-op", riverNoop}} {
+		machine, process := c.m.perCheck()
+		fmt.Printf(" %s %.3f (%.3f);", c.name, machine, process)
+	}
 	fmt.Println()
 }
 
 // probectlRounds runs one round per iteration over servers freshly due, its runs signed by
 // signer, and reports servers/s and the mean cost of the claims and finishes it sent.
-func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s probe.Settings, signer probe.Signer, c probe.Checker, servers int, fleetURL string) float64 {
+func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s probe.Settings, signer probe.Signer, c probe.Checker, servers int, fleetURL string) measured {
 	ctx := context.Background()
 	var elapsed time.Duration
+	var cpu cpuUse
 	var jobs int
 	tracer.reset()
 	spoolDir := b.TempDir()
@@ -140,6 +157,7 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 		reset(b, pool, servers, fleetURL)
 		tracer.reset()
 		b.StartTimer()
+		cpu0 := cpuNow()
 		start := time.Now()
 		// A spool directory, as `run round` always has one (--spool-dir, else XDG_STATE_HOME): with
 		// it comes the failover journal, every result stored written to it and fsync'd (the
@@ -149,6 +167,7 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		sum, err := round.Run(ctx)
 		elapsed += time.Since(start)
+		cpu = cpu.add(cpuNow().since(cpu0))
 		require.NoError(b, err)
 		if sum.Runs < servers {
 			b.Logf("the round's budget (%s) ran out: %d of %d servers checked", s.MaxDuration, sum.Runs, servers)
@@ -157,8 +176,8 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 		require.Equal(b, sum.Runs, sum.OK, "every check answered ok (a failing fleet would inflate the rate)")
 		jobs += sum.Runs
 	}
-	perSecond := float64(jobs) / elapsed.Seconds()
-	b.ReportMetric(perSecond, "servers/s")
+	m := measured{perSecond: float64(jobs) / elapsed.Seconds(), cpu: cpu, n: jobs}
+	b.ReportMetric(m.perSecond, "servers/s")
 	claims, claimMean := tracer.claim.mean()
 	finishes, finishMean := tracer.finish.mean()
 	b.ReportMetric(float64(claims)/float64(b.N), "claims/round")
@@ -170,7 +189,7 @@ func probectlRounds(b *testing.B, pool *pgxpool.Pool, tracer *costTracer, s prob
 		"finishes); mean wait for a connection %.2f ms (%d acquired a round, uncontended ones and the heartbeat's included)",
 		claims/b.N, float64(tracer.claim.rows.Load())/float64(max(claims, 1)), finishes/b.N, int(tracer.batches.Load())/b.N,
 		ms(claimMean), ms(finishMean), ms(acquireMean), acquires/b.N)
-	return perSecond
+	return m
 }
 
 // riverArgs is one River job: a GET of url.
@@ -182,9 +201,10 @@ func (riverArgs) Kind() string { return "throughput_get" }
 
 // riverJobs inserts servers jobs, then times a River client with slots workers from its start to
 // the last job's completion, and reports jobs/s.
-func riverJobs(b *testing.B, pool *pgxpool.Pool, slots, servers int, fleetURL string, work func(context.Context, string) error) float64 {
+func riverJobs(b *testing.B, pool *pgxpool.Pool, slots, servers int, fleetURL string, work func(context.Context, string) error) measured {
 	ctx := context.Background()
 	var elapsed time.Duration
+	var cpu cpuUse
 	for range b.N {
 		b.StopTimer()
 		reset(b, pool, 0, fleetURL)
@@ -207,6 +227,7 @@ func riverJobs(b *testing.B, pool *pgxpool.Pool, slots, servers int, fleetURL st
 		events, cancel := client.SubscribeConfig(&river.SubscribeConfig{
 			ChanSize: servers + 1, Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 		b.StartTimer()
+		cpu0 := cpuNow()
 		start := time.Now()
 		require.NoError(b, client.Start(ctx))
 		for done := 0; done < servers; done++ {
@@ -214,14 +235,15 @@ func riverJobs(b *testing.B, pool *pgxpool.Pool, slots, servers int, fleetURL st
 			require.Equal(b, river.EventKindJobCompleted, ev.Kind, "job %d: %v", ev.Job.ID, ev.Job.Errors)
 		}
 		elapsed += time.Since(start)
+		cpu = cpu.add(cpuNow().since(cpu0))
 		b.StopTimer()
 		cancel()
 		require.NoError(b, client.Stop(ctx))
 		b.StartTimer()
 	}
-	perSecond := float64(servers*b.N) / elapsed.Seconds()
-	b.ReportMetric(perSecond, "jobs/s")
-	return perSecond
+	m := measured{perSecond: float64(servers*b.N) / elapsed.Seconds(), cpu: cpu, n: servers * b.N}
+	b.ReportMetric(m.perSecond, "jobs/s")
+	return m
 }
 
 // getFresh is what a prober built on River would do per job: one GET on a new connection.

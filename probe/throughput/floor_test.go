@@ -28,10 +28,11 @@ import (
 // the claim's slowest check), and stops at its first claim that finds nothing due and unlocked;
 // both can only slow it down. Every check must answer ok, as River's jobs must complete. It
 // reports servers/s.
-func floorRounds(b *testing.B, pool *pgxpool.Pool, s probe.Settings, signer probe.Signer, c probe.Checker, servers int, fleetURL string) float64 {
+func floorRounds(b *testing.B, pool *pgxpool.Pool, s probe.Settings, signer probe.Signer, c probe.Checker, servers int, fleetURL string) measured {
 	ctx := context.Background()
 	claimSQL, finishSQL := testSQL(b, "floor_claim.sql"), testSQL(b, "floor_finish.sql")
 	var elapsed time.Duration
+	var cpu cpuUse
 	total := 0
 	for range b.N {
 		b.StopTimer()
@@ -39,6 +40,7 @@ func floorRounds(b *testing.B, pool *pgxpool.Pool, s probe.Settings, signer prob
 		_, err := pool.Exec(ctx, testSQL(b, "floor_schema.sql"))
 		require.NoError(b, err)
 		b.StartTimer()
+		cpu0 := cpuNow()
 		start := time.Now()
 		counts := make([]int, s.Fanout+1)
 		errs := make([]error, s.Fanout+1)
@@ -50,6 +52,7 @@ func floorRounds(b *testing.B, pool *pgxpool.Pool, s probe.Settings, signer prob
 		}
 		wg.Wait()
 		elapsed += time.Since(start)
+		cpu = cpu.add(cpuNow().since(cpu0))
 		checked := 0
 		for inv := range counts {
 			require.NoError(b, errs[inv], "floor invocation %d", inv)
@@ -58,9 +61,9 @@ func floorRounds(b *testing.B, pool *pgxpool.Pool, s probe.Settings, signer prob
 		require.Equal(b, servers, checked, "every server checked once, ok")
 		total += checked
 	}
-	perSecond := float64(total) / elapsed.Seconds()
-	b.ReportMetric(perSecond, "servers/s")
-	return perSecond
+	m := measured{perSecond: float64(total) / elapsed.Seconds(), cpu: cpu, n: total}
+	b.ReportMetric(m.perSecond, "servers/s")
+	return m
 }
 
 // floorRound stands for the round id a real round's runs are signed with (the floor has none).
