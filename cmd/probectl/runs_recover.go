@@ -38,8 +38,10 @@ for later. A file is removed once all its results are stored; what cannot be sto
 
 -o json prints dir, files (replayed and removed), stored, already_stored, restored (of the
 stored, those whose claim had vanished), busy (files a live
-round still writes), left (results still waiting) and problems. Exit 0 when nothing is left, 3
-when results could not be stored (check the database) or the directory cannot be used.`,
+round still writes), left (results still waiting), problems and set_aside. Exit 0 when nothing is
+left and nothing went wrong (a file set aside, or busy, is not a failure); 3 when results could not
+be stored (check the database), when a file was not replayed or could not be set aside (problems:
+a person must look), or when the directory cannot be used.`,
 		Example: `  probectl runs recover
   probectl runs recover --spool-dir /var/lib/probectl/spool -o json`,
 		Args: cobra.NoArgs,
@@ -64,11 +66,16 @@ type recoveryJSON struct {
 	SetAside      []string `json:"set_aside"`
 }
 
-// recoverIncompleteError says results stay in the spool: the work is not all done.
-type recoverIncompleteError struct{ left int }
+// recoverIncompleteError says the work is not all done: results stay in the spool (left), or a
+// file in it was not replayed or could not be set aside (problems), and may hold a result.
+type recoverIncompleteError struct{ left, problems int }
 
 func (e *recoverIncompleteError) Error() string {
-	return fmt.Sprintf("%d result(s) could not be stored and stay in the spool; check the database and run 'probectl runs recover' again", e.left)
+	if e.left > 0 {
+		return fmt.Sprintf("%d result(s) could not be stored and stay in the spool; check the database and run 'probectl runs recover' again", e.left)
+	}
+	return fmt.Sprintf("%d problem(s) in the spool need a person (see problems): a file was not replayed, or could not be set aside; "+
+		"deal with it and run 'probectl runs recover' again", e.problems)
 }
 
 func (e *recoverIncompleteError) ExitCode() int { return exit.Unavailable }
@@ -114,8 +121,8 @@ func runRunsRecover(ctx context.Context, opts *runsRecoverOptions) error {
 	if err != nil {
 		return err
 	}
-	if rec.Left > 0 {
-		return &recoverIncompleteError{left: rec.Left}
+	if rec.Left > 0 || len(rec.Problems) > 0 {
+		return &recoverIncompleteError{left: rec.Left, problems: len(rec.Problems)}
 	}
 	return nil
 }

@@ -132,3 +132,31 @@ func TestRunsRecoverSetsASpoolFileWithACutLineAside(t *testing.T) {
 	require.Contains(t, res.Stdout, "0 stored (0 restored), 0 already stored, 0 file(s) replayed, 0 busy, 0 left")
 	require.Empty(t, res.Stderr, "said once")
 }
+
+// A spool file that cannot be set aside (a person's copy holds its .bad name) stays, and runs
+// recover says so and exits 3, as run round's replay fails its round: a script that reads the exit
+// code must not take it for a spool emptied. The copy is not touched.
+func TestRunsRecoverFailsWhenASpoolFileCannotBeSetAside(t *testing.T) {
+	t.Parallel()
+	url, pool := migratedDB(t)
+	dir, file, _ := spooledResult(t, pool, `{"job_id":4`)
+	require.NoError(t, os.WriteFile(file+".bad", []byte("a person's copy\n"), 0o600))
+
+	res := runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir, "-o", "json")
+	require.Equal(t, 3, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "1 problem(s) in the spool")
+	var rec struct {
+		Stored   int      `json:"stored"`
+		Left     int      `json:"left"`
+		Problems []string `json:"problems"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rec), res.Stdout)
+	require.Equal(t, 1, rec.Stored)
+	require.Zero(t, rec.Left, "the cut line is no result")
+	require.Len(t, rec.Problems, 1)
+	require.Contains(t, rec.Problems[0], "line 2 does not hold a result")
+	require.FileExists(t, file, "kept where the next replay reads it")
+	copied, err := os.ReadFile(file + ".bad")
+	require.NoError(t, err)
+	require.Equal(t, "a person's copy\n", string(copied))
+}
