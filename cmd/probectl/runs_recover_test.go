@@ -142,15 +142,7 @@ func TestRunsRecoverFailsWhenASpoolFileCannotBeSetAside(t *testing.T) {
 	dir, file, _ := spooledResult(t, pool, `{"job_id":4`)
 	require.NoError(t, os.WriteFile(file+".bad", []byte("a person's copy\n"), 0o600))
 
-	res := runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir, "-o", "json")
-	require.Equal(t, 3, res.Code, res.Stderr)
-	require.Contains(t, res.Stderr, "1 problem(s) in the spool")
-	var rec struct {
-		Stored   int      `json:"stored"`
-		Left     int      `json:"left"`
-		Problems []string `json:"problems"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rec), res.Stdout)
+	rec := runsRecoverFailing(t, url, dir)
 	require.Equal(t, 1, rec.Stored)
 	require.Zero(t, rec.Left, "the cut line is no result")
 	require.Len(t, rec.Problems, 1)
@@ -159,4 +151,16 @@ func TestRunsRecoverFailsWhenASpoolFileCannotBeSetAside(t *testing.T) {
 	copied, err := os.ReadFile(file + ".bad")
 	require.NoError(t, err)
 	require.Equal(t, "a person's copy\n", string(copied))
+}
+
+// runsRecoverFailing runs `runs recover -o json` over dir, which must exit 3 for one problem in the
+// spool, and returns its answer.
+func runsRecoverFailing(t *testing.T, url, dir string) recoveryJSON {
+	t.Helper()
+	res := runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir, "-o", "json")
+	require.Equal(t, 3, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "1 problem(s) in the spool")
+	var rec recoveryJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rec), res.Stdout)
+	return rec
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -154,15 +153,7 @@ func TestASpoolFileThisUserDidNotWriteIsNotReplayed(t *testing.T) {
 			c.plant(t, dir, file, line)
 
 			// A file a script's `runs recover` did not read may hold a result: not a success.
-			res := runCLI(t, "--database-url", url, "runs", "recover", "--spool-dir", dir, "-o", "json")
-			require.Equal(t, 3, res.Code, res.Stderr)
-			require.Contains(t, res.Stderr, "1 problem(s) in the spool")
-			var rec struct {
-				Stored   int      `json:"stored"`
-				Files    int      `json:"files"`
-				Problems []string `json:"problems"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rec), res.Stdout)
+			rec := runsRecoverFailing(t, url, dir)
 			require.Zero(t, rec.Stored)
 			require.Zero(t, rec.Files)
 			require.Len(t, rec.Problems, 1)
