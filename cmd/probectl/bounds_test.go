@@ -19,10 +19,18 @@ func TestEveryRoundSettingOutOfBoundsIsRefusedByRunRoundAndDeployRecord(t *testi
 		want string
 	}{
 		{"a request timeout that wraps 8 × timeout", []string{"--request-timeout", "2305843009213693952ns"},
-			"--request-timeout: 640511h56m49.213693952s is out of bounds: must be at most 1m"},
+			"--request-timeout: 640511h56m49.213693952s is out of bounds: must be between 1s and 1m"},
 		{"a request timeout over a minute", []string{"--request-timeout", "61s", "--max-duration", "1m"},
-			"--request-timeout: 1m1s is out of bounds: must be at most 1m"},
-		{"a round budget over 14 minutes", []string{"--max-duration", "15m"}, "--max-duration: 15m0s is out of bounds: must be at most 14m"},
+			"--request-timeout: 1m1s is out of bounds: must be between 1s and 1m"},
+		{"a round budget over 14 minutes", []string{"--max-duration", "15m"}, "--max-duration: 15m0s is out of bounds: must be between 1s and 14m"},
+		// PostgreSQL keeps microseconds: 1ns would be stored as 0 (deploy record's database error,
+		// exit 3) or run as a timeout no request meets (every check an error, blamed on the servers).
+		{"a request timeout of a nanosecond", []string{"--request-timeout", "1ns"},
+			"--request-timeout: 1ns is out of bounds: must be between 1s and 1m"},
+		{"a request timeout under a second", []string{"--request-timeout", "999ms"},
+			"--request-timeout: 999ms is out of bounds: must be between 1s and 1m"},
+		{"a round budget of a nanosecond", []string{"--max-duration", "1ns"},
+			"--max-duration: 1ns is out of bounds: must be between 1s and 14m"},
 		{"no spacing", []string{"--min-spacing", "0"}, "--min-spacing: 0s is out of bounds: must be between 10m"},
 		{"a spacing under 10 minutes", []string{"--min-spacing", "9m59s"}, "--min-spacing: 9m59s is out of bounds: must be between 10m"},
 		{"a spacing over a week", []string{"--min-spacing", "169h"}, "and 7d"},
@@ -54,7 +62,7 @@ func TestABodyCapOver8MiBIsRefused(t *testing.T) {
 		{[]string{"check", "http://127.0.0.1:1/mcp", "--max-body", "8388609"},
 			"--max-body: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},
 		{[]string{"check", "http://127.0.0.1:1/mcp", "--request-timeout", "61s"},
-			"--request-timeout: 1m1s is out of bounds: must be at most 1m"},
+			"--request-timeout: 1m1s is out of bounds: must be between 1s and 1m"},
 		{[]string{"run", "round", "--unsigned", "--max-body", "8388609"},
 			"--max-body: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},
 	} {
@@ -70,6 +78,8 @@ func TestTheBoundsThemselvesAreAccepted(t *testing.T) {
 	res := cli{env: map[string]string{"USER": "ana"}}.run(t, "deploy", "record", "--min-spacing", "10m",
 		"--request-timeout", "1m", "--max-duration", "6m", "--fanout", "1000", "--claim-limit", "10000", "--concurrency", "10000")
 	require.Equal(t, 3, res.Code, "in bounds, it goes on to the database (none here): %s", res.Stderr)
+	res = cli{env: map[string]string{"USER": "ana"}}.run(t, "deploy", "record", "--request-timeout", "1s", "--max-duration", "1s")
+	require.Equal(t, 3, res.Code, "the lower bounds are in bounds too: %s", res.Stderr)
 }
 
 func TestDeployVerifyWaitsAtMostADay(t *testing.T) {

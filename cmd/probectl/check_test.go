@@ -154,7 +154,7 @@ func TestCheckRefusesBadInput(t *testing.T) {
 		{"a transport on http", []string{"check", "https://a.example/health", "--transport", "sse"}, "--transport"},
 		{"no scheme", []string{"check", "a.example/mcp"}, "URL"},
 		{"a zero timeout", []string{"check", "https://a.example/mcp", "--request-timeout", "0s"}, "--request-timeout"},
-		{"a timeout past a round's bound", []string{"check", "https://a.example/mcp", "--request-timeout", "2m"}, "at most 1m"},
+		{"a timeout past a round's bound", []string{"check", "https://a.example/mcp", "--request-timeout", "2m"}, "between 1s and 1m"},
 		{"a URL longer than a round may hold", []string{"check", "https://a.example/?" + strings.Repeat("a", 2048)}, "2048-byte limit"},
 		{"credentials in the URL, never echoed", []string{"check", "https://alice:S3cretPass@a.example/mcp"}, "must not carry credentials"},
 		{"a missing key", []string{"check", "https://a.example/mcp", "--signing-key", "/nonexistent/key"}, "--signing-key"},

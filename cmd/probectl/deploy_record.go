@@ -48,7 +48,7 @@ would replace, and changes nothing (not even the numbering). The settings are
 checked as 'run round' checks them, including the lease check: every request of a check at
 --request-timeout plus the round's --max-duration plus 30 s for the finish's writes must fit the
 15-minute in-flight window. And every setting has a bound (exit 2 naming the flag and the bound):
---request-timeout at most 1m, --max-duration at most 14m, --min-spacing 10m to 7d, --fanout at
+--request-timeout 1s to 1m, --max-duration 1s to 14m, --min-spacing 10m to 7d, --fanout at
 most 1000, --claim-limit and --concurrency at most 10000.
 --contact is the page or address every request's User-Agent names (run round and the workers'
 rounds alike), so that the operators of the probed servers can reach you.

@@ -71,8 +71,8 @@ that run it sign its runs, each with its own, and --signing-key is refused. A jo
 --request-timeout plus --max-duration plus 30 s for the finish's writes, must fit the in-flight
 window.
 
-Bounds (out of bounds exits 2 naming the flag): --request-timeout at most 1m, --max-duration at
-most 14m, --min-spacing 10m to 7d (no server is checked twice within 10 minutes), --fanout at
+Bounds (out of bounds exits 2 naming the flag): --request-timeout 1s to 1m, --max-duration 1s
+to 14m, --min-spacing 10m to 7d (no server is checked twice within 10 minutes), --fanout at
 most 1000, --claim-limit and --concurrency at most 10000. An active release that ships a setting
 out of bounds is refused (exit 2, naming the release) unless a flag overrides it.
 

@@ -21,7 +21,7 @@ func TestCheckJudgesOnlyTheSettingsItNames(t *testing.T) {
 	}{
 		{func(s *Settings) { s.RequestTimeout = 0 }, RequestTimeout, "request_timeout: must be positive, got 0s"},
 		{func(s *Settings) { s.RequestTimeout = Duration(2 * time.Minute) }, RequestTimeout,
-			"request_timeout: 2m0s is out of bounds: must be at most 1m"},
+			"request_timeout: 2m0s is out of bounds: must be between 1s and 1m"},
 		{func(s *Settings) { s.MaxBodyBytes = MaxMaxBody + 1 }, MaxBody,
 			"max_body_bytes: 8388609 is out of bounds: must be at most 8388608 (8 MiB)"},
 	} {

@@ -15,7 +15,12 @@ import (
 // of a release a round takes its settings from. They are the commands' rules, not Validate's: the
 // incident replay runs the old settings (a spacing of 0) on its own throwaway database.
 const (
+	// MinRequestTimeout and MinMaxDuration keep a duration a release can store: PostgreSQL's
+	// intervals count microseconds, so 1ns would be stored as 0 and refused by the database (exit
+	// 3), or run as a timeout no request can meet (every check an error, blamed on the servers).
+	MinRequestTimeout = time.Second
 	MaxRequestTimeout = time.Minute
+	MinMaxDuration    = time.Second
 	MaxMaxDuration    = 14 * time.Minute
 	// MinMinSpacing is the promise to operators: no server is checked twice within 10 minutes
 	// (maintainer re-checks keep their explicit exception in the claim).
@@ -125,14 +130,20 @@ var Fields = []Field{
 		Ptr: func(s *Settings) any { return &s.MinSpacing }},
 	{Name: RequestTimeout, Flag: "request-timeout", Label: "request timeout", Carried: true,
 		Usage: "timeout of each request of a check",
-		Bound: "at most 1m", in: func(s Settings) bool { return s.RequestTimeout.D() <= MaxRequestTimeout },
+		Bound: "between 1s and 1m",
+		in: func(s Settings) bool {
+			return s.RequestTimeout.D() >= MinRequestTimeout && s.RequestTimeout.D() <= MaxRequestTimeout
+		},
 		valid: func(s Settings) string {
 			return sayIf(s.RequestTimeout <= 0, "must be positive, got %s", s.RequestTimeout)
 		},
 		Ptr: func(s *Settings) any { return &s.RequestTimeout }},
 	{Name: MaxDuration, Flag: "max-duration", Label: "max duration", Carried: true,
 		Usage: "the round's time budget: no claim after it",
-		Bound: "at most 14m", in: func(s Settings) bool { return s.MaxDuration.D() <= MaxMaxDuration },
+		Bound: "between 1s and 14m",
+		in: func(s Settings) bool {
+			return s.MaxDuration.D() >= MinMaxDuration && s.MaxDuration.D() <= MaxMaxDuration
+		},
 		valid: func(s Settings) string {
 			return sayIf(s.MaxDuration <= 0, "must be positive, got %s", s.MaxDuration)
 		},
