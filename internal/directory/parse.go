@@ -45,6 +45,9 @@ func Parse(r io.Reader) ([]Row, error) {
 		return nil, fmt.Errorf("import is larger than %d MiB", MaxImportBytes>>20)
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if err := notUTF8(data); err != nil {
+		return nil, err
+	}
 	var rows []Row
 	var bad badRows
 	switch trimmed := bytes.TrimLeft(data, " \t\r\n"); {

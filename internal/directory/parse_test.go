@@ -192,3 +192,41 @@ func TestParseOfAnMCPRegistryDocumentSaysSoInsteadOfABadRow(t *testing.T) {
 	require.NotErrorIs(t, err, ErrRegistryDocument)
 	require.ErrorContains(t, err, `line 1: not a JSON object with slug, url, kind, plan: json: unknown field "name"`)
 }
+
+// Bytes that are not UTF-8 are refused by line, in every format, before any row is judged: the
+// database refused them in a CSV row (a raw error, after the parse had passed the row), and JSON
+// decoding replaced them with U+FFFD, storing a URL that is not the file's.
+func TestParseRefusesBytesThatAreNotUTF8NamingTheirLines(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		input string
+		lines []int
+	}{
+		"csv": {"slug,url,kind\nok,https://ok.example/,http\nu1,https://a.example/\xff\xfe,http\nu2,https://b.example/,ht\xc3tp\n", []int{3, 4}},
+		"json lines": {`{"slug":"j1","url":"https://a.example/","kind":"http"}` + "\n" +
+			`{"slug":"j2","url":"https://a.example/` + "\xff" + `","kind":"http"}` + "\n", []int{2}},
+		"json array": {"[\n" + `{"slug":"j1","url":"https://a.example/","kind":"http"},` + "\n" +
+			`{"slug":"j2","url":"https://a.example/` + "\xff" + `","kind":"http"}` + "\n]\n", []int{3}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rows, err := Parse(strings.NewReader(tc.input))
+			require.Nil(t, rows)
+			var rowErrs *RowErrors
+			require.ErrorAs(t, err, &rowErrs, "%v", err)
+			var lines []int
+			for _, r := range rowErrs.Rows {
+				lines = append(lines, r.Line)
+				require.ErrorContains(t, r, "not valid UTF-8 text")
+			}
+			require.Equal(t, tc.lines, lines)
+			require.NotContains(t, err.Error(), "\xff")
+		})
+	}
+}
+
+func TestParseRegistryRefusesBytesThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
+	_, err := ParseRegistry(strings.NewReader(`{"name":"io.example/w` + "\xff" + `","remotes":[{"type":"streamable-http","url":"https://w.example/mcp"}]}`))
+	require.ErrorContains(t, err, "line 1: not valid UTF-8 text")
+}

@@ -1,9 +1,11 @@
 package directory
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxRowErrors bounds the bad rows one import reports: enough to fix a file in one pass, few
@@ -76,4 +78,37 @@ func (b *badRows) err() error {
 // sortRowErrors puts the bad rows in line order (duplicates are found after the rows they follow).
 func sortRowErrors(rows []*LineError) {
 	slices.SortStableFunc(rows, func(a, b *LineError) int { return a.Line - b.Line })
+}
+
+// notUTF8 refuses an import holding bytes that are not UTF-8, each such line named (at most
+// MaxRowErrors), before any row is judged: JSON decoding would replace them with U+FFFD (a URL
+// stored that is not the file's), and the database refuses them in a text column (a raw error
+// after the parse). The bytes themselves are not quoted. nil when data is all UTF-8.
+func notUTF8(data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	var bad badRows
+	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if utf8.Valid(line) {
+			continue
+		}
+		col := utf8.RuneCount(line[:firstInvalid(line)]) + 1
+		if bad.add(i+1, fmt.Errorf("not valid UTF-8 text (character %d)", col)) {
+			break
+		}
+	}
+	return bad.err()
+}
+
+// firstInvalid is the offset of line's first byte that does not start a valid UTF-8 sequence.
+func firstInvalid(line []byte) int {
+	for off := 0; off < len(line); {
+		r, size := utf8.DecodeRune(line[off:])
+		if r == utf8.RuneError && size == 1 {
+			return off
+		}
+		off += size
+	}
+	return len(line)
 }
