@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/probectl/probectl/probe/check"
@@ -110,9 +111,26 @@ func Export(ctx context.Context, db queries.DBTX, req Request) (queries.Export, 
 	e := queries.Export{FileName: filepath.Base(req.Path), Before: req.Before, RangeFrom: req.From, Runs: m.Runs, FirstAt: m.First,
 		LastAt: m.Last, MaxRunID: maxID, SHA256: m.SHA256, ExportedBy: req.Who}
 	if err := queries.RecordExport(ctx, db, &e); err != nil {
-		return queries.Export{}, err
+		return queries.Export{}, unrecorded(err, req.Path)
 	}
 	return e, nil
+}
+
+// unrecorded is an export's error when its record failed (err), with the archive at path placed.
+// When the database answered with an error, nothing was recorded: the archive goes (this export
+// linked that name, so it is this export's), and a file at --out never stands for an export the
+// database does not know. When it did not answer (a connection lost), the record may have
+// committed: then the archive is what a prune's export is, and stays, said so.
+func unrecorded(err error, path string) error {
+	if _, answered := errors.AsType[*pgconn.PgError](err); answered {
+		if rmErr := os.Remove(path); rmErr != nil {
+			return errors.Join(err, fmt.Errorf("remove the archive it was not recorded for: %w", rmErr))
+		}
+		return err
+	}
+	return fmt.Errorf("%w; the archive %s is whole, but whether its export was recorded is not known (the database did not "+
+		"answer): keep it, and look (SELECT id FROM probe_run_exports WHERE file_name = '%s'); if no row, remove it and "+
+		"export again", err, path, filepath.Base(path))
 }
 
 // ExportWait bounds how long an export waits for the transactions running when it starts (one of

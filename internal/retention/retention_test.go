@@ -365,3 +365,33 @@ func TestRunFactsFindsEachRunsJobInItsOwnPartition(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM run_facts WHERE server_id = $1", server).Scan(&n))
 	require.Equal(t, len(runs), n, "every run still has its job")
 }
+
+// An export the database refuses to record leaves no archive behind: nothing was recorded, so a
+// file at --out would be an export of nothing the database knows, and would refuse the next
+// attempt ("exists already"). Here the database refuses the exporter's name (not UTF-8); the
+// file goes, the temporary one too, and the next attempt writes and records it.
+func TestAnExportTheDatabaseRefusesToRecordLeavesNoArchive(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := migrated.Pool(t)
+	_, priv, err := attest.GenerateKey()
+	require.NoError(t, err)
+	signedRuns(t, pool, attest.NewSigner(priv), 3)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "runs.jsonl.gz")
+
+	_, err = archive.Export(ctx, pool, archive.Request{Path: file, Before: day(time.Now()), Who: "bad\xff"})
+	require.ErrorContains(t, err, "record export runs.jsonl.gz")
+	require.NoFileExists(t, file)
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left, "no temporary file either")
+	var exports int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM probe_run_exports").Scan(&exports))
+	require.Zero(t, exports)
+
+	e, err := archive.Export(ctx, pool, archive.Request{Path: file, Before: day(time.Now()), Who: "tester"})
+	require.NoError(t, err)
+	require.Positive(t, e.Runs)
+	require.FileExists(t, file)
+}
