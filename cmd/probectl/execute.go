@@ -28,7 +28,7 @@ func Execute(ctx context.Context, args []string, io *render.Streams, getenv func
 	if err == nil {
 		return exit.OK
 	}
-	err = sayInputs(classifyCobraError(err))
+	err = withHints(sayInputs(classifyCobraError(err)))
 	var silent *silentError
 	if !errors.As(err, &silent) {
 		fmt.Fprintf(io.ErrOut, "probectl: %s\n", err)

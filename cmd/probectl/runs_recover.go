@@ -74,8 +74,8 @@ func (e *recoverIncompleteError) Error() string {
 	if e.left > 0 {
 		return fmt.Sprintf("%d result(s) could not be stored and stay in the spool; check the database and run 'probectl runs recover' again", e.left)
 	}
-	return fmt.Sprintf("%d problem(s) in the spool need a person (see problems): a file was not replayed, or could not be set aside; "+
-		"deal with it and run 'probectl runs recover' again", e.problems)
+	return fmt.Sprintf("%d problem(s) in the spool (said with the results): a file not replayed or not set aside, or the failover "+
+		"journals not read; deal with them and run 'probectl runs recover' again", e.problems)
 }
 
 func (e *recoverIncompleteError) ExitCode() int { return exit.Unavailable }
