@@ -31,7 +31,7 @@ coordinates through it. See 'probectl help environment' and 'probectl help exit-
 			if f.NoColor || f.Getenv("NO_COLOR") != "" {
 				f.IO.NoColor = true
 			}
-			if err := refuseInvalidUTF8(cmd, args); err != nil {
+			if err := refuseBadText(cmd, args); err != nil {
 				return err
 			}
 			return f.resolveZone(cmd)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,4 +34,28 @@ func TestTextThatIsNotUTF8IsRefusedNamingItsFlag(t *testing.T) {
 	// on to the database, none here).
 	res := cli{env: map[string]string{"USER": "ana"}}.run(t, "runs", "recover", "--spool-dir", t.TempDir()+"/"+bad)
 	require.NotContains(t, res.Stderr, "not valid UTF-8", res.Stderr)
+}
+
+// Free text a person writes into the history has a bound, in characters (UTF-8 ones count one):
+// a --note of 100,000 characters was stored, and echoed whole.
+func TestFreeTextOverItsBoundIsRefusedNamingItsFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"deploy", "record", "--note", strings.Repeat("é", 2001)}, "--note: at most 2000 characters, got 2001"},
+		{[]string{"deploy", "record", "--version", strings.Repeat("v", 201)}, "--version: at most 200 characters, got 201"},
+		{[]string{"rollback", "--to-previous", "--reason", strings.Repeat("r", 501)}, "--reason: at most 500 characters, got 501"},
+		{[]string{"servers", "pause", "weather", "--reason", "maintenance", "--actor", strings.Repeat("a", 201)},
+			"--actor: at most 200 characters, got 201"},
+	} {
+		res := cli{env: map[string]string{"USER": "ana"}}.run(t, tc.args...)
+		require.Equal(t, 2, res.Code, "%v: %s", tc.args[:2], res.Stderr)
+		require.Contains(t, res.Stderr, tc.want)
+		require.Empty(t, res.Stdout)
+	}
+	// At the bound, it goes on (to the database, none here: exit 3).
+	res := cli{env: map[string]string{"USER": "ana"}}.run(t, "deploy", "record", "--note", strings.Repeat("é", 2000))
+	require.Equal(t, 3, res.Code, res.Stderr)
 }
