@@ -31,8 +31,8 @@ partition because their day had no partition yet (maintenance missed) are moved 
 partition made for their day. It is idempotent: run it from cron, as often as you like; 'migrate'
 and the worker's daily job run it too (docs/retention.md).
 
---from DATE (YYYY-MM-DD, UTC) makes the partitions back to that day as well, before restoring
-runs from an archive. --dry-run says what it would make and changes nothing.
+--from DATE (YYYY-MM-DD, UTC, not after today and at most 10 years back) makes the partitions
+back to that day as well, before restoring runs from an archive. --dry-run says what it would make and changes nothing.
 
 A range a prune dropped is not made again: it is listed as pruned, and 'runs show' of its runs
 still names the archive that holds them.
@@ -61,6 +61,26 @@ func parseDay(flag, v string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
+// MaxMaintainBack bounds how far back --from makes partitions: two a day (runs and jobs), so
+// ten years is some 7,300 tables, each a catalog entry every plan that reads the parents loads.
+const MaxMaintainBack = 10 * 366 * 24 * time.Hour
+
+// fromInBounds refuses a --from after today (the days from today on are made anyway: a later day
+// was taken for today, silently) or more than MaxMaintainBack before it (1900-01-01 asked for
+// 92,714 partitions).
+func fromInBounds(from, now time.Time) error {
+	today := now.UTC().Truncate(24 * time.Hour)
+	switch {
+	case from.After(today):
+		return exit.UsageError(fmt.Errorf("--from %s: after today (%s); the partitions from today to 7 days ahead are made without it",
+			from.Format(time.DateOnly), today.Format(time.DateOnly)))
+	case from.Before(today.Add(-MaxMaintainBack)):
+		return exit.UsageError(fmt.Errorf("--from %s: at most 10 years back (%s), two partitions a day",
+			from.Format(time.DateOnly), today.Add(-MaxMaintainBack).Format(time.DateOnly)))
+	}
+	return nil
+}
+
 func runMaintain(ctx context.Context, opts *maintainOptions) error {
 	f := opts.f
 	format, err := f.OutputFormat("table", "json")
@@ -70,6 +90,9 @@ func runMaintain(ctx context.Context, opts *maintainOptions) error {
 	var from time.Time
 	if opts.From != "" {
 		if from, err = parseDay("from", opts.From); err != nil {
+			return err
+		}
+		if err := fromInBounds(from, f.now()); err != nil {
 			return err
 		}
 	}
