@@ -5,8 +5,10 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Plans and the check interval each one promises operators.
@@ -49,19 +51,19 @@ func (e *Entry) Validate() error {
 		e.Plan = "standard"
 	}
 	if !slugPattern.MatchString(e.Slug) {
-		return fmt.Errorf("slug %q: must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit", e.Slug)
+		return fmt.Errorf("slug %s: must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit", quoteShort(e.Slug))
 	}
 	if err := ValidateURL(e.URL); err != nil {
 		return fmt.Errorf("url%w", err)
 	}
 	if e.Kind != "mcp" && e.Kind != "http" {
-		return fmt.Errorf("kind %q: must be mcp or http", e.Kind)
+		return fmt.Errorf("kind %s: must be mcp or http", quoteShort(e.Kind))
 	}
 	if err := e.validateTransport(); err != nil {
 		return err
 	}
 	if _, ok := planIntervals[e.Plan]; !ok {
-		return fmt.Errorf("plan %q: must be standard (every 12h) or frequent (every 15m)", e.Plan)
+		return fmt.Errorf("plan %s: must be standard (every 12h) or frequent (every 15m)", quoteShort(e.Plan))
 	}
 	return nil
 }
@@ -71,13 +73,13 @@ func (e *Entry) Validate() error {
 func (e *Entry) validateTransport() error {
 	switch {
 	case e.Kind == "http" && e.Transport != "":
-		return fmt.Errorf("transport %q: only mcp servers have a transport", e.Transport)
+		return fmt.Errorf("transport %s: only mcp servers have a transport", quoteShort(e.Transport))
 	case e.Kind == "http":
 		return nil
 	case e.Transport == "":
 		e.Transport = "streamable-http"
 	case e.Transport != "streamable-http" && e.Transport != "sse":
-		return fmt.Errorf("transport %q: must be streamable-http or sse", e.Transport)
+		return fmt.Errorf("transport %s: must be streamable-http or sse", quoteShort(e.Transport))
 	}
 	return nil
 }
@@ -150,4 +152,23 @@ func redactUnparsed(raw string) string {
 		scheme = raw[:i+3]
 	}
 	return scheme + "xxxxx@" + raw[at+1:]
+}
+
+// quoteShort quotes a value for an error, cut after 64 characters (and its length said): a
+// value a megabyte long helps no one read the error.
+func quoteShort(v string) string {
+	const most = 64
+	n := utf8.RuneCountInString(v)
+	if n <= most {
+		return strconv.Quote(v)
+	}
+	end, count := 0, 0
+	for at := range v {
+		if count == most {
+			end = at
+			break
+		}
+		count++
+	}
+	return fmt.Sprintf("%s… (%d characters)", strconv.Quote(v[:end]), n)
 }

@@ -45,7 +45,7 @@ func Parse(r io.Reader) ([]Row, error) {
 		return nil, fmt.Errorf("import is larger than %d MiB", MaxImportBytes>>20)
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	if err := notUTF8(data); err != nil {
+	if err := checkLines(data); err != nil {
 		return nil, err
 	}
 	var rows []Row

@@ -230,3 +230,20 @@ func TestParseRegistryRefusesBytesThatAreNotUTF8(t *testing.T) {
 	_, err := ParseRegistry(strings.NewReader(`{"name":"io.example/w` + "\xff" + `","remotes":[{"type":"streamable-http","url":"https://w.example/mcp"}]}`))
 	require.ErrorContains(t, err, "line 1: not valid UTF-8 text")
 }
+
+// A line has a bound (1 MiB), in every format, and a value too long for its field is quoted cut
+// in its error: a 50 MB plan was read, and its error printed all of it.
+func TestParseBoundsALineAndQuotesALongValueCut(t *testing.T) {
+	t.Parallel()
+	long := "slug,url,kind,plan\nok,https://ok.example/,http,standard\nbig,https://big.example/,http," +
+		strings.Repeat("p", MaxLineBytes) + "\n"
+	_, err := Parse(strings.NewReader(long))
+	require.EqualError(t, err, fmt.Sprintf("line 3: %d bytes, longer than the 1048576-byte (1 MiB) line limit", MaxLineBytes+len("big,https://big.example/,http,")))
+	jsonLong := `{"slug":"j1","url":"https://a.example/","kind":"http","plan":"` + strings.Repeat("p", MaxLineBytes) + `"}` + "\n"
+	_, err = Parse(strings.NewReader(jsonLong))
+	require.ErrorContains(t, err, "line 1: ")
+	require.ErrorContains(t, err, "longer than the 1048576-byte (1 MiB) line limit")
+
+	_, err = Parse(strings.NewReader("slug,url,kind,plan\nbig,https://big.example/,http," + strings.Repeat("é", 10_000) + "\n"))
+	require.EqualError(t, err, `line 2: plan "`+strings.Repeat("é", 64)+`"… (10000 characters): must be standard (every 12h) or frequent (every 15m)`)
+}

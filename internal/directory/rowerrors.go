@@ -80,21 +80,35 @@ func sortRowErrors(rows []*LineError) {
 	slices.SortStableFunc(rows, func(a, b *LineError) int { return a.Line - b.Line })
 }
 
-// notUTF8 refuses an import holding bytes that are not UTF-8, each such line named (at most
-// MaxRowErrors), before any row is judged: JSON decoding would replace them with U+FFFD (a URL
-// stored that is not the file's), and the database refuses them in a text column (a raw error
-// after the parse). The bytes themselves are not quoted. nil when data is all UTF-8.
-func notUTF8(data []byte) error {
-	if utf8.Valid(data) {
-		return nil
-	}
+// MaxLineBytes bounds a line of an import, in every format (JSON lines read it with a buffer of
+// that size): a CSV row of 50 MB was read, and quoted whole in its error.
+const MaxLineBytes = 1 << 20
+
+// checkLines refuses an import with a line over MaxLineBytes or bytes that are not UTF-8, each
+// such line named (at most MaxRowErrors), before any row is judged: JSON decoding would replace
+// bytes that are not UTF-8 with U+FFFD (a URL stored that is not the file's), and the database
+// refuses them in a text column (a raw error after the parse). The bytes are not quoted.
+func checkLines(data []byte) error {
 	var bad badRows
-	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if utf8.Valid(line) {
+	for n, rest := 1, data; len(rest) > 0; n++ {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i]
+		}
+		rest = rest[len(line):]
+		if len(rest) > 0 {
+			rest = rest[1:]
+		}
+		var why error
+		switch {
+		case len(line) > MaxLineBytes:
+			why = fmt.Errorf("%d bytes, longer than the %d-byte (1 MiB) line limit", len(line), MaxLineBytes)
+		case !utf8.Valid(line):
+			why = fmt.Errorf("not valid UTF-8 text (character %d)", utf8.RuneCount(line[:firstInvalid(line)])+1)
+		default:
 			continue
 		}
-		col := utf8.RuneCount(line[:firstInvalid(line)]) + 1
-		if bad.add(i+1, fmt.Errorf("not valid UTF-8 text (character %d)", col)) {
+		if bad.add(n, why) {
 			break
 		}
 	}
