@@ -115,7 +115,7 @@ func (e *SyncError) ExitCode() int { return exit.Found }
 // no longer listed, are delisted with the reason "registry: deleted"; a deprecated entry's are
 // marked and kept; a server added by hand is never touched. A page the sync cannot use, or an
 // entry it must refuse, ends it with nothing applied; the failure is recorded with the registry's
-// sync state (not on a dry run).
+// sync state (not on a dry run, nor for bad input: a URL the guard refuses).
 func Sync(ctx context.Context, pool queries.DB, o SyncOptions) (SyncResult, error) {
 	base, err := RegistryBaseURL(o.RegistryURL)
 	if err != nil {
@@ -148,7 +148,12 @@ func Sync(ctx context.Context, pool queries.DB, o SyncOptions) (SyncResult, erro
 		err = applySync(ctx, pool, o, entries, started, &res)
 	}
 	if err != nil {
-		if !o.DryRun && !errors.Is(err, context.Canceled) {
+		// Bad input at the command line (a registry URL the guard refuses before any request)
+		// changes nothing, its sync state included; what the registry served, or failed to, is
+		// recorded, and so is any failure of a scheduled sync, whose URL was taken when it was
+		// scheduled (it may resolve to a refused address since): `servers sync --status` shows it.
+		byHand := o.startedAt == nil
+		if !o.DryRun && !errors.Is(err, context.Canceled) && !(byHand && exit.Code(err) == exit.Usage) {
 			if rerr := queries.RecordRegistrySyncFailure(context.WithoutCancel(ctx), pool, base, started, err.Error(), o.Now); rerr != nil {
 				err = errors.Join(err, rerr)
 			}

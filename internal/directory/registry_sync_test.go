@@ -383,6 +383,11 @@ func TestASyncReachesAPrivateRegistryOnlyWhenAllowed(t *testing.T) {
 	require.Equal(t, exit.Usage, exit.Code(err))
 	require.Empty(t, reg.takeRequests(), "refused before a connection was made")
 	require.Empty(t, servers(t, pool))
+	// Bad input changes nothing: no sync state is recorded for a registry the sync was not let reach
+	// (it stayed in `servers sync --status` as a failed sync of that URL).
+	var syncs int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM registry_syncs").Scan(&syncs))
+	require.Zero(t, syncs)
 }
 
 func TestADrySyncChangesNothingAndRecordsNothing(t *testing.T) {
