@@ -24,6 +24,11 @@ func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
 	}{
 		{[]string{"receivers", "add", "x", "--url", "ftp://a", "--format", "slack"}, "--url"},
 		{[]string{"receivers", "add", "x", "--url", "https://a.example", "--format", "bogus"}, "--format"},
+		// Delivery never reaches a metadata endpoint or a link-local address: said when added, not
+		// at the first event.
+		{[]string{"receivers", "add", "x", "--url", "http://169.254.169.254/x", "--format", "slack"},
+			"--url: 169.254.169.254 is a cloud metadata address"},
+		{[]string{"receivers", "add", "x", "--url", "http://[fe80::1]:9093", "--format", "alertmanager"}, "--url: fe80::1 is a link-local address"},
 		{[]string{"servers", "sync", "--registry", "ftp://x"}, "--registry"},
 		{[]string{"servers", "sync", "--registry", "https://x.example", "--every", "1s"}, "--every"},
 		{[]string{"alerts", "policy", "set", "--down-after", "0"}, "--down-after"},

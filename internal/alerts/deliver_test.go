@@ -180,14 +180,18 @@ func TestASignedWebhookIsRetriedUntilTakenWithTheSameIDAndEveryAttemptIsRecorded
 // Sender dials through probe/check's guard, which this package cannot replace with a recording
 // dialer, so the test runs in a network namespace of its own where the address is a decoy on
 // loopback: had the guard let the request through, it would have reached the decoy, never the
-// real endpoint.
+// real endpoint. AddReceiver refuses the address written as such (a name may resolve to it, and
+// the release before this one stored it), so the receiver is stored past it.
 func TestAReceiverAtAMetadataAddressIsRefusedBeforeAnyConnection(t *testing.T) {
 	t.Parallel()
 	fakefleet.InNetworkNamespace(t, fakefleet.Namespace{Decoys: []string{"169.254.169.254:80"}, Database: true}, func(t *testing.T, decoys *fakefleet.Decoys) {
 		ctx := context.Background()
 		pool := migrated.Pool(t)
-		require.NoError(t, alerts.AddReceiver(ctx, pool, alerts.NewReceiver{Name: "imds",
-			URL: "http://169.254.169.254/latest/meta-data/", Format: alerts.FormatAlertmanager}, "test"))
+		imds := alerts.NewReceiver{Name: "imds", URL: "http://169.254.169.254/latest/meta-data/", Format: alerts.FormatAlertmanager}
+		require.ErrorContains(t, alerts.AddReceiver(ctx, pool, imds, "test"), "169.254.169.254 is a cloud metadata address")
+		_, err := queries.AddReceiver(ctx, pool, queries.ReceiverSecret{Name: imds.Name, URL: imds.URL, Format: imds.Format,
+			Events: alerts.EventTypes}, "test")
+		require.NoError(t, err)
 		ans, _, err := alerts.Test(ctx, pool, alerts.NewSender(), "imds")
 		require.Error(t, err)
 		require.Contains(t, err.Error(), "metadata")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/probectl/probectl/probe/check"
 	"github.com/probectl/probectl/queries"
 )
 
@@ -132,6 +133,12 @@ func checkURL(raw string) error {
 	}
 	if u.User != nil {
 		return settingErr(SettingURL, "must not carry user info; a standard-webhooks receiver is authenticated by its signature")
+	}
+	// Delivery reaches private addresses but never a metadata endpoint or a link-local one
+	// (Sender's guard): a receiver written as one could never be delivered to, and said so only at
+	// its first event.
+	if refused := check.RefusedLiteral(raw, true); refused != nil {
+		return settingErr(SettingURL, "%s is %s: no delivery is ever sent there", refused.Addr, refused.Reason)
 	}
 	return nil
 }

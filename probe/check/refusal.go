@@ -44,3 +44,23 @@ func (c *Checker) Refusal(ctx context.Context, rawURL string) *RefusedError {
 	}
 	return nil
 }
+
+// RefusedLiteral says whether the guard, allowing private targets or not, refuses the address a
+// URL's host is written as (no name is resolved: nothing is looked up or sent); nil for a name, a
+// URL that does not parse, or an address allowed. A receiver's URL is judged so when it is added:
+// one that names a metadata endpoint could never be delivered to.
+func RefusedLiteral(rawURL string, allowPrivate bool) *RefusedError {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	var refused *RefusedError
+	if errors.As(defaultPolicy(allowPrivate)(netip.AddrPortFrom(a, 0)), &refused) {
+		return refused
+	}
+	return nil
+}
