@@ -33,6 +33,8 @@ func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
 		{[]string{"servers", "sync", "--registry", "https://x.example", "--every", "1s"}, "--every"},
 		{[]string{"alerts", "policy", "set", "--down-after", "0"}, "--down-after"},
 		{[]string{"runs", "prune", "--before", "garbage"}, "--before"},
+		{[]string{"runs", "export", "--before", "2026-01-01", "--out", filepath.Join(dir, "missing", "x.gz")},
+			"--out " + filepath.Join(dir, "missing", "x.gz") + ": its directory " + filepath.Join(dir, "missing") + " is not an existing directory"},
 		{[]string{"runs", "retention", "set", "--keep", "0d", "--unit", "week"}, "--keep"},
 		{[]string{"runs", "retention", "set", "--keep", "1d"}, "--keep"},
 		{[]string{"runs", "retention", "set", "--unit", "month"}, "--unit"},

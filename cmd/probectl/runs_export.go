@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,6 +71,11 @@ func runRunsExport(ctx context.Context, opts *runsExportOptions) error {
 	before, err := parseDay("before", opts.Before)
 	if err != nil {
 		return err
+	}
+	// The archive's directory must be there: a path to none is a wrong flag (exit 2), found
+	// before the database is asked, not a failure to write (exit 3) after it.
+	if info, err := os.Stat(filepath.Dir(opts.Out)); err != nil || !info.IsDir() {
+		return exit.UsageError(fmt.Errorf("--out %s: its directory %s is not an existing directory", opts.Out, filepath.Dir(opts.Out)))
 	}
 	req := archive.Request{Path: opts.Out, Before: before, Who: actorFrom(f, opts.Actor)}
 	if opts.From != "" {
