@@ -18,6 +18,8 @@ const (
 	// MinRequestTimeout and MinMaxDuration keep a duration a release can store: PostgreSQL's
 	// intervals count microseconds, so 1ns would be stored as 0 and refused by the database (exit
 	// 3), or run as a timeout no request can meet (every check an error, blamed on the servers).
+	// Flags and new releases meet them; a release recorded below them before they came still
+	// runs (Field.floor).
 	MinRequestTimeout = time.Second
 	MaxRequestTimeout = time.Minute
 	MinMaxDuration    = time.Second
@@ -95,6 +97,9 @@ type Field struct {
 	// Values are the only values it takes, when they are a list (shells complete them).
 	Values []string
 	in     func(Settings) bool // inside Bound
+	// floor is a lower bound only a new value must meet (a flag, a release being recorded): a
+	// release an earlier version recorded below it still runs (nil: none).
+	floor func(Settings) bool
 	// valid says why a value cannot be used at all ("" when it can), bounds apart.
 	valid func(Settings) string
 	// Ptr points at the field's value in s: *int, *int64, *Duration, *string or *bool.
@@ -131,9 +136,8 @@ var Fields = []Field{
 	{Name: RequestTimeout, Flag: "request-timeout", Label: "request timeout", Carried: true,
 		Usage: "timeout of each request of a check",
 		Bound: "between 1s and 1m",
-		in: func(s Settings) bool {
-			return s.RequestTimeout.D() >= MinRequestTimeout && s.RequestTimeout.D() <= MaxRequestTimeout
-		},
+		in:    func(s Settings) bool { return s.RequestTimeout.D() <= MaxRequestTimeout },
+		floor: func(s Settings) bool { return s.RequestTimeout.D() >= MinRequestTimeout },
 		valid: func(s Settings) string {
 			return sayIf(s.RequestTimeout <= 0, "must be positive, got %s", s.RequestTimeout)
 		},
@@ -141,9 +145,8 @@ var Fields = []Field{
 	{Name: MaxDuration, Flag: "max-duration", Label: "max duration", Carried: true,
 		Usage: "the round's time budget: no claim after it",
 		Bound: "between 1s and 14m",
-		in: func(s Settings) bool {
-			return s.MaxDuration.D() >= MinMaxDuration && s.MaxDuration.D() <= MaxMaxDuration
-		},
+		in:    func(s Settings) bool { return s.MaxDuration.D() <= MaxMaxDuration },
+		floor: func(s Settings) bool { return s.MaxDuration.D() >= MinMaxDuration },
 		valid: func(s Settings) string {
 			return sayIf(s.MaxDuration <= 0, "must be positive, got %s", s.MaxDuration)
 		},
@@ -320,7 +323,7 @@ func (f Field) invalid(s Settings) error {
 
 // outOfBounds refuses s's value of the field outside its bound (an *Error naming it), or nil.
 func (f Field) outOfBounds(s Settings) error {
-	if f.in != nil && !f.in(s) {
+	if (f.in != nil && !f.in(s)) || (f.floor != nil && !f.floor(s)) {
 		return NewError(f.Name, "%s is out of bounds: must be %s", f.Value(s), f.Bound)
 	}
 	return nil

@@ -129,6 +129,24 @@ func TestAReleaseOutOfBoundsIsRefusedUnlessAFlagOverridesIt(t *testing.T) {
 	require.NoError(t, err, "a worker's tick and the incident replay check no bounds")
 }
 
+// The lower bounds of the request timeout and the round's budget (1s) came after releases could
+// record less: such a release still runs, as the version that recorded it ran it; a flag, and so a
+// new release, must meet them.
+func TestAReleaseRecordedUnderALaterLowerBoundStillRuns(t *testing.T) {
+	t.Parallel()
+	old := *release7
+	old.Carried.RequestTimeout = settings.Duration(500 * time.Millisecond)
+	old.Carried.MaxDuration = settings.Duration(900 * time.Millisecond)
+	got, _, err := settings.Resolve(settings.Request{Release: &old, Flags: flagsV2(), Bounds: true})
+	require.NoError(t, err)
+	require.Equal(t, 500*time.Millisecond, got.RequestTimeout.D())
+
+	flags := flagsV2()
+	flags.RequestTimeout = settings.Duration(500 * time.Millisecond)
+	_, _, err = settings.Resolve(settings.Request{Release: &old, Flags: flags, Changed: only(settings.RequestTimeout), Bounds: true})
+	require.EqualError(t, err, "request_timeout: 500ms is out of bounds: must be between 1s and 1m")
+}
+
 func TestEveryFieldOfCarriedHasAColumnAndARow(t *testing.T) {
 	t.Parallel()
 	cols := settings.Carried{}.Columns()
