@@ -45,12 +45,13 @@ func Parse(r io.Reader) ([]Row, error) {
 		return nil, fmt.Errorf("import is larger than %d MiB", MaxImportBytes>>20)
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	if err := checkLines(data); err != nil {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if err := checkLines(data, !bytes.HasPrefix(trimmed, []byte("["))); err != nil {
 		return nil, err
 	}
 	var rows []Row
 	var bad badRows
-	switch trimmed := bytes.TrimLeft(data, " \t\r\n"); {
+	switch {
 	case bytes.HasPrefix(trimmed, []byte("{")):
 		rows, err = parseJSONLines(data, &bad)
 		if (err != nil || len(bad.Rows) > 0) && registryShaped(data) {
@@ -87,7 +88,8 @@ func Parse(r io.Reader) ([]Row, error) {
 func parseJSONLines(data []byte, bad *badRows) ([]Row, error) {
 	var rows []Row
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	// A line of MaxLineBytes and its "\r\n" (checkLines bounded the lines already).
+	sc.Buffer(make([]byte, 64<<10), MaxLineBytes+2)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -110,8 +112,34 @@ func parseJSONLines(data []byte, bad *badRows) ([]Row, error) {
 	return rows, nil
 }
 
+// csvReadAhead is how far encoding/csv's reader reads past where it stands (its bufio buffer).
+const csvReadAhead = 4096
+
+// errRowTooLong: a CSV row reached its bound before it ended.
+var errRowTooLong = errors.New("row too long")
+
+// cappedReader gives its reader's bytes up to limit, then errRowTooLong.
+type cappedReader struct {
+	r     io.Reader
+	read  int64
+	limit int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.read >= c.limit {
+		return 0, errRowTooLong
+	}
+	if int64(len(p)) > c.limit-c.read {
+		p = p[:c.limit-c.read]
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
 func parseCSV(data []byte, bad *badRows) ([]Row, error) {
-	cr := csv.NewReader(bytes.NewReader(data))
+	in := &cappedReader{r: bytes.NewReader(data), limit: MaxLineBytes + csvReadAhead}
+	cr := csv.NewReader(in)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	header, err := cr.Read()
@@ -127,9 +155,17 @@ func parseCSV(data []byte, bad *badRows) ([]Row, error) {
 	}
 	var rows []Row
 	for {
+		// A quoted field may hold line breaks, so a row may span many lines within the bound:
+		// none of the fields can hold one, and a row is bounded as a line is, before it is read.
+		start := cr.InputOffset()
+		in.limit = start + MaxLineBytes + csvReadAhead
 		rec, err := cr.Read()
 		if err == io.EOF {
 			return rows, nil
+		}
+		if errors.Is(err, errRowTooLong) {
+			return nil, bad.fatal(&LineError{Line: bytes.Count(data[:start], []byte("\n")) + 1,
+				Err: fmt.Errorf("a row longer than the %d-byte (1 MiB) line limit", MaxLineBytes)})
 		}
 		if err != nil {
 			return nil, bad.fatal(csvError(err))

@@ -247,3 +247,31 @@ func TestParseBoundsALineAndQuotesALongValueCut(t *testing.T) {
 	_, err = Parse(strings.NewReader("slug,url,kind,plan\nbig,https://big.example/,http," + strings.Repeat("é", 10_000) + "\n"))
 	require.EqualError(t, err, `line 2: plan "`+strings.Repeat("é", 64)+`"… (10000 characters): must be standard (every 12h) or frequent (every 15m)`)
 }
+
+// The line bound, at its edges: a JSON line of exactly 1 MiB (and its CRLF) is read, not refused by
+// the scanner ("token too long"); a CSV row whose quoted field spans lines is bounded as a line
+// is, before it is read whole; a JSON array, or a registry page, may be one long line (only the
+// import's size bounds it).
+func TestParseBoundsALineAtItsEdges(t *testing.T) {
+	t.Parallel()
+	prefix := `{"slug":"j1","url":"https://a.example/","kind":"http","plan":"`
+	exact := prefix + strings.Repeat("p", MaxLineBytes-len(prefix)-2) + `"}`
+	require.Len(t, exact, MaxLineBytes)
+	for _, end := range []string{"\n", "\r\n", ""} {
+		_, err := Parse(strings.NewReader(exact + end))
+		require.ErrorContains(t, err, "line 1: plan \"pppp", "read whole, judged by its plan")
+	}
+
+	split := "slug,url,kind,plan\nok,https://ok.example/,http,standard\nbig,https://big.example/,http,\"" +
+		strings.Repeat(strings.Repeat("p", 999)+"\n", 2000) + "\"\n"
+	_, err := Parse(strings.NewReader(split))
+	require.EqualError(t, err, "line 3: a row longer than the 1048576-byte (1 MiB) line limit")
+
+	entries := make([]string, 0, 20_000)
+	for i := range 20_000 {
+		entries = append(entries, fmt.Sprintf(`{"slug":"s%d","url":"https://s%d.example/","kind":"http"}`, i, i))
+	}
+	rows, err := Parse(strings.NewReader("[" + strings.Join(entries, ",") + "]"))
+	require.NoError(t, err, "a JSON array of %d bytes on one line", len(strings.Join(entries, ",")))
+	require.Len(t, rows, 20_000)
+}

@@ -123,7 +123,7 @@ func ParseRegistry(r io.Reader) (RegistryImport, error) {
 	if len(data) > MaxImportBytes {
 		return RegistryImport{}, fmt.Errorf("import is larger than %d MiB", MaxImportBytes>>20)
 	}
-	if err := checkLines(data); err != nil {
+	if err := checkLines(data, false); err != nil {
 		return RegistryImport{}, err
 	}
 	entries, err := registryEntries(data)

@@ -84,11 +84,16 @@ func sortRowErrors(rows []*LineError) {
 // that size): a CSV row of 50 MB was read, and quoted whole in its error.
 const MaxLineBytes = 1 << 20
 
-// checkLines refuses an import with a line over MaxLineBytes or bytes that are not UTF-8, each
-// such line named (at most MaxRowErrors), before any row is judged: JSON decoding would replace
-// bytes that are not UTF-8 with U+FFFD (a URL stored that is not the file's), and the database
-// refuses them in a text column (a raw error after the parse). The bytes are not quoted.
-func checkLines(data []byte) error {
+// checkLines refuses an import with bytes that are not UTF-8, and, for the formats read a line at
+// a time (CSV, JSON lines: bounded), with a line over MaxLineBytes, each such line named (at most
+// MaxRowErrors), before any row is judged: JSON decoding would replace bytes that are not UTF-8
+// with U+FFFD (a URL stored that is not the file's), and the database refuses them in a text
+// column (a raw error after the parse). A JSON document (an array, a registry page) may be one
+// long line: only the import's size bounds it. The bytes are not quoted.
+func checkLines(data []byte, bounded bool) error {
+	if !bounded && utf8.Valid(data) {
+		return nil
+	}
 	var bad badRows
 	for n, rest := 1, data; len(rest) > 0; n++ {
 		line := rest
@@ -101,7 +106,7 @@ func checkLines(data []byte) error {
 		}
 		var why error
 		switch {
-		case len(line) > MaxLineBytes:
+		case bounded && len(bytes.TrimSuffix(line, []byte("\r"))) > MaxLineBytes: // a CRLF ends a line too
 			why = fmt.Errorf("%d bytes, longer than the %d-byte (1 MiB) line limit", len(line), MaxLineBytes)
 		case !utf8.Valid(line):
 			why = fmt.Errorf("not valid UTF-8 text (character %d)", utf8.RuneCount(line[:firstInvalid(line)])+1)
