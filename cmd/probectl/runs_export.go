@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,7 +76,8 @@ func runRunsExport(ctx context.Context, opts *runsExportOptions) error {
 	}
 	// The archive's directory must be there: a path to none is a wrong flag (exit 2), found
 	// before the database is asked, not a failure to write (exit 3) after it.
-	if info, err := os.Stat(filepath.Dir(opts.Out)); err != nil || !info.IsDir() {
+	if info, err := os.Stat(filepath.Dir(opts.Out)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) ||
+		(err == nil && !info.IsDir()) {
 		return exit.UsageError(fmt.Errorf("--out %s: its directory %s is not an existing directory", opts.Out, filepath.Dir(opts.Out)))
 	}
 	req := archive.Request{Path: opts.Out, Before: before, Who: actorFrom(f, opts.Actor)}

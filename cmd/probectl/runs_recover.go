@@ -72,7 +72,8 @@ type recoverIncompleteError struct{ left, problems int }
 
 func (e *recoverIncompleteError) Error() string {
 	if e.left > 0 {
-		return fmt.Sprintf("%d result(s) could not be stored and stay in the spool; check the database and run 'probectl runs recover' again", e.left)
+		return fmt.Sprintf("%d result(s) could not be stored and stay in the spool (%d problem(s) in all); check the database and "+
+			"run 'probectl runs recover' again", e.left, e.problems)
 	}
 	return fmt.Sprintf("%d problem(s) in the spool (said with the results): a file not replayed or not set aside, or the failover "+
 		"journals not read; deal with them and run 'probectl runs recover' again", e.problems)

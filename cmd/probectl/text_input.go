@@ -36,6 +36,9 @@ var textBounds = map[string]int{"actor": 200, "version": 200, "reason": director
 // --note of any length was stored and echoed whole. The value itself is not quoted: it may be a
 // secret's.
 func refuseBadText(cmd *cobra.Command, args []string) error {
+	if cmd.Name() == cobra.ShellCompRequestCmd || cmd.Name() == cobra.ShellCompNoDescRequestCmd {
+		return nil // a shell completing a word: what was typed so far is not yet input
+	}
 	var errs []error
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
 		v := fl.Value.String()

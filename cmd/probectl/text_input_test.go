@@ -34,6 +34,9 @@ func TestTextThatIsNotUTF8IsRefusedNamingItsFlag(t *testing.T) {
 	// on to the database, none here).
 	res := cli{env: map[string]string{"USER": "ana"}}.run(t, "runs", "recover", "--spool-dir", t.TempDir()+"/"+bad)
 	require.NotContains(t, res.Stderr, "not valid UTF-8", res.Stderr)
+	// A shell completing a word passes what was typed so far, any bytes: completion goes on.
+	res = cli{env: map[string]string{"USER": "ana"}}.run(t, "__complete", "servers", "pause", bad)
+	require.Equal(t, 0, res.Code, res.Stderr)
 }
 
 // Free text a person writes into the history has a bound, in characters (UTF-8 ones count one):

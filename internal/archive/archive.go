@@ -130,7 +130,7 @@ func unrecorded(err error, path string) error {
 	}
 	return fmt.Errorf("%w; the archive %s is whole, but whether its export was recorded is not known (the database did not "+
 		"answer): keep it, and look (SELECT id FROM probe_run_exports WHERE file_name = '%s'); if no row, remove it and "+
-		"export again", err, path, filepath.Base(path))
+		"export again", err, path, strings.ReplaceAll(filepath.Base(path), "'", "''"))
 }
 
 // ExportWait bounds how long an export waits for the transactions running when it starts (one of
