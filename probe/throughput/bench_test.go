@@ -40,8 +40,9 @@ import (
 //   - the floor (floorRounds): the same checks, signed, by as many invocations, writing only the
 //     rows a check cannot do without, with no guard, in servers/s;
 //   - the same three with a check and a job that do nothing;
-//   - for each, the CPU a check cost the machine and this process (cpuUse): with every core busy,
-//     the rate is the cores over that figure, so it says what a rate is made of.
+//   - for each, the CPU a check cost the machine and this process (cpuUse), and the cores that
+//     kept busy: where they are all busy, the rate is the cores over the CPU a check costs, so it
+//     says what a rate is made of, and what a contender must cost to reach another's rate.
 //
 // The rounds and the floor run on a pool of probe.RoundConns connections, as `run round` does;
 // River on one of (1 + fan-out) + 10, which its client shares among its producer, completer and
@@ -131,14 +132,14 @@ func BenchmarkThroughput(b *testing.B) {
 	fmt.Println()
 	// What each rate is made of: the CPU a check cost the machine, and the part of it this process
 	// spent (the prober and the fleet's HTTP server); the rest is PostgreSQL's.
-	fmt.Print("CPU a check costs, machine ms (this process ms):")
+	fmt.Print("CPU a check costs, machine ms (this process ms), and the cores it kept busy (rate × that):")
 	for _, c := range []struct {
 		name string
 		m    measured
 	}{{"probectl GET", probectlGET}, {"floor GET", floorGET}, {"River GET", riverGET},
 		{"probectl no-op", probectlNoop}, {"floor no-op", floorNoop}, {"River no-op", riverNoop}} {
 		machine, process := c.m.perCheck()
-		fmt.Printf(" %s %.3f (%.3f);", c.name, machine, process)
+		fmt.Printf(" %s %.3f (%.3f), %.2f cores;", c.name, machine, process, machine*c.m.perSecond/1000)
 	}
 	fmt.Println()
 }

@@ -27,9 +27,10 @@ func cpuNow() cpuUse {
 	return u
 }
 
-// machineBusy is the machine's busy time in seconds: /proc/stat's first line, every field but
-// idle and iowait, in USER_HZ (100 a second on Linux whatever the kernel's own tick); 0 when
-// unreadable.
+// machineBusy is the machine's busy time in seconds: /proc/stat's first line, user, nice, system,
+// irq and softirq (not idle, iowait, steal, the time this machine's host gave others, nor guest
+// time, counted in user already), in USER_HZ (100 a second on Linux whatever the kernel's own
+// tick); 0 when unreadable.
 func machineBusy() float64 {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -41,7 +42,7 @@ func machineBusy() float64 {
 		return 0
 	}
 	var ticks float64
-	for i, f := range fields[1:] {
+	for i, f := range fields[1:min(len(fields), 8)] {
 		if i == 3 || i == 4 { // idle, iowait
 			continue
 		}
