@@ -33,6 +33,8 @@ type ConnectOptions struct {
 	IdleInTxTimeout time.Duration
 	// MaxConns caps the pool (default: pgxpool's).
 	MaxConns int32
+	// Read: the URL names the standby the commands that only read use (its errors say so).
+	Read bool
 }
 
 // BadURLError is a database URL that cannot be parsed: bad input, not an outage.
@@ -82,6 +84,9 @@ type UnreachableError struct {
 	// Unconfigured: no flag, variable or PG* setting named a database, and libpq's default (a
 	// local server, as the OS user) did not answer either.
 	Unconfigured bool
+	// ReadSource, when set, is where the URL of the standby the commands that only read use came
+	// from (--read-database-url, PROBECTL_READ_DATABASE_URL): the hint names it, not the primary's.
+	ReadSource URLSource
 }
 
 func (e *UnreachableError) Error() string { return e.text().Error() }
@@ -93,6 +98,11 @@ func (e *UnreachableError) text() *input.Text {
 			"name one with %s or PROBECTL_DATABASE_URL, such as postgres://probectl@db.internal:5432/probectl "+
 			"(DATABASE_URL and the PG* variables work too)",
 			net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error(), InputDatabaseURL)
+	}
+	if e.ReadSource != "" {
+		return input.Errorf("could not reach the read database at %s: %s; check that PostgreSQL is running there and that %s "+
+			"(the standby the commands that only read use) points at it",
+			net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), e.Err.Error(), string(e.ReadSource))
 	}
 	return input.Errorf("could not reach database at %s: %s; check that PostgreSQL is running and that "+
 		"%s, PROBECTL_DATABASE_URL, DATABASE_URL or PG* point at it",
@@ -136,12 +146,16 @@ func Connect(ctx context.Context, url string, source URLSource, opts ConnectOpti
 		}
 	}
 	if err != nil {
-		return nil, &UnreachableError{
+		ue := &UnreachableError{
 			Host:         cfg.ConnConfig.Host,
 			Port:         cfg.ConnConfig.Port,
 			Err:          errors.New(redact(lastLine(err.Error()), password)),
 			Unconfigured: url == "",
 		}
+		if opts.Read {
+			ue.ReadSource = source
+		}
+		return nil, ue
 	}
 	return pool, nil
 }

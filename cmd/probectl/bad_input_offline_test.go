@@ -39,6 +39,7 @@ func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
 		{[]string{"runs", "retention", "set", "--keep", "1d"}, "--keep"},
 		{[]string{"runs", "retention", "set", "--unit", "month"}, "--unit"},
 		{[]string{"deploy", "verify", "--max-ok-drop", "101"}, "--max-ok-drop"},
+		{[]string{"deploy", "list", "--limit", "99999999999"}, "--limit 99999999999: must be between 1 and 10000"},
 		// keys register reads and judges its key file before it connects.
 		{[]string{"keys", "register", missing}, "KEY_FILE: signing key " + missing},
 		{[]string{"keys", "register", notAKey}, "KEY_FILE: signing key " + notAKey},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -17,6 +16,9 @@ type deployListOptions struct {
 	f     *factory
 	Limit int
 }
+
+// maxDeployListLimit bounds deploy list --limit, as runs list's is bounded.
+const maxDeployListLimit = 10000
 
 func newDeployListCmd(f *factory) *cobra.Command {
 	opts := &deployListOptions{f: f}
@@ -44,8 +46,8 @@ func runDeployList(ctx context.Context, opts *deployListOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Limit < 1 {
-		return exit.UsageError(errors.New("--limit: must be at least 1"))
+	if opts.Limit < 1 || opts.Limit > maxDeployListLimit {
+		return exit.UsageError(fmt.Errorf("--limit %d: must be between 1 and %d", opts.Limit, maxDeployListLimit))
 	}
 	pool, err := f.Pool(ctx)
 	if err != nil {

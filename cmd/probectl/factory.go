@@ -116,7 +116,7 @@ func (f *factory) ReadPool(ctx context.Context) (*pgxpool.Pool, error) {
 	if f.readPool != nil {
 		return f.readPool, nil
 	}
-	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{MaxConns: 10})
+	pool, err := queries.Connect(ctx, url, source, queries.ConnectOptions{MaxConns: 10, Read: true})
 	if err != nil {
 		return nil, err
 	}

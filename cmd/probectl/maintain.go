@@ -104,6 +104,9 @@ func runMaintain(ctx context.Context, opts *maintainOptions) error {
 	if err != nil {
 		return err
 	}
+	if made == nil {
+		made = []queries.Partition{} // [] for a script, not null, when there is nothing to do
+	}
 	return render.Output(f.IO.Out, format, render.View{JSON: map[string]any{"partitions": made, "dry_run": opts.DryRun},
 		Text: func() error { return renderPartitions(f.IO.Out, made, opts.DryRun) }})
 }

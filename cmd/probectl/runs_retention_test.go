@@ -41,6 +41,9 @@ func TestMaintainExportPruneVerifyAndShowFromTheCommandLine(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "maintain")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "nothing to do")
+	res = runCLI(t, "--database-url", url, "maintain", "--dry-run", "-o", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.JSONEq(t, `{"partitions": [], "dry_run": true}`, res.Stdout, "[] for a script, not null")
 
 	server := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: "alpha", URL: "https://alpha.example/"})
 	var runs []int64

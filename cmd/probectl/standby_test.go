@@ -190,3 +190,17 @@ func TestDeployVerifyOnALaggingStandbyDoesNotJudgeALiveRoundDead(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &st))
 	require.Greater(t, st.Standby.ReplayLagSeconds, 2.0, "status shows the lag")
 }
+
+// A read database that does not answer is named as such: the hint says where its URL came from
+// (the flag, or the variable), not --database-url, which may be fine.
+func TestAnUnreachableReadDatabaseIsNamedWithItsFlag(t *testing.T) {
+	t.Parallel()
+	url, _ := migratedDB(t)
+	res := runCLI(t, "--database-url", url, "--read-database-url", nowhere, "status")
+	require.Equal(t, 3, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "could not reach the read database at 127.0.0.1:1")
+	require.Contains(t, res.Stderr, "that --read-database-url (the standby the commands that only read use) points at it")
+	res = cli{env: map[string]string{"PROBECTL_READ_DATABASE_URL": nowhere}}.run(t, "--database-url", url, "status")
+	require.Equal(t, 3, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "that PROBECTL_READ_DATABASE_URL (the standby")
+}
