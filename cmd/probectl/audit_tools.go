@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probectl/probectl/audit"
+	"github.com/probectl/probectl/internal/exit"
 	"github.com/probectl/probectl/internal/render"
+	"github.com/probectl/probectl/queries"
 )
 
 type auditToolsOptions struct {
@@ -68,6 +71,14 @@ func runAuditTools(ctx context.Context, opts *auditToolsOptions) error {
 	pool, err := f.ReadPool(ctx)
 	if err != nil {
 		return err
+	}
+	// A slug no server has is a typo, not a server without changes: said as runs list says it.
+	if opts.Server != "" {
+		if _, err := queries.GetServerBySlug(ctx, pool, opts.Server); errors.Is(err, queries.ErrNoServer) {
+			return exit.UsageError(fmt.Errorf("--server %q: no such server; 'probectl servers list' shows them", opts.Server))
+		} else if err != nil {
+			return err
+		}
 	}
 	r, err := audit.Tools(ctx, pool, audit.ToolsParams{Since: since, Until: until, Server: opts.Server, Diff: opts.Diff})
 	if err != nil {

@@ -68,6 +68,14 @@ func TestAuditToolsFlagsAChangeWithoutAVersionBump(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Regexp(t, `^server,from_run,to_run,at,added,removed,changed,version_before,version_after,flag\n`+
 		`atlas,1,2,\S+,,,search:description,1\.0\.0,1\.0\.0,changed_without_version_bump\n$`, res.Stdout)
+
+	// One server: its changes; a slug no server has is a typo (exit 2), not a server without changes.
+	res = runCLI(t, "--database-url", url, "audit", "tools", "--since", "2h", "--server", "atlas", "-o", "csv")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, "\natlas,1,2,")
+	res = runCLI(t, "--database-url", url, "audit", "tools", "--since", "2h", "--server", "atlass")
+	require.Equal(t, 2, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, `--server "atlass": no such server`)
 }
 
 func TestAuditToolsRefusesABadSinceBeforeConnecting(t *testing.T) {
