@@ -34,7 +34,9 @@ func TestAWriteIsTriedAgainWhileTheDatabaseRefusesConnections(t *testing.T) {
 	admin := dbtest.Pool(t, other.String(), dbtest.MaxConns(1))
 	_, err = admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" ALLOW_CONNECTIONS false")
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" ALLOW_CONNECTIONS true") })
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" ALLOW_CONNECTIONS true")
+	})
 
 	fresh := dbtest.Pool(t, url) // a pool connects when first asked: no connection made yet
 	attempts := 0
