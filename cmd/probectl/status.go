@@ -153,19 +153,20 @@ func writeStatus(io *render.Streams, st render.Styles, r *status.Report) error {
 			"FAILURES", "OPEN", "DURATION")
 		var anyDegraded bool
 		for _, rd := range r.RecentRounds {
-			// An unfinished round is running, or dead: its heartbeat stopped.
+			// An unfinished round is running, or dead: its heartbeat stopped. A round that lost
+			// checks (jobs abandoned without a run) says so whatever its state: dead, or finished
+			// later by an invocation a worker's queue retried; its round.dead stands.
 			duration := render.Plain(rd.State)
 			if d := rd.Duration(); d != nil {
 				duration = render.Plain(render.Duration(*d))
 			} else if rd.State == queries.RoundDead {
-				// Dead with checks lost (abandoned without a run): never recovered, its round.dead stands.
-				text := rd.State
-				if rd.Lost == 1 {
-					text = "dead, 1 check lost"
-				} else if rd.Lost > 1 {
-					text = fmt.Sprintf("dead, %d checks lost", rd.Lost)
-				}
-				duration = render.Styled(st.Fail, text)
+				duration = render.Styled(st.Fail, rd.State)
+			}
+			switch {
+			case rd.Lost == 1:
+				duration = duration.Then(render.Styled(st.Fail, ", 1 check lost"))
+			case rd.Lost > 1:
+				duration = duration.Then(render.Styled(st.Fail, fmt.Sprintf(", %d checks lost", rd.Lost)))
 			}
 			servers := render.Plain(fmt.Sprint(rd.Servers))
 			if rd.Servers < rd.Jobs {

@@ -21,10 +21,17 @@ func TestStatusCallsADeadRoundWhoseJobWasAbandonedWithoutARunDeadNotRecovered(t 
 	ctx := context.Background()
 	url, pool := migratedDB(t)
 	now := statustest.Now
-	plant := func(slug string, startedAgo time.Duration, withRun bool) int64 {
+	plant := func(slug string, startedAgo time.Duration, withRun, finished bool) int64 {
 		start, beat := now.Add(-startedAgo), now.Add(-startedAgo+time.Minute)
 		srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{Slug: slug, URL: "https://" + slug + ".example/mcp", Kind: "mcp"})
-		round := testfactory.Round(ctx, t, pool, &testfactory.RoundOpts{Version: "v1", StartedAt: &start, HeartbeatAt: &beat})
+		ro := &testfactory.RoundOpts{Version: "v1", StartedAt: &start, HeartbeatAt: &beat}
+		if finished {
+			// Ended later, by an invocation a worker's queue retried once the dead one's was
+			// rescued: its lost check stays said.
+			end := start.Add(16 * time.Minute)
+			ro.FinishedAt = &end
+		}
+		round := testfactory.Round(ctx, t, pool, ro)
 		done := start.Add(time.Hour)
 		job := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round, RequestedAt: &start,
 			FinishedAt: &done, Outcome: "abandoned"})
@@ -33,8 +40,9 @@ func TestStatusCallsADeadRoundWhoseJobWasAbandonedWithoutARunDeadNotRecovered(t 
 		}
 		return round
 	}
-	lost := plant("lost", 3*time.Hour, false)
-	late := plant("late", 2*time.Hour, true)
+	ended := plant("ended", 4*time.Hour, false, true)
+	lost := plant("lost", 3*time.Hour, false, false)
+	late := plant("late", 2*time.Hour, true, false)
 
 	out, _, err := statusAt(t, url, "-o", "json")
 	require.NoError(t, err)
@@ -47,7 +55,9 @@ func TestStatusCallsADeadRoundWhoseJobWasAbandonedWithoutARunDeadNotRecovered(t 
 		} `json:"recent_rounds"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	require.Len(t, rep.RecentRounds, 2)
+	require.Len(t, rep.RecentRounds, 3)
+	require.Equal(t, ended, rep.RecentRounds[2].RoundID)
+	require.Equal(t, "finished", rep.RecentRounds[2].State)
 	require.Equal(t, late, rep.RecentRounds[0].RoundID)
 	require.Equal(t, "recovered", rep.RecentRounds[0].State, "its abandoned job has its run")
 	require.Equal(t, lost, rep.RecentRounds[1].RoundID)
@@ -58,4 +68,5 @@ func TestStatusCallsADeadRoundWhoseJobWasAbandonedWithoutARunDeadNotRecovered(t 
 	require.NoError(t, err)
 	require.Contains(t, table, "dead, 1 check lost")
 	require.Contains(t, table, "recovered")
+	require.Contains(t, table, "16m, 1 check lost", "finished, and its lost check said")
 }

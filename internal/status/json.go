@@ -116,9 +116,11 @@ type roundJSON struct {
 	Servers         int            `json:"servers"`
 	Failures        int            `json:"failures"`
 	Abandoned       int            `json:"abandoned"`
-	OpenJobs        int            `json:"open_jobs"`
-	State           string         `json:"state"`
-	HeartbeatAt     *time.Time     `json:"heartbeat_at"`
+	// Lost: the abandoned jobs without a run, checks the round claimed and nothing stored.
+	Lost        int        `json:"lost"`
+	OpenJobs    int        `json:"open_jobs"`
+	State       string     `json:"state"`
+	HeartbeatAt *time.Time `json:"heartbeat_at"`
 	// Degraded: the storm guard judged the round degraded; its failures counted toward no
 	// server's down threshold.
 	Degraded bool `json:"degraded"`
@@ -192,7 +194,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		rj := roundJSON{RoundID: rd.ID, Trigger: rd.Trigger, Version: rd.Version, Fanout: rd.Fanout,
 			ClaimLimit: rd.ClaimLimit, Concurrency: rd.Concurrency, StartedAt: rd.StartedAt,
 			Jobs: rd.Jobs, Runs: rd.Runs, Servers: rd.Servers, Failures: rd.Failures,
-			Abandoned: rd.Abandoned, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt,
+			Abandoned: rd.Abandoned, Lost: rd.Lost, OpenJobs: rd.OpenJobs, State: rd.State, HeartbeatAt: rd.HeartbeatAt,
 			Degraded: rd.Degraded != nil}
 		if rd.FinishedAt != nil {
 			d := audit.Seconds(*rd.Duration())

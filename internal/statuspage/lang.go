@@ -44,6 +44,9 @@ type lang struct {
 	// Degraded marks a round the storm guard judged degraded: its failures counted toward no
 	// server's down threshold.
 	Degraded, DegradedTitle string
+	// Lost says a round's checks lost (jobs closed as abandoned without a run), whatever its state:
+	// LostOne for one, LostMany a fmt format taking the number.
+	LostOne, LostMany, LostTitle string
 
 	Duplicates, DuplicatesNone, FirstJob, SecondJob, SecondRequested, RequestGap, GapAfterFinish, Class string
 	Classes                                                                                             map[audit.Class]string
@@ -87,6 +90,8 @@ var english = lang{
 	Dead: "dead", DeadTitle: "no heartbeat for 60 s: its process is gone; its open jobs wait for the in-flight window",
 	Recovered: "recovered",
 	Degraded:  "degraded", DegradedTitle: "too many of the round's checks failed at once: its failures counted toward no server's down threshold",
+	LostOne:   "1 check lost", LostMany: "%d checks lost",
+	LostTitle: "jobs the round claimed that were closed as abandoned without a run: checks made, or not, and never stored; its round.dead alert, if any, stays open",
 
 	Duplicates:     "Duplicate claims in the last 24 h (10-minute window)",
 	DuplicatesNone: "No duplicate claims.", FirstJob: "First job", SecondJob: "Second job",
@@ -136,6 +141,8 @@ var chinese = lang{
 	Dead: "已失联", DeadTitle: "超过 60 秒没有心跳：进程已不在，未完成的任务等待在途窗口结束",
 	Recovered: "已恢复",
 	Degraded:  "降级", DegradedTitle: "本轮同时失败的检查过多：其失败不计入任何服务器的宕机阈值",
+	LostOne:   "丢失 1 次检查", LostMany: "丢失 %d 次检查",
+	LostTitle: "本轮领取的任务在途超时被关闭且没有 run：检查的结果没有存下；若有 round.dead 告警，它保持未解除",
 
 	Duplicates:     "最近 24 小时的重复领取（十分钟窗口）",
 	DuplicatesNone: "没有重复领取。", FirstJob: "第一个任务", SecondJob: "第二个任务",

@@ -63,6 +63,8 @@ type roundView struct {
 	ID, Started, StartedISO, Trigger, Version, Duration string
 	Jobs, Runs, Servers, Failures, OpenJobs             int
 	Running, Dead, Short, Degraded                      bool
+	// Lost says the checks the round lost ("" when none), whatever its state.
+	Lost string
 }
 
 type pairView struct {
@@ -122,6 +124,12 @@ func newView(l, other *lang, refresh time.Duration, r *status.Report) view {
 		// Fewer servers than jobs is what the incident's rounds looked like: a server claimed twice.
 		rv.Short = rd.Servers < rd.Jobs
 		rv.Degraded = rd.Degraded != nil
+		switch {
+		case rd.Lost == 1:
+			rv.Lost = l.LostOne
+		case rd.Lost > 1:
+			rv.Lost = fmt.Sprintf(l.LostMany, rd.Lost)
+		}
 		v.Rounds = append(v.Rounds, rv)
 	}
 	v.Workers = newWorkersView(l, r)
