@@ -90,7 +90,7 @@ var english = lang{
 	Dead: "dead", DeadTitle: "no heartbeat for 60 s: its process is gone; its open jobs wait for the in-flight window",
 	Recovered: "recovered",
 	Degraded:  "degraded", DegradedTitle: "too many of the round's checks failed at once: its failures counted toward no server's down threshold",
-	LostOne:   "1 check lost", LostMany: "%d checks lost",
+	LostOne: "1 check lost", LostMany: "%d checks lost",
 	LostTitle: "jobs the round claimed that were closed as abandoned without a run: checks made, or not, and never stored; its round.dead alert, if any, stays open",
 
 	Duplicates:     "Duplicate claims in the last 24 h (10-minute window)",
@@ -141,7 +141,7 @@ var chinese = lang{
 	Dead: "已失联", DeadTitle: "超过 60 秒没有心跳：进程已不在，未完成的任务等待在途窗口结束",
 	Recovered: "已恢复",
 	Degraded:  "降级", DegradedTitle: "本轮同时失败的检查过多：其失败不计入任何服务器的宕机阈值",
-	LostOne:   "丢失 1 次检查", LostMany: "丢失 %d 次检查",
+	LostOne: "丢失 1 次检查", LostMany: "丢失 %d 次检查",
 	LostTitle: "本轮领取的任务在途超时被关闭且没有 run：检查的结果没有存下；若有 round.dead 告警，它保持未解除",
 
 	Duplicates:     "最近 24 小时的重复领取（十分钟窗口）",
