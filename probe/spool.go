@@ -69,6 +69,10 @@ func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 // time. A refusal is returned every time.
 var spoolWarned sync.Map
 
+// PrepareSpoolDir is prepareSpoolDir for the worker's heartbeat: a spool directory removed under
+// a live worker is made again at its next beat, or why it cannot be is said.
+func PrepareSpoolDir(dir string, log *slog.Logger) error { return prepareSpoolDir(dir, log) }
+
 // prepareSpoolDir makes dir (0700) if it is missing and refuses one another user could write:
 // a symbolic link, a directory owned by another user, or one group or others may write, or one
 // with a parent another user owns (checkSpoolParents; a parent others may write is logged to log,

@@ -129,6 +129,11 @@ func (p *process) beatOnce(ctx context.Context) {
 	b := queries.WorkerBeat{ID: p.id, Host: p.host, PID: os.Getpid(), Version: p.cfg.Version, MaxWorkers: p.cfg.MaxWorkers}
 	dir := p.cfg.SpoolDir
 	if dir != "" {
+		// A spool directory removed under this worker is made again, or why it cannot be is said
+		// (once): else the next finish that cannot reach the database finds nowhere to spool.
+		if err := probe.PrepareSpoolDir(dir, log); err != nil {
+			p.sayOnce([]string{"the spool directory cannot be used, so a result the database cannot take now would be lost: " + err.Error()})
+		}
 		sp, err := probe.InspectSpool(dir)
 		if err != nil {
 			log.Warn("read the spool for the heartbeat", "dir", dir, "err", err)

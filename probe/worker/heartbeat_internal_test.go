@@ -330,18 +330,49 @@ func TestAnIdleLeaderInsertsNoTickForAReleaseOfAnotherVersionAndSaysSoOnce(t *te
 func TestAHeartbeatSaysAReplayProblemOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
-	dir := filepath.Join(t.TempDir(), "spool")
-	require.NoError(t, os.Mkdir(dir, 0o700))
+	p, dir, log := spoolingProcess(t)
 	file := filepath.Join(dir, "round-1-pid-1-00000000.jsonl")
 	require.NoError(t, os.WriteFile(file, []byte("{}\n"), 0o600))
 	require.NoError(t, os.Chmod(file, 0o660))
-	var log bytes.Buffer
-	p := newProcess(Config{Pool: pool, Log: slog.New(slog.NewTextHandler(&log, nil)), MaxWorkers: 1, Version: "dev",
-		SpoolDir: dir})
 	for range 3 {
 		p.beatOnce(ctx)
 	}
 	require.Equal(t, 1, strings.Count(log.String(), "others may write it"), "%s", log.String())
 	require.FileExists(t, file)
+}
+
+// A spool directory removed under a live worker is made again at its next heartbeat: it was
+// never, so the next finish that could not reach the database found nowhere to spool its result,
+// and lost it. One that cannot be used (here a file stands where it was) is said, once.
+func TestAHeartbeatMakesARemovedSpoolDirectoryAgainOrSaysWhyNot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, dir, log := spoolingProcess(t)
+	p.beatOnce(ctx)
+
+	require.NoError(t, os.RemoveAll(dir))
+	p.beatOnce(ctx)
+	info, err := os.Stat(dir)
+	require.NoError(t, err, "made again")
+	require.True(t, info.IsDir())
+	require.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.WriteFile(dir, nil, 0o600))
+	for range 3 {
+		p.beatOnce(ctx)
+	}
+	require.Equal(t, 1, strings.Count(log.String(), "the spool directory cannot be used"), "said once: %s", log.String())
+}
+
+// spoolingProcess is a worker's process on a database of its own with a spool directory (made),
+// logging to the buffer it returns.
+func spoolingProcess(t *testing.T) (*process, string, *bytes.Buffer) {
+	t.Helper()
+	pool := dbtest.Pool(t, migratedInternal.NewDB(t))
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	var log bytes.Buffer
+	return newProcess(Config{Pool: pool, Log: slog.New(slog.NewTextHandler(&log, nil)), MaxWorkers: 1, Version: "dev",
+		SpoolDir: dir}), dir, &log
 }
