@@ -109,6 +109,7 @@ func writePruned(w io.Writer, pruned []retention.Pruned, opts *runsPruneOptions)
 			action = "kept: no export covers it"
 		case opts.DryRun:
 			action = "would drop"
+			dropped++
 		default:
 			dropped++
 		}
@@ -117,6 +118,10 @@ func writePruned(w io.Writer, pruned []retention.Pruned, opts *runsPruneOptions)
 	if err := tbl.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "dropped %d of %d range(s)\n", dropped, len(pruned))
+	verb := "dropped"
+	if opts.DryRun {
+		verb = "would drop" // nothing was: a dry run
+	}
+	_, err := fmt.Fprintf(w, "%s %d of %d range(s)\n", verb, dropped, len(pruned))
 	return err
 }

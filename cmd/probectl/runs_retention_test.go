@@ -88,6 +88,7 @@ func TestMaintainExportPruneVerifyAndShowFromTheCommandLine(t *testing.T) {
 	res = runCLI(t, "--database-url", url, "runs", "prune", "--before", before, "--dry-run")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "would drop")
+	require.Contains(t, res.Stdout, "would drop 5 of 5 range(s)", "a dry run drops nothing, and says what it would")
 	res = runCLI(t, "--database-url", url, "runs", "prune", "--before", before)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "dropped 5 of 5")
