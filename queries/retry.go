@@ -102,8 +102,8 @@ func RunAlreadyStored(err error) bool {
 }
 
 // Transient says an error may go away if the same write is tried again, on another connection:
-// the connection broke or could not be made (whatever the server said as it refused it, but a
-// wrong role, password or database), the server is shutting down or starting up, it ran
+// the connection broke or could not be made (for a reason that goes away: not a wrong role,
+// password, privilege or database), the server is shutting down or starting up, it ran
 // out of resources, a timeout fired, or a serialization conflict. An error the server raised
 // about the data (a constraint, a missing job) is not transient: trying again changes nothing.
 func Transient(err error) bool {
@@ -115,16 +115,13 @@ func Transient(err error) bool {
 		// Not an answer from the server: the network, the dial, a timeout or a cancel.
 		return true
 	}
-	if _, connecting := errors.AsType[*pgconn.ConnectError](err); connecting {
-		// A connection the server refused as it was made: for a moment (not accepting connections
-		// now, 55000, as a failover, a restore or an operator leaves a database; too many clients,
-		// 53300; starting up, 57P03), unless it says who or what is wrong, which trying again
-		// cannot change.
-		switch pgErr.Code[:2] {
-		case "28", // invalid authorization: a role or password that is not right
-			"3D": // invalid catalog name: a database that is not there
-			return false
-		}
+	var connecting *pgconn.ConnectError
+	if errors.As(err, &connecting) && pgErr.Code == "55000" {
+		// A connection the server refused as it was made because the database takes none for
+		// now (ALLOW_CONNECTIONS off, as a failover, a restore or an operator leaves it): class
+		// 55 is no connection class, but this one goes away. The other refusals that do (too
+		// many clients, 53300; starting up, 57P03) are in the classes below; a role, a password,
+		// a privilege or a database that is not right (28, 42501, 3D) is not tried again.
 		return true
 	}
 	switch pgErr.Code[:2] {

@@ -55,14 +55,24 @@ func TestAWriteIsTriedAgainWhileTheDatabaseRefusesConnections(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, attempts)
 
-	u.User = neturl.User("no_such_role")
-	wrong := dbtest.Pool(t, u.String())
-	attempts = 0
-	err = queries.Retry(bctx, 5*time.Second, slog.New(slog.DiscardHandler), "test write", func(ctx context.Context) error {
-		attempts++
-		_, err := wrong.Exec(ctx, "SELECT 1")
-		return err
-	})
-	require.Error(t, err)
-	require.Equal(t, 1, attempts, "a role that is not there is not tried again: %v", err)
+	// Refusals that trying again cannot change: a role that is not there (28000), and one without
+	// the CONNECT privilege (42501).
+	role := "no_connect_" + db[len(db)-8:]
+	_, err = admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+role) })
+	_, err = admin.Exec(ctx, "REVOKE CONNECT ON DATABASE "+pgx.Identifier{db}.Sanitize()+" FROM PUBLIC")
+	require.NoError(t, err)
+	for _, user := range []string{"no_such_role", role} {
+		u.User = neturl.User(user)
+		wrong := dbtest.Pool(t, u.String())
+		attempts = 0
+		err = queries.Retry(bctx, 5*time.Second, slog.New(slog.DiscardHandler), "test write", func(ctx context.Context) error {
+			attempts++
+			_, err := wrong.Exec(ctx, "SELECT 1")
+			return err
+		})
+		require.Error(t, err)
+		require.Equal(t, 1, attempts, "%s is not tried again: %v", user, err)
+	}
 }
