@@ -64,7 +64,7 @@ func (e *SpoolError) ExitCode() int { return exit.Unavailable }
 
 // spoolWarned holds the warnings about a spool directory's parents (checkSpoolParents) this
 // process has logged, by their text (the spool directory, the parent and what is wrong with it):
-// prepareSpoolDir runs at every round's start and every heartbeat that finds results spooled, and
+// prepareSpoolDir runs at every round's start and every worker's heartbeat, and
 // a parent that stays as it is (a local-path volume's root of mode 0777) is said once, not every
 // time. A refusal is returned every time.
 var spoolWarned sync.Map

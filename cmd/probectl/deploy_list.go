@@ -36,7 +36,7 @@ release it rolled back; a rollback to the previous release reactivates that rele
 			return runDeployList(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "show at most this many releases and history entries")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "show at most this many releases and history entries (1..10000)")
 	return cmd
 }
 

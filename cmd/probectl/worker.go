@@ -68,8 +68,8 @@ shows on any machine, and keeps the rounds it runs alive.
 
 On SIGTERM, SIGHUP or Ctrl-C the worker stops fetching jobs, gives the checks in flight 10 seconds, then
 cancels the rest (stored as interrupted, at probectl's fault; River queues their invocations
-again, not counted as an attempt) and exits 0; 3 when the database could not be reached to
-record the stop (the results are spooled; docs/deploy.md).`,
+again, not counted as an attempt) and exits 0; 3 when River could not record its jobs' ends within
+35 seconds, the database away (a result not stored is spooled; docs/deploy.md).`,
 		Example: `  probectl deploy record --fanout 19 --claim-limit 5 --concurrency 3 --every 5m
   probectl worker --signing-key /etc/probectl/probe.key --max-workers 20
   PROBECTL_SIGNING_KEY=probe.key probectl worker --spool-dir /var/lib/probectl/spool`,

@@ -91,7 +91,7 @@ var english = lang{
 	Recovered: "recovered",
 	Degraded:  "degraded", DegradedTitle: "too many of the round's checks failed at once: its failures counted toward no server's down threshold",
 	LostOne: "1 check lost", LostMany: "%d checks lost",
-	LostTitle: "jobs the round claimed that were closed as abandoned without a run: checks made, or not, and never stored; its round.dead alert, if any, stays open",
+	LostTitle: "jobs the round claimed that were closed as abandoned without a run: checks made, or not, and not stored; a result waiting in a spool is stored by its next replay (runs recover), and the count falls",
 
 	Duplicates:     "Duplicate claims in the last 24 h (10-minute window)",
 	DuplicatesNone: "No duplicate claims.", FirstJob: "First job", SecondJob: "Second job",
@@ -142,7 +142,7 @@ var chinese = lang{
 	Recovered: "已恢复",
 	Degraded:  "降级", DegradedTitle: "本轮同时失败的检查过多：其失败不计入任何服务器的宕机阈值",
 	LostOne: "丢失 1 次检查", LostMany: "丢失 %d 次检查",
-	LostTitle: "本轮领取的任务在途超时被关闭且没有 run：检查的结果没有存下；若有 round.dead 告警，它保持未解除",
+	LostTitle: "本轮领取的任务在途超时被关闭且没有 run：检查的结果没有存下；仍在本地暂存中的结果会在下次回放（runs recover）时存下，计数随之减少",
 
 	Duplicates:     "最近 24 小时的重复领取（十分钟窗口）",
 	DuplicatesNone: "没有重复领取。", FirstJob: "第一个任务", SecondJob: "第二个任务",

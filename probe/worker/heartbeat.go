@@ -45,8 +45,8 @@ func newProcess(cfg Config) *process {
 		said: map[string]bool{}}
 }
 
-// sayOnce logs each problem of a spool replay the first time this process meets it.
-func (p *process) sayOnce(problems []string) {
+// sayOnce logs each problem (what: the log's message) the first time this process meets it.
+func (p *process) sayOnce(what string, problems []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pr := range problems {
@@ -57,7 +57,7 @@ func (p *process) sayOnce(problems []string) {
 			clear(p.said)
 		}
 		p.said[pr] = true
-		p.cfg.Log.Warn("spool replay", "problem", pr)
+		p.cfg.Log.Warn(what, "problem", pr)
 	}
 }
 
@@ -131,9 +131,13 @@ func (p *process) beatOnce(ctx context.Context) {
 	if dir != "" {
 		// A spool directory removed under this worker is made again, or why it cannot be is said
 		// (once): else the next finish that cannot reach the database finds nowhere to spool.
+		// Nothing else of the spool is read at this beat then (each would say it again).
 		if err := probe.PrepareSpoolDir(dir, log); err != nil {
-			p.sayOnce([]string{"the spool directory cannot be used, so a result the database cannot take now would be lost: " + err.Error()})
+			p.sayOnce("the spool directory cannot be used: a result the database cannot take now would be lost", []string{err.Error()})
+			dir = ""
 		}
+	}
+	if dir != "" {
 		sp, err := probe.InspectSpool(dir)
 		if err != nil {
 			log.Warn("read the spool for the heartbeat", "dir", dir, "err", err)
@@ -156,7 +160,7 @@ func (p *process) beatOnce(ctx context.Context) {
 		if err == nil && rec.Stored+rec.Files > 0 {
 			log.Info("spool replayed", "dir", dir, "stored", rec.Stored, "already_stored", rec.AlreadyStored, "left", rec.Left)
 		}
-		p.sayOnce(rec.Problems)
+		p.sayOnce("spool replay", rec.Problems)
 		rec.LogSetAside(log)
 	}
 	if dir != "" {

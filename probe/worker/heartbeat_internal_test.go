@@ -363,6 +363,7 @@ func TestAHeartbeatMakesARemovedSpoolDirectoryAgainOrSaysWhyNot(t *testing.T) {
 		p.beatOnce(ctx)
 	}
 	require.Equal(t, 1, strings.Count(log.String(), "the spool directory cannot be used"), "said once: %s", log.String())
+	require.Equal(t, 1, strings.Count(log.String(), "level=WARN"), "and nothing else of the spool said every beat: %s", log.String())
 }
 
 // spoolingProcess is a worker's process on a database of its own with a spool directory (made),

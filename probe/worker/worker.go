@@ -156,7 +156,9 @@ func stop(client *river.Client[pgx.Tx]) error {
 	hard, cancelHard := context.WithTimeout(context.Background(), probe.FinishTimeout+5*time.Second)
 	defer cancelHard()
 	if err := client.StopAndCancel(hard); err != nil {
-		return fmt.Errorf("stop river: %w", err)
+		return fmt.Errorf("stop: the jobs' ends could not be recorded within %s (%w); check that the database "+
+			"answers: a result that could not be stored is in the spool, and the jobs' invocations are run again "+
+			"once River rescues them", probe.FinishTimeout+5*time.Second, err)
 	}
 	return nil
 }
