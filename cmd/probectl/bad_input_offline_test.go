@@ -29,6 +29,8 @@ func TestTheNewCommandsJudgeTheirInputBeforeTheyConnect(t *testing.T) {
 		{[]string{"receivers", "add", "x", "--url", "http://169.254.169.254/x", "--format", "slack"},
 			"--url: 169.254.169.254 is a cloud metadata address"},
 		{[]string{"receivers", "add", "x", "--url", "http://[fe80::1]:9093", "--format", "alertmanager"}, "--url: fe80::1 is a link-local address"},
+		// --events given empty names no type: not "every type", which leaving it out says.
+		{[]string{"receivers", "add", "x", "--url", "https://a.example", "--format", "slack", "--events", ""}, "--events"},
 		{[]string{"servers", "sync", "--registry", "ftp://x"}, "--registry"},
 		{[]string{"servers", "sync", "--registry", "https://x.example", "--every", "1s"}, "--every"},
 		{[]string{"alerts", "policy", "set", "--down-after", "0"}, "--down-after"},

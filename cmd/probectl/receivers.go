@@ -45,6 +45,8 @@ type receiversAddOptions struct {
 	Format     string
 	SecretFile string
 	Events     string
+	// EventsGiven: --events was given, even empty (which names no type: refused).
+	EventsGiven bool
 }
 
 // maxSecretFile bounds the secret file read.
@@ -66,7 +68,10 @@ The receiver gets the events stored from then on.`,
   probectl receivers add chat --url "$SLACK_WEBHOOK_URL" --format slack --events server.down,server.recovered,prober.degraded
   probectl receivers add am --url http://alertmanager.internal:9093 --format alertmanager`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runReceiversAdd(cmd.Context(), opts, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.EventsGiven = cmd.Flags().Changed("events")
+			return runReceiversAdd(cmd.Context(), opts, args[0])
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.URL, "url", "", "where to POST (http or https)")
@@ -82,7 +87,8 @@ func runReceiversAdd(ctx context.Context, opts *receiversAddOptions, name string
 		return err
 	}
 	r := alerts.NewReceiver{Name: name, URL: opts.URL, Format: opts.Format}
-	if opts.Events != "" {
+	// --events given empty names no event type (the domain refuses it); left out, it means all.
+	if opts.EventsGiven {
 		r.Events = strings.Split(opts.Events, ",")
 	}
 	if opts.SecretFile != "" {
