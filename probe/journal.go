@@ -133,7 +133,8 @@ func (j *journal) awaitDurable(n int64, sync func() error) error {
 
 // close releases the file and its lock: from then on a replay may take it. It first has every
 // line written fsync'd (waiting for the running fsync, if any), so that a put still waiting is
-// answered for the file its line is in.
+// answered for the file its line is in. A journal that made no line durable (its first write or
+// fsync failed) is removed first, while still locked, as an empty spool file is.
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -143,6 +144,11 @@ func (j *journal) close() error {
 	var err error
 	for err == nil && j.broken == nil && j.durable < j.written {
 		err = j.awaitDurable(j.written, j.f.Sync)
+	}
+	if j.durable == 0 {
+		if rmErr := os.Remove(j.name); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("remove empty journal %s: %w", j.name, rmErr))
+		}
 	}
 	err = errors.Join(err, j.f.Close())
 	j.f = nil

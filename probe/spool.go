@@ -391,6 +391,9 @@ type spool struct {
 	// replay sets aside). So no result is acknowledged after it: each put says so, and its job
 	// stays open, as when the spool cannot be written at all.
 	broken error
+	// kept counts the results put durably (written and fsync'd): a file that kept none holds
+	// nothing a replay could store, and close removes it.
+	kept int
 }
 
 // put appends one entry and fsyncs it: when put returns nil, the result survives a crash.
@@ -418,24 +421,36 @@ func (s *spool) put(e spoolEntry) error {
 		s.broken = fmt.Errorf("fsync spool file %s: %w", s.name, err)
 		return s.broken
 	}
+	s.kept++
 	return nil
 }
 
-// path is the spool file's name, "" when nothing was spooled.
+// path is the spool file's name, "" when nothing was spooled (kept).
 func (s *spool) path() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.kept == 0 {
+		return ""
+	}
 	return s.name
 }
 
-// close releases the file (and its lock): from then on a replay may take it.
+// close releases the file (and its lock): from then on a replay may take it. A file that kept no
+// result (its first write failed: a full disk) is removed first, while still locked: it holds
+// nothing to store, and left, status counted it as a file of results waiting.
 func (s *spool) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
 		return nil
 	}
-	err := s.f.Close()
+	var err error
+	if s.kept == 0 {
+		if rmErr := os.Remove(s.name); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = fmt.Errorf("remove empty spool file %s: %w", s.name, rmErr)
+		}
+	}
+	err = errors.Join(err, s.f.Close())
 	s.f = nil
 	return err
 }

@@ -70,3 +70,39 @@ func TestASpoolWhoseWriteFailedTakesNoMoreResults(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, fi.Size(), "nothing appended after the failed write")
 }
+
+// A spool file that kept no result (its first write failed: a full disk) is removed when the
+// round closes it, and the round names no spool file: it was left empty, and status counted it
+// as a file whose results wait ("0 result(s) in 1 file(s)") until a replay.
+func TestASpoolFileThatKeptNoResultIsRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f, name, err := createSpoolFile(dir, 7)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // the write fails, as on a full disk
+	s := &spool{dir: dir, roundID: 7, f: w, name: name}
+	require.Error(t, s.put(lostClaimEntry(3, 1, 7, time.Now().UTC())))
+	require.Empty(t, s.path(), "nothing was spooled")
+	require.NoError(t, s.close())
+	require.NoFileExists(t, name)
+}
+
+// A failover journal that made no line durable (its first write failed) is removed when it is
+// closed, as an empty spool file is: left, it was a 0-byte journal in the spool for a person.
+func TestAJournalThatKeptNoLineIsRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f, name, err := createJournalFile(dir, 1, 7)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // the write fails, as on a full disk
+	j := &journal{dir: dir, roundID: 7, timeline: 1, f: w, name: name}
+	require.Error(t, j.put(lostClaimEntry(3, 1, 7, time.Now().UTC())))
+	require.NoError(t, j.close())
+	require.NoFileExists(t, name)
+}
