@@ -25,7 +25,7 @@ const claimCooldown = 25 * time.Millisecond
 // which earlier attempts of it claimed before), until a claim comes back empty, the budget is
 // spent or the round stops claiming; then wait for the checks it holds. It returns its final
 // counts, this attempt's.
-func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress {
+func (r *Round) invoke(ctx context.Context, st *state, inv, before int, afterJob int64) Progress {
 	s := r.Settings
 	p := Progress{Invocation: inv, Claiming: true}
 	// With a completer, a check's slot is free as soon as the check ends, and its finish is
@@ -55,6 +55,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 		report()
 	}
 	var lastClaim time.Time // on the monotonic clock
+	var known []int64       // the jobs this attempt of the invocation claimed
 	for {
 		if st.stop.Load() || ctx.Err() != nil || before+p.Claimed >= s.ClaimLimit || !r.clock().Before(st.deadline) {
 			break
@@ -87,9 +88,11 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 		// as interrupted).
 		// The jobs' lease starts before the claim is sent: the database dates them later.
 		// A claim whose connection broke (a restart, a failover) is sent again on a fresh one within
-		// its budget, as a finish is: if the first had committed after all, its jobs stay open,
-		// visibly, until the in-flight window closes them, and no server is claimed twice. A retry
-		// asks first whether the database failed over: then this invocation claims no more.
+		// its budget, as a finish is. If the first had committed after all, its answer lost, its
+		// jobs are this invocation's, open, their servers leased: a retry looks for them first
+		// (queries.LostClaim) and checks them as claimed, where they would stay open, checked by no
+		// one, until the in-flight window closed them; no server is claimed twice. Then it asks
+		// whether the database failed over: then this invocation claims no more.
 		l := newLease(r.clock())
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		var (
@@ -98,11 +101,22 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 			switched bool
 		)
 		err := retry(cctx, claimTimeout, r.Log, "claim due servers", func(actx context.Context) error {
-			if attempts++; attempts > 1 && r.failedOver(actx, st, inv) {
-				switched = true
-				return nil
-			}
 			var err error
+			if attempts++; attempts > 1 {
+				jobs, err = queries.LostClaim(actx, r.DB, queries.LostClaimParams{RoundID: st.roundID, Invocation: inv,
+					AfterJob: afterJob, Known: known})
+				if err != nil || len(jobs) > 0 {
+					if len(jobs) > 0 {
+						r.Log.Warn("a claim's answer was lost after it committed: its jobs are checked as claimed",
+							"invocation", inv, "jobs", len(jobs))
+					}
+					return err
+				}
+				if r.failedOver(actx, st, inv) {
+					switched = true
+					return nil
+				}
+			}
 			jobs, err = queries.Claim(actx, r.DB, queries.ClaimParams{
 				RoundID: st.roundID, Invocation: inv, Limit: n, MinSpacing: s.MinSpacing.D(),
 				Timeline: st.journal.roundTimeline(),
@@ -127,6 +141,9 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int) Progress
 		}
 		if len(jobs) == 0 {
 			break
+		}
+		for _, job := range jobs {
+			known = append(known, job.JobID)
 		}
 		p.Claimed += len(jobs)
 		p.InFlight += len(jobs)

@@ -313,7 +313,8 @@ func (r *Round) Run(ctx context.Context) (*Summary, error) {
 	per := make([]Progress, s.Invocations())
 	var wg sync.WaitGroup
 	for inv := range s.Invocations() {
-		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv, 0) })
+		// The round is new: every job of it with this invocation's index is this invocation's.
+		wg.Go(func() { per[inv] = r.invoke(ctx, st, inv, 0, 0) })
 	}
 	wg.Wait()
 	var batches BatchFailures

@@ -74,12 +74,41 @@ func Claim(ctx context.Context, db DBTX, p ClaimParams) ([]ClaimedJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claim due servers: %w", err)
 	}
+	return withTransports(jobs), nil
+}
+
+// withTransports sets each job's Transport from its kind and stored transport.
+func withTransports(jobs []ClaimedJob) []ClaimedJob {
 	for i := range jobs {
 		if t := Transport(jobs[i].Kind, jobs[i].StoredTransport); t != nil {
 			jobs[i].Transport = *t
 		}
 	}
-	return jobs, nil
+	return jobs
+}
+
+// LostClaimParams name the jobs LostClaim looks for: those of invocation Invocation of round
+// RoundID past AfterJob that the invocation does not hold (Known).
+type LostClaimParams struct {
+	RoundID    int64
+	Invocation int
+	AfterJob   int64
+	Known      []int64
+}
+
+// LostClaim returns the jobs of a claim that committed while its answer was lost (see its SQL):
+// the invocation's own, to be checked as claimed.
+func LostClaim(ctx context.Context, db DBTX, p LostClaimParams) ([]ClaimedJob, error) {
+	known := p.Known
+	if known == nil {
+		known = []int64{}
+	}
+	jobs, err := rowsOf[ClaimedJob](ctx, db, "LostClaim", pgx.StrictNamedArgs{"round_id": p.RoundID,
+		"invocation": p.Invocation, "after_job": p.AfterJob, "known": known, "in_flight": InFlightWindow})
+	if err != nil {
+		return nil, fmt.Errorf("look for a claim whose answer was lost: %w", err)
+	}
+	return withTransports(jobs), nil
 }
 
 // PreviewServer is what a claim would decide now for one server whose next check time has passed.
