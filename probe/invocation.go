@@ -94,6 +94,7 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int, afterJob
 		// one, until the in-flight window closed them; no server is claimed twice. Then it asks
 		// whether the database failed over: then this invocation claims no more.
 		l := newLease(r.clock())
+		sent := time.Now() // on the monotonic clock: how long ago the claim was first sent
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 		var (
 			jobs     []queries.ClaimedJob
@@ -103,8 +104,10 @@ func (r *Round) invoke(ctx context.Context, st *state, inv, before int, afterJob
 		err := retry(cctx, claimTimeout, r.Log, "claim due servers", func(actx context.Context) error {
 			var err error
 			if attempts++; attempts > 1 {
+				// Jobs requested since the first attempt was sent, give or take how long this look
+				// may take to reach the database (a fresh connection: at most an attempt's budget).
 				jobs, err = queries.LostClaim(actx, r.DB, queries.LostClaimParams{RoundID: st.roundID, Invocation: inv,
-					AfterJob: afterJob, Known: known})
+					AfterJob: afterJob, Known: known, Since: time.Since(sent) + claimTimeout, Limit: n})
 				if err != nil || len(jobs) > 0 {
 					if len(jobs) > 0 {
 						r.Log.Warn("a claim's answer was lost after it committed: its jobs are checked as claimed",

@@ -71,9 +71,9 @@ func TestAClaimWhoseAnswerWasLostIsCheckedAsClaimed(t *testing.T) {
 type claimAnswerLoser struct {
 	net.Conn
 	dropped *atomic.Int32
-	armed   bool   // the claim was sent: its answer is read here
-	in      []byte // read from PostgreSQL, not yet judged
-	out     []byte // judged, for the client
+	armed   atomic.Bool // the claim was sent: its answer is read here (pgx may read in a goroutine of its own)
+	in      []byte      // read from PostgreSQL, not yet judged
+	out     []byte      // judged, for the client
 	// holding: the statement's own answer began (BindComplete, a row or CommandComplete): it is
 	// held back, not given to the client; done: its CommandComplete came.
 	holding, done bool
@@ -81,7 +81,7 @@ type claimAnswerLoser struct {
 
 func (c *claimAnswerLoser) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte("probe_claim_due(")) && c.dropped.Load() == 0 {
-		c.armed = true
+		c.armed.Store(true)
 	}
 	return c.Conn.Write(p)
 }
@@ -91,7 +91,7 @@ func (c *claimAnswerLoser) Write(p []byte) (int, error) {
 // that counts itself), up to the ReadyForQuery after its CommandComplete: the statement's implicit
 // transaction committed before that. Then the connection breaks, the answer lost.
 func (c *claimAnswerLoser) Read(p []byte) (int, error) {
-	if !c.armed {
+	if !c.armed.Load() {
 		return c.Conn.Read(p)
 	}
 	buf := make([]byte, 4096)

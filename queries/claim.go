@@ -88,12 +88,15 @@ func withTransports(jobs []ClaimedJob) []ClaimedJob {
 }
 
 // LostClaimParams name the jobs LostClaim looks for: those of invocation Invocation of round
-// RoundID past AfterJob that the invocation does not hold (Known).
+// RoundID requested within Since, past AfterJob, that the invocation does not hold (Known), at
+// most Limit.
 type LostClaimParams struct {
 	RoundID    int64
 	Invocation int
 	AfterJob   int64
 	Known      []int64
+	Since      time.Duration
+	Limit      int
 }
 
 // LostClaim returns the jobs of a claim that committed while its answer was lost (see its SQL):
@@ -104,7 +107,8 @@ func LostClaim(ctx context.Context, db DBTX, p LostClaimParams) ([]ClaimedJob, e
 		known = []int64{}
 	}
 	jobs, err := rowsOf[ClaimedJob](ctx, db, "LostClaim", pgx.StrictNamedArgs{"round_id": p.RoundID,
-		"invocation": p.Invocation, "after_job": p.AfterJob, "known": known, "in_flight": InFlightWindow})
+		"invocation": p.Invocation, "after_job": p.AfterJob, "known": known, "in_flight": InFlightWindow,
+		"since": p.Since, "limit": p.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("look for a claim whose answer was lost: %w", err)
 	}

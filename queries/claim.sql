@@ -84,21 +84,29 @@ SELECT count(*) AS leased
 
 -- name: LostClaim
 -- The jobs of a claim that committed while its answer was lost (its connection broke at the
--- commit: a restart, a network cut, a failover to a synchronous standby): the open jobs of
--- invocation @invocation of round @round_id with an id past @after_job (the last job of the
--- invocation when this attempt of it began: an earlier attempt's jobs, whose results may wait in
--- a spool, are never taken) that the invocation does not hold (@known), whose server still carries
--- their lease (next_check_at = requested_at + @in_flight). Only this attempt of this invocation
--- claims for it, so they are its own: it checks them as claimed, where they would otherwise stay
--- open, checked by no one, until the in-flight window closed them. In claim order.
+-- commit: a restart, a reset, a failover to a synchronous standby), to be checked as claimed:
+-- open jobs of invocation @invocation of round @round_id
+--   - requested within the last @since (how long ago, by the caller's own clock, the claim whose
+--     retry asks was first sent, and the longest this look may take to reach the database:
+--     durations only, so no clock's skew counts), so not an earlier claim's job;
+--   - with an id past @after_job (the last job of the invocation when this attempt began: an
+--     earlier attempt's jobs, whose results may wait in a spool, are never taken);
+--   - that the invocation does not hold (@known);
+--   - whose server still has their lease as next check time (next_check_at = requested_at +
+--     @in_flight: not re-checked, rescued or advanced since);
+-- at most @limit (what the claim asked for), in claim order. Read from the open-job queue by its
+-- requested_at index: a few rows, each job then found in its day's partition by its key.
 SELECT j.id AS job_id, s.id AS server_id, s.slug, s.endpoint_url, s.kind, s.transport,
        j.requested_at AS due_at, s.next_check_at AS claimed_next_check_at, j.reason, j.requested_at
-  FROM probe_jobs AS j
+  FROM probe_open_jobs AS o
+  JOIN probe_jobs AS j ON j.id = o.job_id AND j.requested_at = o.requested_at
   JOIN servers AS s ON s.id = j.server_id
- WHERE j.round_id = @round_id
+ WHERE o.requested_at >= now() - @since::interval
+   AND j.round_id = @round_id
    AND j.invocation = @invocation
    AND j.id > @after_job
    AND j.finished_at IS NULL
    AND NOT (j.id = ANY (@known::bigint[]))
    AND s.next_check_at = j.requested_at + @in_flight::interval
- ORDER BY j.id;
+ ORDER BY j.id
+ LIMIT @limit;

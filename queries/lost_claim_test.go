@@ -43,9 +43,10 @@ func TestALostClaimIsOnlyThisAttemptsOwnUnheardJobs(t *testing.T) {
 	lost := job(0, true, false)  // claimed, its answer lost
 	job(1, true, false)          // another invocation's
 	job(0, true, true)           // finished
-	job(0, false, false)         // its server moved on (re-checked, paused...)
+	job(0, false, false)         // its server moved on (re-checked, rescued, advanced)
 	lost2 := job(0, true, false) // the lost claim's second job
-	got, err := queries.LostClaim(ctx, pool, queries.LostClaimParams{RoundID: round, Invocation: 0, AfterJob: after, Known: []int64{held}})
+	got, err := queries.LostClaim(ctx, pool, queries.LostClaimParams{RoundID: round, Invocation: 0, AfterJob: after,
+		Known: []int64{held}, Since: time.Minute, Limit: 10})
 	require.NoError(t, err)
 	var ids []int64
 	for _, j := range got {
@@ -54,4 +55,20 @@ func TestALostClaimIsOnlyThisAttemptsOwnUnheardJobs(t *testing.T) {
 		require.Equal(t, at, j.RequestedAt.UTC())
 	}
 	require.Equal(t, []int64{lost, lost2}, ids)
+
+	// At most what the claim asked for, and only jobs requested since it was sent: an older one
+	// is an earlier claim's.
+	got, err = queries.LostClaim(ctx, pool, queries.LostClaimParams{RoundID: round, Invocation: 0, AfterJob: after,
+		Known: []int64{held}, Since: time.Minute, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, lost, got[0].JobID)
+	old := at.Add(-10 * time.Minute)
+	srv := testfactory.Server(ctx, t, pool, &testfactory.ServerOpts{NextCheckAt: testfactory.Ptr(old.Add(queries.InFlightWindow))})
+	inv := 0
+	older := testfactory.Job(ctx, t, pool, &testfactory.JobOpts{ServerID: srv, RoundID: &round, Invocation: &inv, RequestedAt: &old})
+	got, err = queries.LostClaim(ctx, pool, queries.LostClaimParams{RoundID: round, Invocation: 0, AfterJob: after,
+		Known: []int64{held, lost, lost2}, Since: time.Minute, Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, got, "job %d was requested before the claim was sent", older)
 }

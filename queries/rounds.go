@@ -126,19 +126,19 @@ func ListRoundJobs(ctx context.Context, db DBTX, roundIDs ...int64) ([]RoundJob,
 }
 
 // InvocationClaimed counts the jobs invocation inv of round id has claimed so far, in any attempt.
+func InvocationClaimed(ctx context.Context, db DBTX, id int64, inv int) (int, error) {
+	n, err := valueOf[int](ctx, db, "InvocationClaimed", id, inv)
+	if err != nil {
+		return 0, fmt.Errorf("count the claims of invocation %d of round %d: %w", inv, id, err)
+	}
+	return n, nil
+}
+
 // InvocationLastJob returns the last job invocation inv of round id claimed so far (0: none).
 func InvocationLastJob(ctx context.Context, db DBTX, id int64, inv int) (int64, error) {
 	n, err := valueOf[int64](ctx, db, "InvocationLastJob", id, inv)
 	if err != nil {
 		return 0, fmt.Errorf("read the last job of invocation %d of round %d: %w", inv, id, err)
-	}
-	return n, nil
-}
-
-func InvocationClaimed(ctx context.Context, db DBTX, id int64, inv int) (int, error) {
-	n, err := valueOf[int](ctx, db, "InvocationClaimed", id, inv)
-	if err != nil {
-		return 0, fmt.Errorf("count the claims of invocation %d of round %d: %w", inv, id, err)
 	}
 	return n, nil
 }
