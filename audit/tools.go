@@ -83,6 +83,12 @@ func ToolsTx(ctx context.Context, tx pgx.Tx, p ToolsParams) (*ToolsReport, error
 	if err != nil {
 		return nil, err
 	}
+	// A slug no server has is a typo, not a server without changes (queries.ErrNoServer).
+	if p.Server != "" {
+		if _, err := queries.GetServerBySlug(ctx, tx, p.Server); err != nil {
+			return nil, err
+		}
+	}
 	pop, err := queries.AuditToolPopulation(ctx, tx, since, until, p.Server)
 	if err != nil {
 		return nil, err

@@ -47,5 +47,5 @@ func TestARetriedInvocationClaimsNoMoreThanItsShare(t *testing.T) {
 	require.Equal(t, 2, other.Claimed, "another invocation of the round claims its own share")
 	n, err := queries.InvocationClaimed(ctx, pool, round, 0)
 	require.NoError(t, err)
-	require.Equal(t, 2, n)
+	require.Equal(t, 2, n.Claimed)
 }

@@ -87,17 +87,13 @@ func (inv *Invocation) Run(ctx context.Context) (Progress, error) {
 	// The earlier attempts' claims count against this one's share. Counted before the first claim
 	// of this attempt; attempts of one invocation never run at once (River runs a job once at a
 	// time, and retries it only after its attempt ended or its worker was judged dead).
+	// The jobs past the last of them are this attempt's: a claim whose answer it lost is looked for
+	// there, never among an earlier attempt's, whose results may wait in a spool.
 	before, err := queries.InvocationClaimed(ctx, inv.DB, inv.RoundID, inv.Index)
-	var afterJob int64
-	if err == nil {
-		// The jobs past it are this attempt's: a claim whose answer it lost is looked for there,
-		// never among an earlier attempt's, whose results may wait in a spool.
-		afterJob, err = queries.InvocationLastJob(ctx, inv.DB, inv.RoundID, inv.Index)
-	}
 	if err != nil {
 		return Progress{Invocation: inv.Index}, &IncompleteError{Problems: []string{fmt.Sprintf("invocation %d: %v", inv.Index, err)}}
 	}
-	p := r.invoke(ctx, st, inv.Index, before, afterJob)
+	p := r.invoke(ctx, st, inv.Index, before.Claimed, before.LastJob)
 	if st.journal != nil {
 		r.closeJournal(ctx, st)
 	}

@@ -35,8 +35,9 @@ func TestALostClaimIsOnlyThisAttemptsOwnUnheardJobs(t *testing.T) {
 		return testfactory.Job(ctx, t, pool, o)
 	}
 	earlier := job(0, true, false) // an earlier attempt's, open: its result may be spooled
-	after, err := queries.InvocationLastJob(ctx, pool, round, 0)
+	claims, err := queries.InvocationClaimed(ctx, pool, round, 0)
 	require.NoError(t, err)
+	after := claims.LastJob
 	require.Equal(t, earlier, after)
 
 	held := job(0, true, false)  // this attempt holds it

@@ -125,20 +125,18 @@ func ListRoundJobs(ctx context.Context, db DBTX, roundIDs ...int64) ([]RoundJob,
 	return out, nil
 }
 
-// InvocationClaimed counts the jobs invocation inv of round id has claimed so far, in any attempt.
-func InvocationClaimed(ctx context.Context, db DBTX, id int64, inv int) (int, error) {
-	n, err := valueOf[int](ctx, db, "InvocationClaimed", id, inv)
-	if err != nil {
-		return 0, fmt.Errorf("count the claims of invocation %d of round %d: %w", inv, id, err)
-	}
-	return n, nil
+// InvocationClaims are the jobs invocation inv of a round has claimed so far, in any attempt:
+// how many, and the last of them (0: none).
+type InvocationClaims struct {
+	Claimed int   `db:"claimed"`
+	LastJob int64 `db:"last_job"`
 }
 
-// InvocationLastJob returns the last job invocation inv of round id claimed so far (0: none).
-func InvocationLastJob(ctx context.Context, db DBTX, id int64, inv int) (int64, error) {
-	n, err := valueOf[int64](ctx, db, "InvocationLastJob", id, inv)
+// InvocationClaimed reads the claims of invocation inv of round id so far.
+func InvocationClaimed(ctx context.Context, db DBTX, id int64, inv int) (InvocationClaims, error) {
+	c, err := rowOf[InvocationClaims](ctx, db, "InvocationClaims", id, inv)
 	if err != nil {
-		return 0, fmt.Errorf("read the last job of invocation %d of round %d: %w", inv, id, err)
+		return c, fmt.Errorf("count the claims of invocation %d of round %d: %w", inv, id, err)
 	}
-	return n, nil
+	return c, nil
 }

@@ -47,12 +47,10 @@ SELECT j.id AS job_id, j.server_id, s.slug, s.endpoint_url, j.round_id, j.invoca
  WHERE j.round_id = ANY ($1::bigint[])
  ORDER BY j.requested_at, j.id;
 
--- name: InvocationClaimed
--- How many jobs invocation $2 of round $1 has claimed so far: a retried invocation (River tries a
--- failed one again) claims only what its earlier attempts left of its share.
-SELECT count(*)::int AS claimed FROM probe_jobs WHERE round_id = $1 AND invocation = $2;
-
--- name: InvocationLastJob
--- The last job invocation $2 of round $1 claimed so far (0: none), read when an attempt of it
--- begins: the jobs past it are this attempt's (LostClaim).
-SELECT coalesce(max(id), 0)::bigint AS last_job FROM probe_jobs WHERE round_id = $1 AND invocation = $2;
+-- name: InvocationClaims
+-- How many jobs invocation $2 of round $1 has claimed so far, and the last of them (0: none), read
+-- when an attempt of it begins: a retried invocation (River tries a failed one again) claims only
+-- what its earlier attempts left of its share, and the jobs past the last are this attempt's
+-- (LostClaim).
+SELECT count(*)::int AS claimed, coalesce(max(id), 0)::bigint AS last_job
+  FROM probe_jobs WHERE round_id = $1 AND invocation = $2;

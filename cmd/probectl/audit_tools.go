@@ -72,15 +72,10 @@ func runAuditTools(ctx context.Context, opts *auditToolsOptions) error {
 	if err != nil {
 		return err
 	}
-	// A slug no server has is a typo, not a server without changes: said as runs list says it.
-	if opts.Server != "" {
-		if _, err := queries.GetServerBySlug(ctx, pool, opts.Server); errors.Is(err, queries.ErrNoServer) {
-			return exit.UsageError(fmt.Errorf("--server %q: no such server; 'probectl servers list' shows them", opts.Server))
-		} else if err != nil {
-			return err
-		}
-	}
 	r, err := audit.Tools(ctx, pool, audit.ToolsParams{Since: since, Until: until, Server: opts.Server, Diff: opts.Diff})
+	if errors.Is(err, queries.ErrNoServer) { // said as runs list says it
+		return exit.UsageError(fmt.Errorf("--server %q: no such server; 'probectl servers list' shows them", opts.Server))
+	}
 	if err != nil {
 		return auditError(err)
 	}

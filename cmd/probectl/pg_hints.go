@@ -22,12 +22,8 @@ func withHints(err error) error {
 	if !ok {
 		return err
 	}
-	switch pgErr.Code {
-	case "25006", // read_only_sql_transaction
-		"55000": // object_not_in_prerequisite_state: "recovery is in progress" (WAL functions on a standby)
-		if pgErr.Code == "55000" && pgErr.Message != "recovery is in progress" {
-			return err
-		}
+	// 25006 read_only_sql_transaction; 55000 "recovery is in progress": a WAL function on a standby.
+	if pgErr.Code == "25006" || (pgErr.Code == "55000" && pgErr.Message == "recovery is in progress") {
 		return &hintedError{err: err, hint: readOnlyHint}
 	}
 	return err

@@ -119,6 +119,22 @@ func (p *process) beat(ctx context.Context) (stop func()) {
 	}
 }
 
+// usableSpoolDir is the worker's spool directory, made again if it was removed under the worker;
+// "" when there is none, or when it cannot be used: that is said once (else the next finish that
+// cannot reach the database finds nowhere to spool), and nothing else of the spool is read at this
+// beat (each read would say it again).
+func (p *process) usableSpoolDir() string {
+	dir := p.cfg.SpoolDir
+	if dir == "" {
+		return ""
+	}
+	if err := probe.PrepareSpoolDir(dir, p.cfg.Log); err != nil {
+		p.sayOnce("the spool directory cannot be used: a result the database cannot take now would be lost", []string{err.Error()})
+		return ""
+	}
+	return dir
+}
+
 // beatOnce is one heartbeat: the worker's row (with its spool's depth), the heartbeat of the
 // queued rounds it runs or that wait for a worker, and the removal of workers a day silent; then,
 // when files wait in the spool, a replay with what is left of the beat's time (the database may
@@ -127,16 +143,7 @@ func (p *process) beat(ctx context.Context) (stop func()) {
 func (p *process) beatOnce(ctx context.Context) {
 	log := p.cfg.Log
 	b := queries.WorkerBeat{ID: p.id, Host: p.host, PID: os.Getpid(), Version: p.cfg.Version, MaxWorkers: p.cfg.MaxWorkers}
-	dir := p.cfg.SpoolDir
-	if dir != "" {
-		// A spool directory removed under this worker is made again, or why it cannot be is said
-		// (once): else the next finish that cannot reach the database finds nowhere to spool.
-		// Nothing else of the spool is read at this beat then (each would say it again).
-		if err := probe.PrepareSpoolDir(dir, log); err != nil {
-			p.sayOnce("the spool directory cannot be used: a result the database cannot take now would be lost", []string{err.Error()})
-			dir = ""
-		}
-	}
+	dir := p.usableSpoolDir()
 	if dir != "" {
 		sp, err := probe.InspectSpool(dir)
 		if err != nil {
